@@ -1,0 +1,35 @@
+// attnrank example: every step of the tutorial's Section 2.2.2, exact or certified.
+#include "commands.hpp"
+#include "layer_report.hpp"
+
+#include <attnrank/worked_example.hpp>
+
+namespace attnrank::cli {
+
+void add_example_command(CLI::App& app, std::string& out) {
+  auto* cmd = app.add_subcommand("example", "Every step of Section 2.2.2 (\"I love LLMs\", d_model = 4, h = 2)");
+  struct Options {
+    int digits = 2;
+    bool json = false;
+  };
+  auto opt = std::make_shared<Options>();
+  cmd->add_option("--digits", opt->digits,
+                  "Decimals to print, each certified by interval arithmetic (default 2, as the tutorial prints)")
+      ->check(CLI::Range(0, max_digits));
+  cmd->add_flag("--json", opt->json, "Print JSON instead of text");
+  cmd->callback([opt, &out] {
+    const auto layer = worked_example::layer<Rational>();
+    const FormattedTrace t = run_layer(layer, worked_example::X(), Tier::interval, opt->digits, 0);
+    const std::vector<std::string> tokens(std::begin(worked_example::tokens), std::end(worked_example::tokens));
+    if (opt->json) {
+      nlohmann::json j = trace_json(t);
+      j["source"] = "Section 2.2.2";
+      j["tokens"] = tokens;
+      out = j.dump(2) + "\n";
+    } else {
+      out = "Section 2.2.2 - multi-head attention on \"I love LLMs\"\n" + narrate(t, tokens);
+    }
+  });
+}
+
+}  // namespace attnrank::cli

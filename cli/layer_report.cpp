@@ -1,0 +1,197 @@
+#include "layer_report.hpp"
+
+#include <attnrank/decimal.hpp>
+
+#include <cmath>
+
+namespace attnrank::cli {
+namespace {
+
+/// Formats one entry; returns false when an interval could not be rounded.
+bool format_entry(const Rational& q, int digits, std::string& out) {
+  out = boost::multiprecision::denominator(q) == 1 ? q.str() : format_fixed(q, digits);
+  return true;
+}
+bool format_entry(double x, int digits, std::string& out) {
+  out = format_fixed_point(x, digits);
+  return true;
+}
+bool format_entry(const Real& x, int digits, std::string& out) {
+  out = format_fixed_point(x, digits);
+  return true;
+}
+bool format_entry(const Interval& x, int digits, std::string& out) {
+  if (auto s = certified_fixed(x, digits)) {
+    out = *s;
+    return true;
+  }
+  const auto [lo, hi] = enclosure_fixed(x, digits);
+  out = "[" + lo + ", " + hi + "]";
+  return false;
+}
+
+template <class T>
+TextMatrix format_matrix(const Matrix<T>& m, int digits, std::size_t& failures) {
+  TextMatrix out(static_cast<std::size_t>(m.rows()), std::vector<std::string>(static_cast<std::size_t>(m.cols())));
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j)
+      if (!format_entry(m(i, j), digits, out[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)])) ++failures;
+  return out;
+}
+
+template <class L, class N>
+FormattedTrace format_trace(const LayerTrace<L, N>& t, const Matrix<Rational>& X, int digits) {
+  FormattedTrace f;
+  std::size_t failures = 0;
+  f.shape = t.shape;
+  f.digits = digits;
+  f.X = format_matrix(X, digits, failures);
+  f.Q = format_matrix(t.Q, digits, failures);
+  f.K = format_matrix(t.K, digits, failures);
+  f.V = format_matrix(t.V, digits, failures);
+  for (const auto& h : t.heads)
+    f.heads.push_back({format_matrix(h.Q, digits, failures), format_matrix(h.K, digits, failures),
+                       format_matrix(h.V, digits, failures), format_matrix(h.scores, digits, failures),
+                       format_matrix(h.scaled, digits, failures), format_matrix(h.A, digits, failures),
+                       format_matrix(h.Z, digits, failures)});
+  f.concat = format_matrix(t.concat, digits, failures);
+  f.output = format_matrix(t.output, digits, failures);
+  f.enclosures = failures;
+  return f;
+}
+
+template <class T>
+MultiHeadAttention<T> in_tier(const MultiHeadAttention<Rational>& layer) {
+  return MultiHeadAttention<T>(detail::to_tier<T>(layer.w_q()), detail::to_tier<T>(layer.w_k()),
+                               detail::to_tier<T>(layer.w_v()), detail::to_tier<T>(layer.w_o()),
+                               layer.shape().heads);
+}
+
+}  // namespace
+
+Tier parse_tier(const std::string& name) {
+  if (name == "double") return Tier::double_precision;
+  if (name == "mp") return Tier::multiprecision;
+  if (name == "interval") return Tier::interval;
+  throw input_error("unknown tier '" + name + "' (expected double, mp or interval)");
+}
+
+FormattedTrace run_layer(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X, Tier tier,
+                         int digits, unsigned bits) {
+  if (tier == Tier::double_precision) {
+    const auto t = in_tier<double>(layer).forward(detail::to_tier<double>(X));
+    FormattedTrace f = format_trace(t, X, digits);
+    f.tier = "double";
+    f.precision_bits = 53;
+    return f;
+  }
+  if (tier == Tier::multiprecision) {
+    PrecisionScope scope(bits);
+    const auto t = in_tier<Real>(layer).forward(detail::to_tier<Real>(X));
+    FormattedTrace f = format_trace(t, X, digits);
+    f.tier = "mp";
+    f.precision_bits = PrecisionScope::bits();
+    return f;
+  }
+  // Enough bits for `digits` decimals of numbers up to ~2^64 in size, then
+  // doubling: the loop ends on success or at the cap (a true tie never settles).
+  const unsigned needed = static_cast<unsigned>(std::ceil(digits * 3.3219280948873623)) + 64;
+  unsigned start = std::max(bits, needed);
+  const unsigned cap = std::max(start * 8, 4096u);
+  FormattedTrace f;
+  for (unsigned b = start;; b *= 2) {
+    PrecisionScope scope(b);
+    const auto t = layer.forward<Interval>(X);
+    f = format_trace(t, X, digits);
+    f.precision_bits = PrecisionScope::bits();
+    if (f.enclosures == 0 || b * 2 > cap) break;
+  }
+  f.tier = "interval";
+  f.certified = true;  // digits or enclosures, every printed value is proven
+  return f;
+}
+
+std::string narrate(const FormattedTrace& t, const std::vector<std::string>& tokens) {
+  std::vector<std::string> rows = tokens;
+  if (rows.empty())
+    for (std::size_t i = 0; i < t.X.size(); ++i) rows.push_back("row " + std::to_string(i + 1));
+  const auto& s = t.shape;
+  const std::string dims = std::to_string(t.X.size()) + " x ";
+  auto block = [&](const std::string& title, const TextMatrix& m) {
+    return title + "\n" + render_table(m, rows, 4);
+  };
+  std::string out;
+  out += "Layer: n = " + std::to_string(t.X.size()) + " tokens, d_model = " + std::to_string(s.d_model) +
+         ", h = " + std::to_string(s.heads) + ", d_k = " + std::to_string(s.d_k) + ", d_v = " + std::to_string(s.d_v) +
+         "\n";
+  if (t.tier == "interval")
+    out += "Numbers: exact where the step is exact (projections, slices, raw scores); every other number is "
+           "certified to " + std::to_string(t.digits) + " decimals by interval arithmetic at " +
+           std::to_string(t.precision_bits) + " bits.\n";
+  else
+    out += "Numbers: tier " + t.tier + " (" + std::to_string(t.precision_bits) + " bits), " +
+           std::to_string(t.digits) + " decimals, not certified.\n";
+  if (t.enclosures > 0)
+    out += "Note: " + std::to_string(t.enclosures) +
+           " entries sit on a rounding tie and are printed as certified enclosures [lo, hi].\n";
+  out += "\n" + block("X (" + dims + std::to_string(s.d_model) + "), one row per token", t.X);
+  out += "\nStep 1 - project to full width\n";
+  out += block("  Q = X W^Q", t.Q) + block("  K = X W^K", t.K) + block("  V = X W^V", t.V);
+  out += "\nStep 2 - deal the columns out (head i takes columns " + std::string("(i-1) d_k + 1 .. i d_k") + ")\n";
+  for (std::size_t i = 0; i < t.heads.size(); ++i) {
+    const std::string n = std::to_string(i + 1);
+    out += block("  Q_" + n, t.heads[i].Q) + block("  K_" + n, t.heads[i].K) + block("  V_" + n, t.heads[i].V);
+  }
+  for (std::size_t i = 0; i < t.heads.size(); ++i) {
+    const std::string n = std::to_string(i + 1);
+    out += "\nStep " + std::to_string(3 + i) + " - head " + n + " attends on its slice\n";
+    out += block("  scores Q_" + n + " K_" + n + "^T", t.heads[i].scores);
+    out += block("  scaled scores Q_" + n + " K_" + n + "^T / sqrt(" + std::to_string(s.d_k) + ")", t.heads[i].scaled);
+    out += block("  A_" + n + " = softmax(scaled scores), row-wise", t.heads[i].A);
+  }
+  const std::size_t step = 3 + t.heads.size();
+  out += "\nStep " + std::to_string(step) + " - each head spends its weights on its own V slice\n";
+  for (std::size_t i = 0; i < t.heads.size(); ++i) {
+    const std::string n = std::to_string(i + 1);
+    out += block("  Z_" + n + " = A_" + n + " V_" + n, t.heads[i].Z);
+  }
+  out += "\nStep " + std::to_string(step + 1) + " - lay the heads side by side\n";
+  out += block("  Concat(Z_1, ..., Z_" + std::to_string(t.heads.size()) + ")", t.concat);
+  out += "\nStep " + std::to_string(step + 2) + " - W^O does the mixing\n";
+  out += block("  output = Concat W^O", t.output);
+  return out;
+}
+
+nlohmann::json trace_json(const FormattedTrace& t) {
+  nlohmann::json j;
+  j["n"] = t.X.size();
+  j["d_model"] = t.shape.d_model;
+  j["h"] = t.shape.heads;
+  j["d_k"] = t.shape.d_k;
+  j["d_v"] = t.shape.d_v;
+  j["tier"] = t.tier;
+  j["precision_bits"] = t.precision_bits;
+  j["digits"] = t.digits;
+  j["certified"] = t.certified;
+  j["enclosures"] = t.enclosures;
+  j["X"] = to_json(t.X);
+  j["Q"] = to_json(t.Q);
+  j["K"] = to_json(t.K);
+  j["V"] = to_json(t.V);
+  for (const char* key : {"Q_heads", "K_heads", "V_heads", "scores", "scaled_scores", "A", "Z"})
+    j[key] = nlohmann::json::array();
+  for (const auto& h : t.heads) {
+    j["Q_heads"].push_back(to_json(h.Q));
+    j["K_heads"].push_back(to_json(h.K));
+    j["V_heads"].push_back(to_json(h.V));
+    j["scores"].push_back(to_json(h.scores));
+    j["scaled_scores"].push_back(to_json(h.scaled));
+    j["A"].push_back(to_json(h.A));
+    j["Z"].push_back(to_json(h.Z));
+  }
+  j["concat"] = to_json(t.concat);
+  j["output"] = to_json(t.output);
+  return j;
+}
+
+}  // namespace attnrank::cli

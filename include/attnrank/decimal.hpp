@@ -1,0 +1,76 @@
+#pragma once
+// Printing numbers as fixed-point decimals, exactly.
+//
+// Every value is first turned into the exact rational it stores (a double or an
+// MPFR number is a dyadic rational), then rounded once, exactly, to `decimals`
+// digits after the point (ties away from zero). Rounding to nearest is monotone,
+// so when both ends of an interval round to the same string, every real number in
+// the interval rounds to it: that string is certified.
+
+#include <attnrank/scalar_traits.hpp>
+
+#include <optional>
+#include <string>
+
+namespace attnrank {
+
+/// q rounded to `decimals` digits after the point, ties away from zero, as text
+/// ("-2.303", "3", "0.33"). Never prints "-0".
+inline std::string format_fixed(const Rational& q, int decimals) {
+  Integer scale = 1;
+  for (int i = 0; i < decimals; ++i) scale *= 10;
+  const Integer num = boost::multiprecision::numerator(q);
+  const Integer den = boost::multiprecision::denominator(q);
+  const bool negative = num < 0;
+  const Integer abs_num = negative ? Integer(-num) : num;
+  // round(|q| * scale) = floor((2 |num| scale + den) / (2 den))
+  const Integer rounded = (2 * abs_num * scale + den) / (2 * den);
+  std::string digits = rounded.str();
+  if (decimals > 0) {
+    if (digits.size() <= static_cast<std::size_t>(decimals))
+      digits.insert(0, static_cast<std::size_t>(decimals) + 1 - digits.size(), '0');
+    digits.insert(digits.size() - static_cast<std::size_t>(decimals), ".");
+  }
+  return (negative && rounded != 0) ? "-" + digits : digits;
+}
+
+/// The decimal digits of x itself (double or MPFR); "nan"/"inf"/"-inf" if not finite.
+template <class T>
+std::string format_fixed_point(const T& x, int decimals) {
+  if (!scalar_traits<T>::is_finite(x)) {
+    const double d = static_cast<double>(x);
+    return d != d ? "nan" : (d > 0 ? "inf" : "-inf");
+  }
+  return format_fixed(to_rational(x), decimals);
+}
+
+/// The certified rounding of every real in x to `decimals` digits, or nothing
+/// when the ends of x round differently (more precision may settle it).
+inline std::optional<std::string> certified_fixed(const Interval& x, int decimals) {
+  if (!scalar_traits<Interval>::is_finite(x)) return std::nullopt;
+  std::string lo = format_fixed(to_rational(lower_bound(x)), decimals);
+  if (lo != format_fixed(to_rational(upper_bound(x)), decimals)) return std::nullopt;
+  return lo;
+}
+
+/// Both ends of x, each rounded outward to `decimals` digits so the printed
+/// interval still contains x: "[lo, hi]" as two strings.
+inline std::pair<std::string, std::string> enclosure_fixed(const Interval& x, int decimals) {
+  Integer scale = 1;
+  for (int i = 0; i < decimals; ++i) scale *= 10;
+  auto outward = [&](const Real& end, bool up) -> std::string {
+    if (!scalar_traits<Real>::is_finite(end)) return up ? "inf" : "-inf";
+    const Rational scaled = to_rational(end) * Rational(scale);
+    const Integer num = boost::multiprecision::numerator(scaled);
+    const Integer den = boost::multiprecision::denominator(scaled);
+    Integer r;
+    if (up)
+      mpz_cdiv_q(r.backend().data(), num.backend().data(), den.backend().data());
+    else
+      mpz_fdiv_q(r.backend().data(), num.backend().data(), den.backend().data());
+    return format_fixed(Rational(r, scale), decimals);
+  };
+  return {outward(lower_bound(x), false), outward(upper_bound(x), true)};
+}
+
+}  // namespace attnrank

@@ -1,0 +1,173 @@
+#pragma once
+// Bodies for attnrank/parse.hpp.
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace attnrank {
+namespace detail {
+
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+inline bool all_digits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+[[noreturn]] inline void bad_number(std::string_view text, const std::string& why) {
+  throw input_error("'" + std::string(text) + "' is not a number: " + why);
+}
+
+inline Integer pow10(long e) {
+  Integer r;
+  mpz_ui_pow_ui(r.backend().data(), 10, static_cast<unsigned long>(e));
+  return r;
+}
+
+/// [+-]digits, returned as an integer.
+inline Integer parse_integer(std::string_view text, std::string_view whole, const ParseLimits& limits) {
+  std::string_view digits = text;
+  bool negative = false;
+  if (!digits.empty() && (digits.front() == '+' || digits.front() == '-')) {
+    negative = digits.front() == '-';
+    digits.remove_prefix(1);
+  }
+  if (!all_digits(digits)) bad_number(whole, "expected an integer, a decimal or p/q");
+  if (digits.size() > limits.max_digits)
+    bad_number(whole, "more than " + std::to_string(limits.max_digits) + " digits");
+  const Integer r{std::string(digits)};
+  return negative ? Integer(-r) : r;
+}
+
+/// [+-]digits[.digits][e[+-]digits] with at least one mantissa digit.
+inline Rational parse_decimal(std::string_view text, const ParseLimits& limits) {
+  std::string_view s = text;
+  bool negative = false;
+  if (!s.empty() && (s.front() == '+' || s.front() == '-')) {
+    negative = s.front() == '-';
+    s.remove_prefix(1);
+  }
+  long exponent = 0;
+  if (const auto e = s.find_first_of("eE"); e != std::string_view::npos) {
+    std::string_view exp_text = s.substr(e + 1);
+    s = s.substr(0, e);
+    bool exp_negative = false;
+    if (!exp_text.empty() && (exp_text.front() == '+' || exp_text.front() == '-')) {
+      exp_negative = exp_text.front() == '-';
+      exp_text.remove_prefix(1);
+    }
+    if (!all_digits(exp_text)) bad_number(text, "malformed exponent");
+    if (exp_text.size() > 9) bad_number(text, "exponent out of range");
+    exponent = std::stol(std::string(exp_text));
+    if (exponent > limits.max_exponent)
+      bad_number(text, "exponent out of range (|e| <= " + std::to_string(limits.max_exponent) + ")");
+    if (exp_negative) exponent = -exponent;
+  }
+  std::string_view int_part = s, frac_part;
+  if (const auto dot = s.find('.'); dot != std::string_view::npos) {
+    int_part = s.substr(0, dot);
+    frac_part = s.substr(dot + 1);
+  }
+  if (int_part.empty() && frac_part.empty()) bad_number(text, "no digits");
+  if ((!int_part.empty() && !all_digits(int_part)) || (!frac_part.empty() && !all_digits(frac_part)))
+    bad_number(text, "expected an integer, a decimal or p/q");
+  if (int_part.size() + frac_part.size() > limits.max_digits)
+    bad_number(text, "more than " + std::to_string(limits.max_digits) + " digits");
+  const Integer mantissa(std::string(int_part) + std::string(frac_part));
+  exponent -= static_cast<long>(frac_part.size());
+  Rational r = exponent >= 0 ? Rational(mantissa * pow10(exponent)) : Rational(mantissa, pow10(-exponent));
+  return negative ? Rational(-r) : r;
+}
+
+}  // namespace detail
+
+inline Rational parse_rational(std::string_view raw, const ParseLimits& limits) {
+  const std::string_view text = detail::trim(raw);
+  if (text.empty()) throw input_error("empty cell (expected a number)");
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string_view bare = (lower[0] == '+' || lower[0] == '-') ? std::string_view(lower).substr(1)
+                                                                     : std::string_view(lower);
+  if (bare == "nan" || bare == "inf" || bare == "infinity")
+    detail::bad_number(text, "not a finite number");
+  if (const auto slash = text.find('/'); slash != std::string_view::npos) {
+    const Integer num = detail::parse_integer(detail::trim(text.substr(0, slash)), text, limits);
+    const Integer den = detail::parse_integer(detail::trim(text.substr(slash + 1)), text, limits);
+    if (den == 0) detail::bad_number(text, "division by zero");
+    return Rational(num, den);
+  }
+  return detail::parse_decimal(text, limits);
+}
+
+inline Matrix<Rational> parse_matrix(std::string_view text, const std::string& source,
+                                     const ParseLimits& limits) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  std::vector<std::vector<Rational>> rows;
+  std::size_t first_width_line = 0, line_no = 0, cells = 0;
+  while (!text.empty()) {
+    ++line_no;
+    const auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    if (detail::trim(line).empty()) continue;
+    std::vector<Rational> row;
+    std::size_t column = 0;
+    while (true) {
+      ++column;
+      const auto comma = line.find(',');
+      const std::string_view cell = line.substr(0, comma);
+      try {
+        row.push_back(parse_rational(cell, limits));
+      } catch (const input_error& e) {
+        throw input_error(source + ": line " + std::to_string(line_no) + ", column " +
+                          std::to_string(column) + ": " + e.what());
+      }
+      if (++cells > limits.max_cells)
+        throw input_error(source + ": more than " + std::to_string(limits.max_cells) + " cells");
+      if (comma == std::string_view::npos) break;
+      line = line.substr(comma + 1);
+    }
+    if (!rows.empty() && row.size() != rows.front().size())
+      throw input_error(source + ": line " + std::to_string(line_no) + " has " + std::to_string(row.size()) +
+                        " columns, but line " + std::to_string(first_width_line) + " has " +
+                        std::to_string(rows.front().size()) + " (rows must have equal length)");
+    if (rows.empty()) first_width_line = line_no;
+    rows.push_back(std::move(row));
+  }
+  if (rows.empty()) throw input_error(source + ": no matrix rows (the input is empty or only comments)");
+  Matrix<Rational> m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows.front().size()));
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::size_t j = 0; j < rows[i].size(); ++j)
+      m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = std::move(rows[i][j]);
+  return m;
+}
+
+inline Matrix<Rational> read_matrix(const std::string& path, const ParseLimits& limits) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) throw input_error(path + ": no such file");
+  if (std::filesystem::is_directory(status)) throw input_error(path + ": is a directory, not a matrix file");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > limits.max_file_bytes)
+    throw input_error(path + ": file is " + std::to_string(size) + " bytes, over the limit of " +
+                      std::to_string(limits.max_file_bytes));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error(path + ": cannot be opened for reading");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  if (text.size() > limits.max_file_bytes) throw input_error(path + ": over the file size limit");
+  return parse_matrix(text, path, limits);
+}
+
+}  // namespace attnrank

@@ -1,0 +1,21 @@
+#pragma once
+// The two error channels of attnrank (see docs/concepts.md):
+//  * misuse -- bad text, wrong shapes, values out of the domain -- throws
+//    `input_error` with a message a person can act on; the CLI maps it to exit 2;
+//  * failure to certify is never an exception: it is a result (bounds that do not
+//    meet, an `undecided` verdict, a decimal that could not be certified).
+
+#include <stdexcept>
+#include <string>
+
+namespace attnrank {
+
+/// The input is wrong: a file that cannot be read, text that is not a number,
+/// shapes that do not fit, a value outside the domain. `what()` names the place
+/// (file, row, column, value) so the user can fix it.
+class input_error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+}  // namespace attnrank

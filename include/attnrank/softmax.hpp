@@ -1,0 +1,58 @@
+#pragma once
+// Row-wise softmax, stable in every tier.
+//
+//   softmax(s)_j = exp(s_j) / sum_k exp(s_k)
+//
+// Each row is first shifted by a point m near its maximum (softmax(s - m) =
+// softmax(s), so the shift is exact algebra, whatever m is), then evaluated as
+//
+//   a_j = 1 / (1 + R_j / e_j),   e_k = exp(s_k - m),   R_j = sum_{k != j} e_k,
+//
+// with R_j built from prefix and suffix sums (no subtraction). In this form e_j
+// and R_j each occur once and a_j is monotone in both, so in interval arithmetic
+// the enclosure is as tight as the enclosures of the e_k allow, and it is sound
+// for any finite scores: MPFR's exponent range covers exp(+-1e8); beyond it e_k
+// becomes [0, tiny] or [huge, +inf] and a_j still encloses the true value.
+// In double no exp overflows (all shifted scores are <= 0 up to rounding of m).
+
+#include <attnrank/scalar_traits.hpp>
+
+#include <cmath>
+#include <vector>
+
+namespace attnrank {
+
+/// Softmax of each row of S. Precondition: S has finite entries. For
+/// T = Interval the result contains softmax(S') for every real S' in S.
+template <class T>
+Matrix<T> softmax_rows(const Matrix<T>& S) {
+  static_assert(!scalar_traits<T>::exact,
+                "softmax is transcendental: evaluate it in double, Real or Interval");
+  using std::exp;
+  const Eigen::Index n = S.cols();
+  Matrix<T> A(S.rows(), n);
+  std::vector<T> e(static_cast<std::size_t>(n)), prefix(static_cast<std::size_t>(n) + 1),
+      suffix(static_cast<std::size_t>(n) + 1);
+  for (Eigen::Index r = 0; r < S.rows(); ++r) {
+    Eigen::Index top = 0;
+    for (Eigen::Index k = 1; k < n; ++k)
+      if (scalar_traits<T>::approx_less(S(r, top), S(r, k))) top = k;
+    const T m = scalar_traits<T>::center(S(r, top));
+    for (Eigen::Index k = 0; k < n; ++k) {
+      const T shifted = S(r, k) - m;
+      e[static_cast<std::size_t>(k)] = exp(shifted);
+    }
+    prefix[0] = 0;
+    for (std::size_t k = 0; k < e.size(); ++k) prefix[k + 1] = prefix[k] + e[k];
+    suffix[e.size()] = 0;
+    for (std::size_t k = e.size(); k-- > 0;) suffix[k] = suffix[k + 1] + e[k];
+    for (std::size_t j = 0; j < e.size(); ++j) {
+      const T rest = prefix[j] + suffix[j + 1];
+      const T ratio = rest / e[j];
+      A(r, static_cast<Eigen::Index>(j)) = 1 / (1 + ratio);
+    }
+  }
+  return A;
+}
+
+}  // namespace attnrank

@@ -1,0 +1,72 @@
+#pragma once
+// The four number tiers. Every algorithm is one template over the scalar; these
+// aliases name the scalars and the matrices built from them.
+//
+// | tier      | type       | guarantee                                             |
+// |-----------|------------|-------------------------------------------------------|
+// | fast      | `double`   | none (IEEE rounding)                                  |
+// | high prec | `Real`     | none, but the error shrinks as precision grows        |
+// | certified | `Interval` | the true real value lies in the interval              |
+// | exact     | `Rational` | exact (and `Integer` for integer-only algorithms)     |
+//
+// `Real` and `Interval` have run-time precision: values created while a
+// `PrecisionScope` is alive get its precision.
+
+#include <boost/multiprecision/eigen.hpp>
+#include <boost/multiprecision/gmp.hpp>
+#include <boost/multiprecision/mpfi.hpp>
+#include <boost/multiprecision/mpfr.hpp>
+
+#include <Eigen/Core>
+
+namespace attnrank {
+
+using Real = boost::multiprecision::mpfr_float;
+using Interval = boost::multiprecision::mpfi_float;
+using Rational = boost::multiprecision::mpq_rational;
+using Integer = boost::multiprecision::mpz_int;
+
+template <class T>
+using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+template <class T>
+using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+
+/// Smallest and largest working precisions accepted anywhere, in bits.
+inline constexpr unsigned min_precision_bits = 24;
+inline constexpr unsigned max_precision_bits = 1u << 20;
+
+/// Boost 1.74 counts precision in decimal digits; this is the digit count whose
+/// binary precision is at least `bits`.
+inline unsigned digits10_for_bits(unsigned bits) { return (bits * 301u + 999u) / 1000u; }
+
+/// The binary precision Boost actually allocates for `digits10` decimal digits.
+inline unsigned bits_for_digits10(unsigned digits10) {
+  return static_cast<unsigned>(boost::multiprecision::detail::digits10_2_2(digits10));
+}
+
+/// Sets the precision of every `Real` and `Interval` created while it lives, and
+/// restores the previous precision on exit. `bits()` is the precision in force
+/// (at least the requested bits; Boost rounds up to whole decimal digits).
+class PrecisionScope {
+ public:
+  explicit PrecisionScope(unsigned bits)
+      : saved_real_(Real::default_precision()), saved_interval_(Interval::default_precision()) {
+    const unsigned d10 = digits10_for_bits(bits);
+    Real::default_precision(d10);
+    Interval::default_precision(d10);
+  }
+  ~PrecisionScope() {
+    Real::default_precision(saved_real_);
+    Interval::default_precision(saved_interval_);
+  }
+  PrecisionScope(const PrecisionScope&) = delete;
+  PrecisionScope& operator=(const PrecisionScope&) = delete;
+
+  static unsigned bits() { return bits_for_digits10(Interval::default_precision()); }
+
+ private:
+  unsigned saved_real_;
+  unsigned saved_interval_;
+};
+
+}  // namespace attnrank
