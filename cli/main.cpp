@@ -15,6 +15,13 @@ int main(int argc, char** argv) {
   add_example_command(app, out);
   add_layer_command(app, out);
   try {
+    if (argc > 1 && argv[1][0] != '-') {
+      try {
+        app.get_subcommand(argv[1]);
+      } catch (const CLI::OptionNotFound&) {
+        throw attnrank::input_error("unknown command '" + std::string(argv[1]) + "' (commands: example, layer)");
+      }
+    }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version: stdout, exit 0

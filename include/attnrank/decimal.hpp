@@ -26,10 +26,10 @@ inline std::string format_fixed(const Rational& q, int decimals) {
   // round(|q| * scale) = floor((2 |num| scale + den) / (2 den))
   const Integer rounded = (2 * abs_num * scale + den) / (2 * den);
   std::string digits = rounded.str();
-  if (decimals > 0) {
-    if (digits.size() <= static_cast<std::size_t>(decimals))
-      digits.insert(0, static_cast<std::size_t>(decimals) + 1 - digits.size(), '0');
-    digits.insert(digits.size() - static_cast<std::size_t>(decimals), ".");
+  const auto d = static_cast<std::size_t>(decimals);
+  if (d > 0) {
+    if (digits.size() <= d) digits = std::string(d + 1 - digits.size(), '0') + digits;
+    digits = digits.substr(0, digits.size() - d) + "." + digits.substr(digits.size() - d);
   }
   return (negative && rounded != 0) ? "-" + digits : digits;
 }

@@ -27,6 +27,14 @@ inline bool all_digits(std::string_view s) {
   throw input_error("'" + std::string(text) + "' is not a number: " + why);
 }
 
+/// A string of decimal digits as an integer (base 10 always: Boost's string
+/// constructor would read a leading 0 as octal).
+inline Integer decimal_integer(const std::string& digits) {
+  Integer r;
+  if (mpz_set_str(r.backend().data(), digits.c_str(), 10) != 0) throw input_error("'" + digits + "' is not an integer");
+  return r;
+}
+
 inline Integer pow10(long e) {
   Integer r;
   mpz_ui_pow_ui(r.backend().data(), 10, static_cast<unsigned long>(e));
@@ -44,7 +52,7 @@ inline Integer parse_integer(std::string_view text, std::string_view whole, cons
   if (!all_digits(digits)) bad_number(whole, "expected an integer, a decimal or p/q");
   if (digits.size() > limits.max_digits)
     bad_number(whole, "more than " + std::to_string(limits.max_digits) + " digits");
-  const Integer r{std::string(digits)};
+  const Integer r = decimal_integer(std::string(digits));
   return negative ? Integer(-r) : r;
 }
 
@@ -82,7 +90,7 @@ inline Rational parse_decimal(std::string_view text, const ParseLimits& limits) 
     bad_number(text, "expected an integer, a decimal or p/q");
   if (int_part.size() + frac_part.size() > limits.max_digits)
     bad_number(text, "more than " + std::to_string(limits.max_digits) + " digits");
-  const Integer mantissa(std::string(int_part) + std::string(frac_part));
+  const Integer mantissa = decimal_integer(std::string(int_part) + std::string(frac_part));
   exponent -= static_cast<long>(frac_part.size());
   Rational r = exponent >= 0 ? Rational(mantissa * pow10(exponent)) : Rational(mantissa, pow10(-exponent));
   return negative ? Rational(-r) : r;

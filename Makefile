@@ -1,0 +1,35 @@
+# The two set-up commands of the README, and a few helpers.
+#   make demo   install dependencies, build, run the worked example and a layer on files
+#   make test   install dependencies, build, run the whole test suite (what .ci/run runs)
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CLI = $(BUILD)/cli/attnrank
+DATA = examples/data/worked-example
+
+.PHONY: deps build demo test bench clean
+
+deps:
+	scripts/install-deps
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	$(CLI) example
+	@echo
+	@echo '--- the same layer from CSV files, double tier against certified digits ---'
+	$(CLI) layer --x $(DATA)/x.csv --wq $(DATA)/wq.csv --wk $(DATA)/wk.csv --wv $(DATA)/wv.csv --wo $(DATA)/wo.csv --heads 2 --tier double --digits 17 --json | grep -A4 '"output"'
+	$(CLI) layer --x $(DATA)/x.csv --wq $(DATA)/wq.csv --wk $(DATA)/wk.csv --wv $(DATA)/wv.csv --wo $(DATA)/wo.csv --heads 2 --tier interval --digits 17 --json | grep -A4 '"output"'
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+bench:
+	scripts/install-deps --bench
+	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DATTNRANK_BUILD_BENCH=ON -DATTNRANK_BUILD_TESTS=OFF
+	cmake --build build-bench -j$(JOBS) --target layer_bench
+	bench/compare-layer build-bench/bench/layer_bench
+
+clean:
+	rm -rf $(BUILD) build-bench

@@ -1,0 +1,159 @@
+// The attnrank command end to end: outputs, JSON contract, exit codes, errors.
+#include "reference_values.hpp"
+#include "support.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+using namespace attnrank;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+const fs::path& scratch() {
+  static const fs::path dir = [] {
+    auto d = fs::temp_directory_path() / ("attnrank-cli-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+Run attnrank_cli(const std::string& args) {
+  const auto out = scratch() / "stdout", err = scratch() / "stderr";
+  const std::string cmd = std::string(ATTNRANK_CLI) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+std::string file(const std::string& name, const std::string& content) {
+  const auto p = scratch() / name;
+  std::ofstream(p) << content;
+  return p.string();
+}
+
+/// The worked example's inputs as files, the way a user would write them.
+std::string worked_example_args() {
+  return "--x " + file("x.csv", "# I, love, LLMs\n0,0,1,1\n0,1,0,1\n1,0,0,1\n") +
+         " --wq " + file("wq.csv", "0,-1,1,1\n0,1,0,0\n1,0,0,-1\n1,1,0,1\n") +
+         " --wk " + file("wk.csv", "0,-1,0,1\n-1,1,0,0\n1,-1,1,-1\n1,1,0,1\n") +
+         " --wv " + file("wv.csv", "0,0,1,0\n1,0,0,1\n0,1,0,0\n1,0,0,0\n") +
+         " --wo " + file("wo.csv", "0,0,1,1\n1,1,0,0\n0,1,-1,1\n1,0,0,0\n");
+}
+
+void expect_input_error(const std::string& args, const std::string& message) {
+  INFO("attnrank " << args);
+  const Run r = attnrank_cli(args);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains(message));
+}
+
+}  // namespace
+
+TEST_CASE("attnrank example") {
+  SECTION("text: every step, labelled, with the tutorial's two decimals") {
+    const Run r = attnrank_cli("example");
+    REQUIRE(r.code == 0);
+    CHECK(r.err.empty());
+    for (const char* s : {"Step 1 - project to full width", "Step 7 - W^O does the mixing", "I     0.67  0.16  0.16",
+                          "love  0.14  0.28  0.58", "love  1.73  0.18  0.58  0.28", "LLMs  0.75  1.31  0.41  1.87",
+                          "certified to 2 decimals"})
+      CHECK_THAT(r.out, Catch::Contains(s));
+  }
+  SECTION("JSON: the contract's keys, exact integers and certified digits") {
+    const Run r = attnrank_cli("example --json --digits 40");
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    for (const char* key : {"Q", "K", "V", "scores", "A", "Z", "concat", "output"}) CHECK(j.contains(key));
+    CHECK(j["Q"][1] == std::vector<std::string>{"1", "2", "0", "1"});
+    CHECK(j["scores"][1][2][2] == "4");
+    CHECK(j["A"].size() == 2);
+    CHECK(j["certified"] == true);
+    for (std::size_t row = 0; row < 3; ++row)
+      for (std::size_t col = 0; col < 4; ++col) {
+        const Rational got = parse_rational(j["output"][row][col].get<std::string>());
+        const Rational want = parse_rational(test::reference::output[row][col]);
+        CHECK(abs(Rational(got - want)) <= Rational(1, Integer("1" + std::string(39, '0'))));
+      }
+  }
+  SECTION("--digits 0 and bad digits") {
+    CHECK(attnrank_cli("example --digits 0").code == 0);
+    expect_input_error("example --digits -1", "--digits");
+    expect_input_error("example --digits abc", "--digits");
+  }
+}
+
+TEST_CASE("attnrank layer") {
+  SECTION("the worked example from files, in every tier") {
+    for (const char* tier : {"interval", "mp", "double"}) {
+      const Run r = attnrank_cli("layer " + worked_example_args() + " --heads 2 --digits 2 --json --tier " + tier);
+      INFO("tier " << tier << ": " << r.err);
+      REQUIRE(r.code == 0);
+      const auto j = nlohmann::json::parse(r.out);
+      CHECK(j["tier"] == tier);
+      CHECK(j["output"][0] == std::vector<std::string>{"1.01", "1.01", "0.83", "1.50"});
+      CHECK(j["concat"][1] == std::vector<std::string>{"1.73", "0.18", "0.58", "0.28"});
+    }
+  }
+  SECTION("text output names the shape") {
+    const Run r = attnrank_cli("layer " + worked_example_args() + " --heads 2");
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("d_model = 4, h = 2, d_k = 2, d_v = 2"));
+  }
+  SECTION("one head of full width") {
+    const Run r = attnrank_cli("layer " + worked_example_args() + " --heads 1 --json");
+    REQUIRE(r.code == 0);
+    CHECK(nlohmann::json::parse(r.out)["d_k"] == 4);
+  }
+}
+
+TEST_CASE("attnrank bad input: exit 2, a message naming the problem, nothing on stdout") {
+  const std::string w = file("w4.csv", "1,0,0,0\n0,1,0,0\n0,0,1,0\n0,0,0,1\n");
+  const std::string good = " --wq " + w + " --wk " + w + " --wv " + w + " --wo " + w;
+  expect_input_error("layer --x /nonexistent.csv" + good + " --heads 2", "/nonexistent.csv: no such file");
+  expect_input_error("layer --x " + file("ragged.csv", "1,2,3,4\n1,2\n") + good + " --heads 2",
+                     "line 2 has 2 columns, but line 1 has 4");
+  expect_input_error("layer --x " + file("text.csv", "1,2,3,4\n1,two,3,4\n") + good + " --heads 2",
+                     "text.csv: line 2, column 2: 'two' is not a number");
+  expect_input_error("layer --x " + file("nan.csv", "1,2,3,nan\n") + good + " --heads 2", "column 4");
+  expect_input_error("layer --x " + file("empty.csv", "") + good + " --heads 2", "no matrix rows");
+  expect_input_error("layer --x " + file("x3.csv", "1,2,3\n") + good + " --heads 2",
+                     "X is 1 x 3 but the weights expect d_model = 4 columns");
+  expect_input_error("layer --x " + file("x4.csv", "1,2,3,4\n") + good + " --heads 3", "not divisible by h = 3");
+  expect_input_error("layer --x " + file("x4b.csv", "1,2,3,4\n") + " --wq " + file("w43.csv", "1,2,3\n1,2,3\n1,2,3\n1,2,3\n") +
+                         " --wk " + w + " --wv " + w + " --wo " + w + " --heads 1",
+                     "W^K is 4 x 4 but W^Q is 4 x 3");
+  expect_input_error("layer --x " + file("x4c.csv", "1,2,3,4\n") + good + " --heads 0", "--heads");
+  expect_input_error("layer --x " + file("x4d.csv", "1,2,3,4\n") + good, "--heads is required");
+  expect_input_error("layer --x " + file("x4e.csv", "1,2,3,4\n") + good + " --heads 2 --tier quad", "--tier");
+  expect_input_error("layer --x " + file("x4f.csv", "1,2,3,4\n") + good + " --heads 2 --bits 5", "--bits");
+  expect_input_error("example --no-such-option", "--no-such-option");
+  expect_input_error("frobnicate", "frobnicate");
+  expect_input_error("", "A subcommand is required");
+  expect_input_error("layer --x " + file("big.csv", "1e999,0,0,0\n") + good + " --heads 2 --tier double",
+                     "X row 1, column 1 is not finite");
+}
+
+TEST_CASE("attnrank --help and --version exit 0 on stdout") {
+  const Run help = attnrank_cli("--help");
+  CHECK(help.code == 0);
+  CHECK_THAT(help.out, Catch::Contains("example") && Catch::Contains("layer"));
+  CHECK(attnrank_cli("--version").out == "attnrank 0.1.0\n");
+}
