@@ -156,7 +156,9 @@ std::string narrate(const FormattedTrace& t, const std::vector<std::string>& tok
     out += block("  Z_" + n + " = A_" + n + " V_" + n, t.heads[i].Z);
   }
   out += "\nStep " + std::to_string(step + 1) + " - lay the heads side by side\n";
-  out += block("  Concat(Z_1, ..., Z_" + std::to_string(t.heads.size()) + ")", t.concat);
+  const std::string last = std::to_string(t.heads.size());
+  const std::string heads = t.heads.size() == 1 ? "Z_1" : t.heads.size() == 2 ? "Z_1, Z_2" : "Z_1, ..., Z_" + last;
+  out += block("  Concat(" + heads + ")", t.concat);
   out += "\nStep " + std::to_string(step + 2) + " - W^O does the mixing\n";
   out += block("  output = Concat W^O", t.output);
   return out;

@@ -59,6 +59,21 @@ TEST_CASE("attnrank::softmax_rows [mpfi]") {
     const Matrix<Interval> A = softmax_rows(S);
     CHECK(upper_bound(A(0, 0)) <= 1);
     CHECK(lower_bound(A(0, 0)) > Real("0.999"));
+  }
+  SECTION("scores of 1e300, beyond MPFR's exponent range, give sound enclosures") {
+    PrecisionScope scope(64);
+    Matrix<Interval> S(1, 3);
+    S(0, 0) = Interval("1e300");
+    S(0, 1) = Interval("-1e300");
+    S(0, 2) = Interval("1e300");
+    const Matrix<Interval> A = softmax_rows(S);
+    for (Eigen::Index j = 0; j < 3; ++j) {
+      CHECK(scalar_traits<Interval>::is_finite(A(0, j)));
+      CHECK(lower_bound(A(0, j)) >= 0);
+      CHECK(upper_bound(A(0, j)) <= 1);
+    }
+    CHECK(scalar_traits<Interval>::contains(A(0, 0), Rational(1, 2)));
+    CHECK(upper_bound(A(0, 1)) < Real("1e-1000"));
     CHECK(lower_bound(A(0, 1)) >= 0);
   }
 }

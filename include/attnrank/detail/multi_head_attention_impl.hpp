@@ -95,7 +95,8 @@ LayerTrace<T, N> MultiHeadAttention<T>::forward(const Matrix<T>& X) const {
     h.V = head_slice(t.V, i, shape_.d_v);
     h.scores = multiply_transposed(h.Q, h.K);
     h.scaled = detail::to_tier<N>(h.scores);
-    for (auto& s : h.scaled.reshaped()) s /= root_dk;
+    for (Eigen::Index c = 0; c < h.scaled.cols(); ++c)
+      for (Eigen::Index r = 0; r < h.scaled.rows(); ++r) h.scaled(r, c) /= root_dk;
     h.A = softmax_rows(h.scaled);
     h.Z = multiply(h.A, detail::to_tier<N>(h.V));
     t.concat.middleCols(i * shape_.d_v, shape_.d_v) = h.Z;
