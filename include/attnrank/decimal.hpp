@@ -7,6 +7,7 @@
 // so when both ends of an interval round to the same string, every real number in
 // the interval rounds to it: that string is certified.
 
+#include <attnrank/detail/power_of_ten.hpp>
 #include <attnrank/scalar_traits.hpp>
 
 #include <optional>
@@ -17,8 +18,7 @@ namespace attnrank {
 /// q rounded to `decimals` digits after the point, ties away from zero, as text
 /// ("-2.303", "3", "0.33"). Never prints "-0".
 inline std::string format_fixed(const Rational& q, int decimals) {
-  Integer scale = 1;
-  for (int i = 0; i < decimals; ++i) scale *= 10;
+  const Integer scale = detail::pow10(decimals);
   const Integer num = boost::multiprecision::numerator(q);
   const Integer den = boost::multiprecision::denominator(q);
   const bool negative = num < 0;
@@ -56,8 +56,7 @@ inline std::optional<std::string> certified_fixed(const Interval& x, int decimal
 /// Both ends of x, each rounded outward to `decimals` digits so the printed
 /// interval still contains x: "[lo, hi]" as two strings.
 inline std::pair<std::string, std::string> enclosure_fixed(const Interval& x, int decimals) {
-  Integer scale = 1;
-  for (int i = 0; i < decimals; ++i) scale *= 10;
+  const Integer scale = detail::pow10(decimals);
   auto outward = [&](const Real& end, bool up) -> std::string {
     if (!scalar_traits<Real>::is_finite(end)) return up ? "inf" : "-inf";
     const Rational scaled = to_rational(end) * Rational(scale);

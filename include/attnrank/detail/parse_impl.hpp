@@ -1,6 +1,8 @@
 #pragma once
 // Bodies for attnrank/parse.hpp.
 
+#include <attnrank/detail/power_of_ten.hpp>
+
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -32,12 +34,6 @@ inline bool all_digits(std::string_view s) {
 inline Integer decimal_integer(const std::string& digits) {
   Integer r;
   if (mpz_set_str(r.backend().data(), digits.c_str(), 10) != 0) throw input_error("'" + digits + "' is not an integer");
-  return r;
-}
-
-inline Integer pow10(long e) {
-  Integer r;
-  mpz_ui_pow_ui(r.backend().data(), 10, static_cast<unsigned long>(e));
   return r;
 }
 
