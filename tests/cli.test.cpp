@@ -157,3 +157,82 @@ TEST_CASE("attnrank --help and --version exit 0 on stdout") {
   CHECK_THAT(help.out, Catch::Contains("example") && Catch::Contains("layer"));
   CHECK(attnrank_cli("--version").out == "attnrank 0.1.0\n");
 }
+
+TEST_CASE("attnrank rank") {
+  const std::string singular = file("singular.csv", "1,2,3\n4,5,6\n7,8,9\n");
+  SECTION("exact: equal bounds, with the proof's pivots") {
+    const Run r = attnrank_cli("rank " + singular + " --json");
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["mode"] == "exact");
+    CHECK(j["rank_lower"] == 2);
+    CHECK(j["rank_upper"] == 2);
+    CHECK(j["certificate"]["kernel_dimension"] == 1);
+    CHECK_THAT(attnrank_cli("rank " + singular).out, Catch::Contains("rank = 2 (exact, 3 x 3)"));
+  }
+  SECTION("exact mode reads decimals and fractions as rationals") {
+    const Run r = attnrank_cli("rank " + file("dec.csv", "0.1,0.2\n1/3,2/3\n") + " --json");
+    CHECK(nlohmann::json::parse(r.out)["rank_lower"] == 1);
+  }
+  SECTION("certified: honest bounds, tightened by --bits") {
+    auto j = nlohmann::json::parse(attnrank_cli("rank hilbert:14 --mode certified --json").out);
+    CHECK(j["mode"] == "certified");
+    CHECK(j["rank_lower"] < 14);
+    CHECK(j["rank_upper"] == 14);
+    j = nlohmann::json::parse(attnrank_cli("rank hilbert:14 --mode certified --bits 128 --json").out);
+    CHECK(j["rank_lower"] == 14);
+    CHECK(j["certificate"]["residual_bound"] < 1);
+    CHECK_THAT(attnrank_cli("rank hilbert:14 --mode certified").out, Catch::Contains("Raise --bits"));
+  }
+  SECTION("numeric: singular values, tolerance and gap, marked uncertified") {
+    const auto j = nlohmann::json::parse(attnrank_cli("rank " + singular + " --mode numeric --json").out);
+    CHECK(j["rank_lower"] == 2);
+    CHECK(j["certified"] == false);
+    CHECK(j["singular_values"].size() == 3);
+    CHECK(j["gap"] > 1e10);
+    const auto t = nlohmann::json::parse(attnrank_cli("rank diag:40:0.5 --mode numeric --top 2 --json").out);
+    CHECK(t["top_singular_values"].size() == 2);
+    CHECK(t["distance_to_rank_k"]["k"] == 2);
+  }
+}
+
+TEST_CASE("attnrank det") {
+  SECTION("exact: p/q") {
+    const auto j = nlohmann::json::parse(attnrank_cli("det diag:3:0.8 --json").out);
+    CHECK(j["det"] == "49/100");
+    CHECK_THAT(attnrank_cli("det diag:3:0.8").out, Catch::Contains("det = 49/100"));
+  }
+  SECTION("certified: decimal bounds around the exact value, and widths") {
+    const auto j = nlohmann::json::parse(attnrank_cli("det diag:3:0.8 --mode certified --json").out);
+    CHECK(j["preconditioned"] == true);
+    CHECK(parse_rational(j["det_lower"].get<std::string>()) <= Rational(49, 100));
+    CHECK(Rational(49, 100) <= parse_rational(j["det_upper"].get<std::string>()));
+    CHECK(j.contains("width"));
+    const auto s = nlohmann::json::parse(attnrank_cli("det " + file("sing.csv", "1,2\n2,4\n") + " --mode certified --json").out);
+    CHECK(s["preconditioned"] == false);
+    CHECK(parse_rational(s["det_lower"].get<std::string>()) <= 0);
+    CHECK(0 <= parse_rational(s["det_upper"].get<std::string>()));
+  }
+}
+
+TEST_CASE("attnrank rank and det: bad input exits 2 with a precise message") {
+  expect_input_error("rank /nonexistent.csv", "/nonexistent.csv: no such file");
+  expect_input_error("rank " + file("r_ragged.csv", "1,2\n3\n"), "line 2 has 1 columns, but line 1 has 2");
+  expect_input_error("rank " + file("r_text.csv", "1,x\n"), "line 1, column 2: 'x' is not a number");
+  expect_input_error("rank " + file("r_empty.csv", "# nothing\n"), "no matrix rows");
+  expect_input_error("rank " + file("r_nan.csv", "1,nan\n") + " --mode certified", "column 2");
+  expect_input_error("rank " + file("r_inf.csv", "inf,1\n") + " --mode numeric", "column 1");
+  expect_input_error("rank " + file("r_huge.csv", "1e400,1\n1,1\n") + " --mode numeric", "beyond the double range");
+  expect_input_error("det " + file("r_rect.csv", "1,2,3\n4,5,6\n"), "needs a square matrix, this one is 2 x 3");
+  expect_input_error("det " + file("r_rect2.csv", "1,2,3\n4,5,6\n") + " --mode certified", "needs a square matrix");
+  expect_input_error("rank diag:1:0.5", "size '1' must be an integer in [2, 8192]");
+  expect_input_error("rank diag:3:1.5", "P must be in [0, 1]");
+  expect_input_error("rank diag:3", "must be diag:N:P");
+  expect_input_error("rank hilbert:99999", "size '99999'");
+  expect_input_error("rank hilbert:3 --mode fuzzy", "--mode");
+  expect_input_error("rank hilbert:3 --top 2", "--top and --tol belong to --mode numeric");
+  expect_input_error("rank hilbert:3 --mode numeric --top 5", "--top 5 needs top + 1 < min(rows, cols) = 3");
+  expect_input_error("det hilbert:3 --bits 128", "--bits belongs to --mode certified");
+  expect_input_error("det hilbert:3 --mode numeric", "--mode");
+  expect_input_error("rank", "MATRIX is required");
+}

@@ -10,6 +10,7 @@
 #include <attnrank/detail/power_of_ten.hpp>
 #include <attnrank/scalar_traits.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -70,6 +71,36 @@ inline std::pair<std::string, std::string> enclosure_fixed(const Interval& x, in
     return format_fixed(Rational(r, scale), decimals);
   };
   return {outward(lower_bound(x), false), outward(upper_bound(x), true)};
+}
+
+/// x in scientific notation with `significant` digits, rounded toward -inf
+/// (`up` false) or +inf (`up` true): "-1.2345e+07", "0", "inf". For printing the
+/// ends of an enclosure whose magnitude fixed-point cannot show.
+inline std::string format_scientific(const Real& x, int significant, bool up) {
+  if (mpfr_nan_p(x.backend().data())) return "nan";
+  if (mpfr_inf_p(x.backend().data())) return mpfr_sgn(x.backend().data()) > 0 ? "inf" : "-inf";
+  if (mpfr_zero_p(x.backend().data())) return "0";
+  mpfr_exp_t e = 0;
+  char* raw = mpfr_get_str(nullptr, &e, 10, static_cast<std::size_t>(std::max(significant, 2)), x.backend().data(),
+                           up ? MPFR_RNDU : MPFR_RNDD);
+  std::string digits(raw);
+  mpfr_free_str(raw);
+  std::string sign;
+  if (digits[0] == '-') {
+    sign = "-";
+    digits.erase(0, 1);
+  }
+  const long exponent = static_cast<long>(e) - 1;  // raw value is 0.DIGITS * 10^e
+  std::string out = sign + digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  out += (exponent < 0 ? "e-" : "e+");
+  const std::string ex = std::to_string(exponent < 0 ? -exponent : exponent);
+  return out + (ex.size() < 2 ? "0" + ex : ex);
+}
+
+/// Both ends of x in scientific notation, rounded outward.
+inline std::pair<std::string, std::string> enclosure_scientific(const Interval& x, int significant) {
+  return {format_scientific(lower_bound(x), significant, false), format_scientific(upper_bound(x), significant, true)};
 }
 
 }  // namespace attnrank

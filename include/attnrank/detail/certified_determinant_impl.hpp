@@ -1,0 +1,175 @@
+#pragma once
+// Bodies for attnrank/certified_determinant.hpp.
+
+#include <attnrank/product.hpp>
+
+#include <Eigen/LU>
+
+#include <cmath>
+
+namespace attnrank {
+namespace detail {
+
+inline void require_square(Eigen::Index rows, Eigen::Index cols) {
+  if (rows != cols)
+    throw input_error("determinant of a non-square matrix (" + std::to_string(rows) + " x " + std::to_string(cols) + ")");
+}
+
+/// Step 3-4 in MPFI: det = sign * exp(trace +- n eps^2 / (2 (1 - eps))) / diag_product.
+inline Interval det_from_near_identity(const Interval& trace, const Interval& eps, Eigen::Index n, int sign,
+                                       const Interval& diag_product) {
+  const Interval delta = Interval(n) * eps * eps / (2 * (1 - eps));
+  Interval log_det;
+  mpfi_interv_fr(log_det.backend().data(), lower_bound(Interval(trace - delta)).backend().data(),
+                 upper_bound(Interval(trace + delta)).backend().data());
+  Interval det = exp(log_det) / diag_product;
+  return sign < 0 ? Interval(-det) : det;
+}
+
+/// Hadamard: |det X| <= prod_i ||row_i(X)||_2 for all X with |X - mid| <= rad.
+template <class Mag>
+Interval hadamard_enclosure(Eigen::Index n, Mag magnitude) {
+  Interval bound = 1;
+  for (Eigen::Index i = 0; i < n; ++i) {
+    Interval s = 0;
+    for (Eigen::Index j = 0; j < n; ++j) {
+      const Interval m = magnitude(i, j);
+      s += m * m;
+    }
+    bound *= sqrt(s);
+  }
+  Interval out;
+  const Real h = upper_bound(bound);
+  Real neg_h = -h;
+  mpfi_interv_fr(out.backend().data(), neg_h.backend().data(), h.backend().data());
+  return out;
+}
+
+}  // namespace detail
+
+inline DeterminantEnclosure certified_determinant(const BallMatrix& A) {
+  using namespace detail;
+  require_square(A.mid.rows(), A.mid.cols());
+  require_finite_ball(A);
+  const Eigen::Index n = A.mid.rows();
+  const PrecisionScope scope(128);  // for the final scalar steps only
+  DeterminantEnclosure out;
+  out.bits = 53;
+  if (n == 0) {
+    out.det = 1;
+    out.preconditioned = true;
+    out.method = "directed-rounding";
+    return out;
+  }
+  const Eigen::PartialPivLU<Eigen::MatrixXd> lu(A.mid);
+  const Eigen::MatrixXd I = Eigen::MatrixXd::Identity(n, n);
+  Eigen::MatrixXd Li = lu.matrixLU().triangularView<Eigen::UnitLower>().solve(I);
+  Eigen::MatrixXd Ui = lu.matrixLU().triangularView<Eigen::Upper>().solve(I);
+  Li.triangularView<Eigen::StrictlyUpper>().setZero();
+  Li.diagonal().setOnes();
+  Ui.triangularView<Eigen::StrictlyLower>().setZero();
+  out.eps = INFINITY;
+  if (Li.allFinite() && Ui.allFinite() && (Ui.diagonal().array() != 0).all()) {
+    const BallMatrix PA{lu.permutationP() * A.mid, lu.permutationP() * A.rad};
+    const BoundsMatrix Y = product_bounds(to_ball(product_bounds(Li, PA)), Ui);
+    BoundsMatrix E = identity_minus(Y);  // I - Y; its norm and negated trace are what we need
+    out.eps = norm_inf_upper(E);
+    if (out.eps < 1) {
+      Interval trace = 0, diag_product = 1;
+      for (Eigen::Index k = 0; k < n; ++k) {
+        Interval e;  // (Y - I)_kk in [-(I - Y).hi, -(I - Y).lo]
+        mpfi_interv_d(e.backend().data(), -E.hi(k, k), -E.lo(k, k));
+        trace += e;
+        diag_product *= Interval(Ui(k, k));
+      }
+      out.det = det_from_near_identity(trace, Interval(out.eps), n, static_cast<int>(lu.permutationP().determinant()),
+                                       diag_product);
+      out.preconditioned = true;
+      out.method = "directed-rounding";
+      return out;
+    }
+  }
+  out.method = "hadamard";
+  out.det = hadamard_enclosure(n, [&](Eigen::Index i, Eigen::Index j) {
+    return Interval(std::fabs(A.mid(i, j))) + Interval(A.rad(i, j));
+  });
+  return out;
+}
+
+inline DeterminantEnclosure certified_determinant(const Eigen::MatrixXd& A) {
+  return certified_determinant(BallMatrix{A, Eigen::MatrixXd::Zero(A.rows(), A.cols())});
+}
+
+inline DeterminantEnclosure certified_determinant(const Matrix<Interval>& A) {
+  using namespace detail;
+  require_square(A.rows(), A.cols());
+  const Eigen::Index n = A.rows();
+  DeterminantEnclosure out;
+  out.bits = PrecisionScope::bits();
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j < n; ++j)
+      if (!scalar_traits<Interval>::is_finite(A(i, j)))
+        throw input_error("certified determinant: entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
+                          ") is not a finite interval");
+  if (n == 0) {
+    out.det = 1;
+    out.preconditioned = true;
+    out.method = "mpfi";
+    return out;
+  }
+  const Matrix<Real> mid = A.unaryExpr([](const Interval& x) { return Real(lower_bound(scalar_traits<Interval>::center(x))); });
+  const Eigen::PartialPivLU<Matrix<Real>> lu(mid);
+  const Matrix<Real> I = Matrix<Real>::Identity(n, n);
+  Matrix<Real> Li = lu.matrixLU().triangularView<Eigen::UnitLower>().solve(I);
+  Matrix<Real> Ui = lu.matrixLU().triangularView<Eigen::Upper>().solve(I);
+  Li.triangularView<Eigen::StrictlyUpper>().setZero();
+  Li.diagonal().setOnes();
+  Ui.triangularView<Eigen::StrictlyLower>().setZero();
+  out.eps = INFINITY;
+  bool finite = true;
+  for (Eigen::Index i = 0; i < n && finite; ++i)
+    for (Eigen::Index j = 0; j < n; ++j)
+      if (!scalar_traits<Real>::is_finite(Li(i, j)) || !scalar_traits<Real>::is_finite(Ui(i, j))) finite = false;
+  for (Eigen::Index k = 0; k < n && finite; ++k)
+    if (Ui(k, k) == 0) finite = false;
+  if (finite) {
+    const Matrix<Interval> PA = lu.permutationP() * A;
+    const Matrix<Interval> Y = multiply(multiply(Matrix<Interval>(Li.cast<Interval>()), PA), Matrix<Interval>(Ui.cast<Interval>()));
+    Interval eps = 0, trace = 0, diag_product = 1;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      Interval row = 0;
+      for (Eigen::Index j = 0; j < n; ++j) row += abs(Interval(Y(i, j) - (i == j ? 1 : 0)));
+      if (upper_bound(row) > upper_bound(eps)) eps = Interval(upper_bound(row));
+      trace += Y(i, i) - 1;
+      diag_product *= Interval(Ui(i, i));
+    }
+    out.eps = mpfr_get_d(upper_bound(eps).backend().data(), MPFR_RNDU);
+    if (upper_bound(eps) < 1) {
+      out.det = det_from_near_identity(trace, eps, n, static_cast<int>(lu.permutationP().determinant()), diag_product);
+      out.preconditioned = true;
+      out.method = "mpfi";
+      return out;
+    }
+  }
+  out.method = "hadamard";
+  out.det = hadamard_enclosure(n, [&](Eigen::Index i, Eigen::Index j) { return Interval(abs(A(i, j))); });
+  return out;
+}
+
+inline DeterminantEnclosure certified_determinant(const Matrix<Rational>& A, unsigned bits) {
+  detail::require_square(A.rows(), A.cols());
+  if (bits < min_precision_bits || bits > max_precision_bits)
+    throw input_error("precision " + std::to_string(bits) + " bits is outside [" + std::to_string(min_precision_bits) +
+                      ", " + std::to_string(max_precision_bits) + "]");
+  if (bits <= 53) {
+    const BallMatrix b = to_ball(A);
+    if (b.mid.allFinite() && b.rad.allFinite()) {
+      DeterminantEnclosure d = certified_determinant(b);
+      if (d.preconditioned) return d;
+    }
+  }
+  const PrecisionScope scope(std::max(bits, 64u));
+  return certified_determinant(from_rational<Interval>(A));
+}
+
+}  // namespace attnrank

@@ -1,0 +1,233 @@
+#pragma once
+// Bodies for attnrank/certified_rank.hpp.
+
+#include <attnrank/product.hpp>
+
+#include <Eigen/LU>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace attnrank {
+namespace detail {
+
+using Eigen::Index;
+
+/// Rows and columns in the order full-pivot LU chose them: P A Q = L U, so the
+/// leading k x k block of P A Q is the k-th candidate minor.
+template <class LU>
+void pivot_order(const LU& lu, std::vector<Index>& rows, std::vector<Index>& cols) {
+  const auto& p = lu.permutationP().indices();
+  const auto& q = lu.permutationQ().indices();
+  rows.assign(static_cast<std::size_t>(p.size()), 0);
+  for (Index i = 0; i < p.size(); ++i) rows[static_cast<std::size_t>(p(i))] = i;  // P e_i = e_p(i)
+  cols.assign(q.data(), q.data() + q.size());
+}
+
+/// Number of pivots of U above tol * |U(0,0)|.
+template <class LU, class S>
+Index numeric_rank_from_lu(const LU& lu, const S& relative_tol) {
+  const auto& U = lu.matrixLU();
+  const Index d = std::min(U.rows(), U.cols());
+  if (d == 0) return 0;
+  const S top = abs(S(U(0, 0)));
+  Index r = 0;
+  while (r < d && abs(S(U(r, r))) > top * relative_tol && top != 0) ++r;
+  return r;
+}
+
+/// The largest k (tried first at the numeric rank r0, then by bisection below it)
+/// for which verify(k) proves the leading k x k candidate minor nonsingular.
+template <class Verify>
+void search_verified_minor(Index r0, RankBounds& out, const std::vector<Index>& rows,
+                           const std::vector<Index>& cols, Verify verify) {
+  double residual = 0;
+  Index best = 0;
+  double best_residual = 0;
+  if (r0 > 0 && verify(r0, residual)) {
+    best = r0;
+    best_residual = residual;
+  } else {
+    Index lo = 0, hi = r0 - 1;  // best verified so far is lo (k = 0 is trivial)
+    while (lo < hi) {
+      const Index mid = (lo + hi + 1) / 2;
+      if (verify(mid, residual)) {
+        lo = mid;
+        best_residual = residual;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    best = std::max<Index>(lo, 0);
+    if (best == 0) best_residual = 0;
+  }
+  out.lower = best;
+  out.residual_bound = best_residual;
+  out.pivot_rows.assign(rows.begin(), rows.begin() + best);
+  out.pivot_cols.assign(cols.begin(), cols.begin() + best);
+}
+
+inline void require_finite_ball(const BallMatrix& A) {
+  for (Index i = 0; i < A.mid.rows(); ++i)
+    for (Index j = 0; j < A.mid.cols(); ++j)
+      if (!std::isfinite(A.mid(i, j)) || !std::isfinite(A.rad(i, j)))
+        throw input_error("certified rank: entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
+                          ") is not a finite number (" + std::to_string(A.mid(i, j)) + ")");
+}
+
+inline Eigen::MatrixXd select(const Eigen::MatrixXd& A, const std::vector<Index>& rows, const std::vector<Index>& cols,
+                              Index k) {
+  Eigen::MatrixXd S(k, k);
+  for (Index i = 0; i < k; ++i)
+    for (Index j = 0; j < k; ++j) S(i, j) = A(rows[static_cast<std::size_t>(i)], cols[static_cast<std::size_t>(j)]);
+  return S;
+}
+
+}  // namespace detail
+
+inline RankBounds certified_rank(const BallMatrix& A) {
+  using namespace detail;
+  require_finite_ball(A);
+  RankBounds out;
+  out.method = "directed-rounding";
+  out.bits = 53;
+  out.upper = std::min(A.mid.rows(), A.mid.cols());
+  if (out.upper == 0) return out;
+  const auto verified_nonsingular = [](const BallMatrix& M, double& residual) {
+    const Eigen::MatrixXd R = M.mid.partialPivLu().inverse();
+    if (!R.allFinite()) return false;
+    residual = norm_inf_upper(identity_minus(product_bounds(R, M)));
+    return residual < 1;
+  };
+  // The common case first: a square matrix of full rank needs no pivot search,
+  // and blocked partial-pivot LU is several times faster than full pivoting.
+  if (A.mid.rows() == A.mid.cols() && verified_nonsingular(A, out.residual_bound)) {
+    out.lower = out.upper;
+    for (Index i = 0; i < out.upper; ++i) {
+      out.pivot_rows.push_back(i);
+      out.pivot_cols.push_back(i);
+    }
+    return out;
+  }
+  const Eigen::FullPivLU<Eigen::MatrixXd> lu(A.mid);
+  std::vector<Index> rows, cols;
+  pivot_order(lu, rows, cols);
+  const double tol = std::numeric_limits<double>::epsilon() * static_cast<double>(std::max(A.mid.rows(), A.mid.cols()));
+  const Index r0 = numeric_rank_from_lu(lu, tol);
+  search_verified_minor(r0, out, rows, cols, [&](Index k, double& residual) {
+    return verified_nonsingular(BallMatrix{select(A.mid, rows, cols, k), select(A.rad, rows, cols, k)}, residual);
+  });
+  return out;
+}
+
+inline RankBounds certified_rank(const Eigen::MatrixXd& A) {
+  return certified_rank(BallMatrix{A, Eigen::MatrixXd::Zero(A.rows(), A.cols())});
+}
+
+inline RankBounds certified_rank(const Matrix<Interval>& A) {
+  using namespace detail;
+  RankBounds out;
+  out.method = "mpfi";
+  out.bits = PrecisionScope::bits();
+  out.upper = std::min(A.rows(), A.cols());
+  for (Index i = 0; i < A.rows(); ++i)
+    for (Index j = 0; j < A.cols(); ++j)
+      if (!scalar_traits<Interval>::is_finite(A(i, j)))
+        throw input_error("certified rank: entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
+                          ") is not a finite interval");
+  if (out.upper == 0) return out;
+  const Matrix<Real> mid = A.unaryExpr([](const Interval& x) { return Real(lower_bound(scalar_traits<Interval>::center(x))); });
+  const Eigen::FullPivLU<Matrix<Real>> lu(mid);
+  std::vector<Index> rows, cols;
+  pivot_order(lu, rows, cols);
+  const Real tol = ldexp(Real(1), -static_cast<int>(out.bits)) * std::max(A.rows(), A.cols());
+  const Index r0 = numeric_rank_from_lu(lu, tol);
+  search_verified_minor(r0, out, rows, cols, [&](Index k, double& residual) {
+    Matrix<Interval> M(k, k);
+    Matrix<Real> Mc(k, k);
+    for (Index i = 0; i < k; ++i)
+      for (Index j = 0; j < k; ++j) {
+        M(i, j) = A(rows[static_cast<std::size_t>(i)], cols[static_cast<std::size_t>(j)]);
+        Mc(i, j) = mid(rows[static_cast<std::size_t>(i)], cols[static_cast<std::size_t>(j)]);
+      }
+    const Matrix<Real> R = Mc.partialPivLu().inverse();
+    for (Index i = 0; i < k; ++i)
+      for (Index j = 0; j < k; ++j)
+        if (!scalar_traits<Real>::is_finite(R(i, j))) return false;
+    const Matrix<Interval> RM = multiply(Matrix<Interval>(R.cast<Interval>()), M);
+    Real worst = 0;
+    for (Index i = 0; i < k; ++i) {
+      Interval row_sum = 0;
+      for (Index j = 0; j < k; ++j) {
+        const Interval e = (i == j ? Interval(1) : Interval(0)) - RM(i, j);
+        row_sum += abs(e);
+      }
+      const Real up = upper_bound(row_sum);
+      if (!scalar_traits<Real>::is_finite(up)) return false;
+      if (up > worst) worst = up;
+    }
+    residual = mpfr_get_d(worst.backend().data(), MPFR_RNDU);
+    return worst < 1;
+  });
+  return out;
+}
+
+inline BallMatrix to_ball(const Matrix<Rational>& A) {
+  BallMatrix b{Eigen::MatrixXd(A.rows(), A.cols()), Eigen::MatrixXd(A.rows(), A.cols())};
+  Rational diff;
+  mpfr_t t;
+  mpfr_init2(t, 64);
+  for (Eigen::Index i = 0; i < A.rows(); ++i)
+    for (Eigen::Index j = 0; j < A.cols(); ++j) {
+      const double m = scalar_traits<double>::from_rational(A(i, j));
+      b.mid(i, j) = m;
+      if (!std::isfinite(m)) {
+        b.rad(i, j) = INFINITY;
+        continue;
+      }
+      diff = A(i, j) - to_rational(m);
+      mpfr_set_q(t, diff.backend().data(), MPFR_RNDA);
+      b.rad(i, j) = std::fabs(mpfr_get_d(t, MPFR_RNDA));
+    }
+  mpfr_clear(t);
+  return b;
+}
+
+inline BallMatrix to_ball(const Matrix<Interval>& A) {
+  BallMatrix b{Eigen::MatrixXd(A.rows(), A.cols()), Eigen::MatrixXd(A.rows(), A.cols())};
+  mpfr_t lo, hi, d;
+  mpfr_inits2(64, lo, hi, d, static_cast<mpfr_ptr>(nullptr));
+  for (Eigen::Index i = 0; i < A.rows(); ++i)
+    for (Eigen::Index j = 0; j < A.cols(); ++j) {
+      mpfr_set_prec(lo, mpfi_get_prec(A(i, j).backend().data()));
+      mpfr_set_prec(hi, mpfi_get_prec(A(i, j).backend().data()));
+      mpfr_set_prec(d, mpfi_get_prec(A(i, j).backend().data()));
+      mpfi_get_left(lo, A(i, j).backend().data());
+      mpfi_get_right(hi, A(i, j).backend().data());
+      mpfi_mid(d, A(i, j).backend().data());
+      const double m = mpfr_get_d(d, MPFR_RNDN);  // any double will do: the radius covers the rest
+      b.mid(i, j) = m;
+      mpfr_sub_d(hi, hi, m, MPFR_RNDU);  // hi - m, up
+      mpfr_d_sub(lo, m, lo, MPFR_RNDU);  // m - lo, up
+      mpfr_max(d, hi, lo, MPFR_RNDU);
+      b.rad(i, j) = std::isfinite(m) ? mpfr_get_d(d, MPFR_RNDU) : INFINITY;
+      if (b.rad(i, j) < 0) b.rad(i, j) = 0;
+    }
+  mpfr_clears(lo, hi, d, static_cast<mpfr_ptr>(nullptr));
+  return b;
+}
+
+inline RankBounds certified_rank(const Matrix<Rational>& A, unsigned bits) {
+  if (bits < min_precision_bits || bits > max_precision_bits)
+    throw input_error("precision " + std::to_string(bits) + " bits is outside [" + std::to_string(min_precision_bits) +
+                      ", " + std::to_string(max_precision_bits) + "]");
+  if (bits <= 53) {
+    const BallMatrix b = to_ball(A);
+    if (b.mid.allFinite() && b.rad.allFinite()) return certified_rank(b);
+  }
+  const PrecisionScope scope(std::max(bits, 64u));
+  return certified_rank(from_rational<Interval>(A));
+}
+
+}  // namespace attnrank

@@ -1,0 +1,155 @@
+#pragma once
+// Rigorous interval matrix products on doubles, by directed rounding.
+//
+// Why this is sound: in IEEE arithmetic with the rounding mode set to upward,
+// every operation returns a value >= its exact result. A matrix product computed
+// by any sequence of multiplications, additions and fused multiply-adds of the
+// input entries is therefore >= the exact product, entry by entry: if s' >= s and
+// t' >= t then fl_up(s' + t') >= s + t, and fl_up(a * b + s') >= a * b + s. So
+//     fl_up(A * B)          is an upper bound of A * B, and
+//     -fl_up((-A) * B)      is a lower bound (negation is exact),
+// whatever order Eigen's blocked GEMM sums in (Rump; Oishi and Rump). Products of
+// an interval matrix [Am - Ar, Am + Ar] with a point matrix B use midpoint-radius:
+// A B lies in Am B +- Ar |B|, with the radius product rounded upward too.
+//
+// What this needs, and what the header enforces or states:
+//  * the rounding mode is honoured by every thread that computes: Eigen's OpenMP
+//    threads do not inherit it, so an `UpwardRounding` scope makes Eigen run on
+//    one thread, and an external BLAS (EIGEN_USE_BLAS) is refused;
+//  * no -ffast-math (it enables flush-to-zero and reassociation tricks);
+//  * the compiler must not move floating-point operations across the mode
+//    switch: attnrank's CMake target adds -frounding-math for that reason.
+// Overflow is not a hole: an infinite or NaN bound makes every later test fail,
+// so a certificate can be lost but never forged.
+
+#if defined(__FAST_MATH__)
+#error "attnrank's certified double arithmetic is unsound under -ffast-math"
+#endif
+#if defined(EIGEN_USE_BLAS)
+#error "attnrank's certified double arithmetic needs Eigen's own GEMM (an external BLAS may ignore the rounding mode)"
+#endif
+
+#include <attnrank/tiers.hpp>
+
+#include <cfenv>
+#include <cmath>
+
+namespace attnrank {
+
+/// While alive: the FPU rounds upward and Eigen computes on this thread only.
+class UpwardRounding {
+ public:
+  UpwardRounding() : saved_mode_(std::fegetround()), saved_threads_(Eigen::nbThreads()) {
+    Eigen::setNbThreads(1);
+    std::fesetround(FE_UPWARD);
+  }
+  ~UpwardRounding() {
+    std::fesetround(saved_mode_);
+    Eigen::setNbThreads(saved_threads_);
+  }
+  UpwardRounding(const UpwardRounding&) = delete;
+  UpwardRounding& operator=(const UpwardRounding&) = delete;
+
+ private:
+  int saved_mode_;
+  int saved_threads_;
+};
+
+/// An interval matrix on doubles as entrywise bounds: lo <= X <= hi.
+struct BoundsMatrix {
+  Eigen::MatrixXd lo, hi;
+};
+
+/// An interval matrix as midpoint and radius: |X - mid| <= rad (rad >= 0).
+struct BallMatrix {
+  Eigen::MatrixXd mid, rad;
+};
+
+namespace detail {
+/// Keeps the compiler from evaluating `x` under another rounding mode.
+inline void rounding_barrier(const Eigen::MatrixXd& x) { asm volatile("" : : "g"(x.data()) : "memory"); }
+inline void rounding_barrier(double& x) { asm volatile("" : "+m"(x) : : "memory"); }
+}  // namespace detail
+
+/// Entrywise bounds of the exact product A B of two point matrices.
+inline BoundsMatrix product_bounds(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) {
+  BoundsMatrix out;
+  UpwardRounding up;
+  out.hi.noalias() = A * B;
+  const Eigen::MatrixXd negA = -A;
+  out.lo.noalias() = negA * B;
+  detail::rounding_barrier(out.lo);
+  out.lo = -out.lo;
+  return out;
+}
+
+/// Entrywise bounds of X B for every X in the ball A and the point matrix B.
+inline BoundsMatrix product_bounds(const BallMatrix& A, const Eigen::MatrixXd& B) {
+  BoundsMatrix out;
+  UpwardRounding up;
+  Eigen::MatrixXd spread = Eigen::MatrixXd::Zero(A.mid.rows(), B.cols());
+  if ((A.rad.array() != 0).any()) spread.noalias() = A.rad * B.cwiseAbs();
+  out.hi.noalias() = A.mid * B;
+  out.hi += spread;
+  const Eigen::MatrixXd neg_mid = -A.mid;
+  out.lo.noalias() = neg_mid * B;
+  out.lo += spread;
+  detail::rounding_barrier(out.lo);
+  out.lo = -out.lo;
+  return out;
+}
+
+/// Entrywise bounds of A X for the point matrix A and every X in the ball B.
+inline BoundsMatrix product_bounds(const Eigen::MatrixXd& A, const BallMatrix& B) {
+  BoundsMatrix out;
+  UpwardRounding up;
+  Eigen::MatrixXd spread = Eigen::MatrixXd::Zero(A.rows(), B.mid.cols());
+  if ((B.rad.array() != 0).any()) spread.noalias() = A.cwiseAbs() * B.rad;
+  out.hi.noalias() = A * B.mid;
+  out.hi += spread;
+  const Eigen::MatrixXd negA = -A;
+  out.lo.noalias() = negA * B.mid;
+  out.lo += spread;
+  detail::rounding_barrier(out.lo);
+  out.lo = -out.lo;
+  return out;
+}
+
+/// The ball that contains the bounds [lo, hi].
+inline BallMatrix to_ball(const BoundsMatrix& b) {
+  BallMatrix out;
+  out.mid = 0.5 * (b.lo + b.hi);  // any double in between will do
+  UpwardRounding up;
+  out.rad = (b.hi - out.mid).cwiseMax(out.mid - b.lo);
+  detail::rounding_barrier(out.rad);
+  return out;
+}
+
+/// Upper bound of the infinity norm (max row sum of |x|) over the bounds.
+inline double norm_inf_upper(const BoundsMatrix& b) {
+  UpwardRounding up;
+  const Eigen::MatrixXd mag = b.lo.cwiseAbs().cwiseMax(b.hi.cwiseAbs());
+  double worst = 0;
+  for (Eigen::Index i = 0; i < mag.rows(); ++i) {
+    double s = 0;
+    for (Eigen::Index j = 0; j < mag.cols(); ++j) s += mag(i, j);
+    if (std::isnan(s)) return s;  // a NaN bound proves nothing; callers test "< 1"
+    if (s > worst) worst = s;
+  }
+  detail::rounding_barrier(worst);
+  return worst;
+}
+
+/// Bounds of I - X for X within the bounds b (square).
+inline BoundsMatrix identity_minus(const BoundsMatrix& b) {
+  BoundsMatrix out;
+  UpwardRounding up;
+  const Eigen::MatrixXd I = Eigen::MatrixXd::Identity(b.lo.rows(), b.lo.cols());
+  out.hi = I - b.lo;
+  out.lo = b.hi - I;
+  detail::rounding_barrier(out.lo);
+  out.lo = -out.lo;
+  return out;
+}
+
+}  // namespace attnrank

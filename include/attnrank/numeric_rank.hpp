@@ -1,0 +1,59 @@
+#pragma once
+// Numeric rank: fast and uncertified. Singular values come from floating-point
+// algorithms with backward error about eps * sigma_max; nothing here is proven,
+// and the names say so (approx_*). Use certified_rank.hpp or exact_rank.hpp for
+// answers that must hold.
+//
+//  * approx_rank: all singular values (Eigen's BDCSVD), the numerical rank at a
+//    tolerance (default sigma_max * max(m, n) * eps, as NumPy's matrix_rank and
+//    MATLAB's rank use) and the gap sigma_r / sigma_(r+1), which says how sharp
+//    the cut is: a gap near 1 means the rank is a matter of taste.
+//  * approx_top_singular_values: the k largest by Lanczos (Spectra's
+//    PartialSVDSolver on A^T A or A A^T), for big matrices where a full SVD is
+//    wasteful.
+//  * approx_low_rank_distance: Eckart-Young, the distance from A to the nearest
+//    matrix of rank <= k: sigma_(k+1) in the spectral norm and
+//    sqrt(sum_(i>k) sigma_i^2) in the Frobenius norm.
+
+#include <attnrank/error.hpp>
+
+#include <Eigen/Core>
+#include <Eigen/SVD>
+
+#include <optional>
+
+namespace attnrank {
+
+struct NumericRank {
+  Eigen::VectorXd singular_values;  ///< all, descending
+  double tolerance = 0;             ///< singular values above it count
+  Eigen::Index rank = 0;
+  /// sigma_rank / sigma_(rank+1); +inf when sigma_(rank+1) is 0 or absent, 0 when
+  /// rank is 0 and sigma_1 > 0 is cut (then the gap is undefined: reported 0).
+  double gap = 0;
+};
+
+/// Numerical rank and singular values of A. `tolerance` overrides the default
+/// sigma_max * max(m, n) * eps. Throws input_error on NaN or infinite entries.
+NumericRank approx_rank(const Eigen::MatrixXd& A, std::optional<double> tolerance = std::nullopt);
+
+struct TopSingularValues {
+  Eigen::VectorXd values;      ///< the k largest, descending (fewer if not converged)
+  Eigen::Index converged = 0;  ///< how many Lanczos converged (== k on success)
+};
+
+/// The k largest singular values of A by Lanczos (1 <= k < min(m, n)).
+TopSingularValues approx_top_singular_values(const Eigen::MatrixXd& A, Eigen::Index k);
+
+struct LowRankDistance {
+  double spectral = 0;   ///< ||A - A_k||_2 = sigma_(k+1)
+  double frobenius = 0;  ///< ||A - A_k||_F
+};
+
+/// Distance from A to the nearest matrix of rank <= k (0 <= k < min(m, n)), from
+/// the k + 1 largest singular values (Lanczos) and ||A||_F.
+LowRankDistance approx_low_rank_distance(const Eigen::MatrixXd& A, Eigen::Index k);
+
+}  // namespace attnrank
+
+#include <attnrank/detail/numeric_rank_impl.hpp>

@@ -1,0 +1,83 @@
+// attnrank/numeric_rank.hpp: uncertified singular values, numerical rank, Lanczos
+// top-k and Eckart-Young distances. Oracles: matrices built with known singular
+// values (U diag(s) V^T with orthogonal U, V) and the full SVD.
+#include "rank_support.hpp"
+
+#include <Eigen/QR>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace attnrank;
+
+namespace {
+
+/// U diag(s) V^T with Haar-ish orthogonal factors from a seeded QR.
+Eigen::MatrixXd with_singular_values(const Eigen::VectorXd& s, Eigen::Index m, Eigen::Index n, unsigned seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<double> d;
+  const auto gaussian = [&](Eigen::Index r, Eigen::Index c) {
+    Eigen::MatrixXd x(r, c);
+    for (Eigen::Index i = 0; i < r; ++i)
+      for (Eigen::Index j = 0; j < c; ++j) x(i, j) = d(g);
+    return x;
+  };
+  const Eigen::MatrixXd U = Eigen::HouseholderQR<Eigen::MatrixXd>(gaussian(m, m)).householderQ();
+  const Eigen::MatrixXd V = Eigen::HouseholderQR<Eigen::MatrixXd>(gaussian(n, n)).householderQ();
+  Eigen::MatrixXd S = Eigen::MatrixXd::Zero(m, n);
+  for (Eigen::Index i = 0; i < s.size(); ++i) S(i, i) = s(i);
+  return U * S * V.transpose();
+}
+
+}  // namespace
+
+TEST_CASE("attnrank::approx_rank") {
+  Eigen::VectorXd s(6);
+  s << 10, 5, 2, 1e-3, 1e-15, 0;
+  const Eigen::MatrixXd A = with_singular_values(s, 8, 6, 7);
+  SECTION("default tolerance sigma_max max(m, n) eps cuts the roundoff-sized values") {
+    const NumericRank r = approx_rank(A);
+    CHECK(r.rank == 4);
+    CHECK(r.tolerance == Approx(10 * 8 * std::numeric_limits<double>::epsilon()));
+    CHECK(r.singular_values(0) == Approx(10).epsilon(1e-12));
+    CHECK(r.gap > 1e11);  // 1e-3 / 1e-15, with sigma_5 known to about 1e-15 absolute
+  }
+  SECTION("a user tolerance moves the cut, and the gap tells how sharp it is") {
+    const NumericRank r = approx_rank(A, 1e-2);
+    CHECK(r.rank == 3);
+    CHECK(r.gap == Approx(2 / 1e-3).epsilon(1e-6));
+  }
+  SECTION("zero matrix, empty matrix, bad tolerance, NaN") {
+    CHECK(approx_rank(Eigen::MatrixXd::Zero(3, 2)).rank == 0);
+    CHECK(approx_rank(Eigen::MatrixXd(0, 3)).rank == 0);
+    CHECK_THROWS_AS(approx_rank(A, -1.0), input_error);
+    Eigen::MatrixXd B = A;
+    B(2, 2) = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_AS(approx_rank(B), input_error);
+  }
+}
+
+TEST_CASE("attnrank::approx_top_singular_values and approx_low_rank_distance") {
+  const Eigen::Index n = 300;
+  Eigen::VectorXd s(n);
+  for (Eigen::Index i = 0; i < n; ++i) s(i) = i < 20 ? 100.0 / (i + 1) : 1e-3 / (i + 1);
+  const Eigen::MatrixXd A = with_singular_values(s, n, n, 11);
+  SECTION("Lanczos agrees with the full SVD on the top values") {
+    const TopSingularValues top = approx_top_singular_values(A, 21);
+    REQUIRE(top.converged == 21);
+    const Eigen::VectorXd full = approx_rank(A).singular_values;
+    for (Eigen::Index i = 0; i < 21; ++i) CHECK(top.values(i) == Approx(full(i)).epsilon(1e-9).margin(1e-12));
+  }
+  SECTION("Eckart-Young: the distance to rank k is sigma_(k+1), and the Frobenius tail") {
+    const LowRankDistance d = approx_low_rank_distance(A, 20);
+    CHECK(d.spectral == Approx(s(20)).epsilon(1e-6));
+    CHECK(d.frobenius == Approx(std::sqrt(s.tail(n - 20).squaredNorm())).epsilon(1e-3));
+    CHECK(approx_low_rank_distance(A, 0).spectral == Approx(100).epsilon(1e-9));
+  }
+  SECTION("k out of range is an input error") {
+    CHECK_THROWS_AS(approx_top_singular_values(A, 0), input_error);
+    CHECK_THROWS_AS(approx_top_singular_values(A, n), input_error);
+    CHECK_THROWS_AS(approx_low_rank_distance(A, n), input_error);
+  }
+}
