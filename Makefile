@@ -28,8 +28,9 @@ test: build
 bench:
 	scripts/install-deps --bench
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DATTNRANK_BUILD_BENCH=ON -DATTNRANK_BUILD_TESTS=OFF
-	cmake --build build-bench -j$(JOBS) --target layer_bench
+	cmake --build build-bench -j$(JOBS) --target layer_bench rank_bench
 	bench/compare-layer build-bench/bench/layer_bench
+	bench/compare-rank build-bench/bench/rank_bench
 
 clean:
 	rm -rf $(BUILD) build-bench

@@ -5,6 +5,7 @@ include(CMakeFindDependencyMacro)
 find_dependency(Eigen3 3.3 NO_MODULE)
 find_dependency(Boost 1.74)
 find_dependency(spectra 1.0 PATHS /usr/share/spectra/cmake)
+find_dependency(Threads)
 
 foreach(lib gmp mpfr mpfi)
   if(NOT TARGET attnrank::${lib})

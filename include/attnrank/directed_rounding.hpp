@@ -13,9 +13,11 @@
 // A B lies in Am B +- Ar |B|, with the radius product rounded upward too.
 //
 // What this needs, and what the header enforces or states:
-//  * the rounding mode is honoured by every thread that computes: Eigen's OpenMP
-//    threads do not inherit it, so an `UpwardRounding` scope makes Eigen run on
-//    one thread, and an external BLAS (EIGEN_USE_BLAS) is refused;
+//  * the rounding mode is honoured by every thread that computes: the mode is
+//    per thread and Eigen's OpenMP threads do not inherit it, so an
+//    `UpwardRounding` scope makes Eigen run on one thread, the second GEMM of a
+//    pair runs on a std::thread that sets its own mode, and an external BLAS
+//    (EIGEN_USE_BLAS) is refused;
 //  * no -ffast-math (it enables flush-to-zero and reassociation tricks);
 //  * the compiler must not move floating-point operations across the mode
 //    switch: attnrank's CMake target adds -frounding-math for that reason.
@@ -33,6 +35,8 @@
 
 #include <cfenv>
 #include <cmath>
+#include <exception>
+#include <thread>
 
 namespace attnrank {
 
@@ -71,48 +75,86 @@ inline void rounding_barrier(const Eigen::MatrixXd& x) { asm volatile("" : : "g"
 inline void rounding_barrier(double& x) { asm volatile("" : "+m"(x) : : "memory"); }
 }  // namespace detail
 
-/// Entrywise bounds of the exact product A B of two point matrices.
-inline BoundsMatrix product_bounds(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) {
+namespace detail {
+/// hi = fl_up(L R) + spread and lo = -(fl_up((-L) R) + spread), so lo <= L R +- spread
+/// <= hi. For big products the two GEMMs run on two threads; each thread sets its
+/// own rounding mode (the mode is per thread).
+inline BoundsMatrix directed_pair(const Eigen::MatrixXd& L, const Eigen::MatrixXd& R, const Eigen::MatrixXd& spread) {
   BoundsMatrix out;
   UpwardRounding up;
-  out.hi.noalias() = A * B;
-  const Eigen::MatrixXd negA = -A;
-  out.lo.noalias() = negA * B;
-  detail::rounding_barrier(out.lo);
+  std::exception_ptr failure_hi, failure_lo;
+  // Each half sets the mode of the thread it runs on and restores it after, so a
+  // pooled (OpenMP) thread goes back to its owner's rounding.
+  const auto half = [&](bool upper) {
+    const int saved = std::fegetround();
+    std::fesetround(FE_UPWARD);
+    try {
+      Eigen::MatrixXd& target = upper ? out.hi : out.lo;
+      if (upper) {
+        target.noalias() = L * R;
+      } else {
+        const Eigen::MatrixXd negL = -L;
+        target.noalias() = negL * R;
+      }
+      if (spread.size()) target += spread;
+      rounding_barrier(target);
+    } catch (...) {
+      (upper ? failure_hi : failure_lo) = std::current_exception();
+    }
+    std::fesetround(saved);
+  };
+  const bool big = static_cast<double>(L.rows()) * static_cast<double>(L.cols()) * static_cast<double>(R.cols()) >= 4e6;
+#if defined(_OPENMP)
+  // With OpenMP, use its pool: a separate std::thread would fight its spinning workers.
+#pragma omp parallel sections num_threads(2) if (big)
+  {
+#pragma omp section
+    half(true);
+#pragma omp section
+    half(false);
+  }
+#else
+  if (big) {
+    std::thread worker(half, false);
+    half(true);
+    worker.join();
+  } else {
+    half(true);
+    half(false);
+  }
+#endif
+  if (failure_hi) std::rethrow_exception(failure_hi);
+  if (failure_lo) std::rethrow_exception(failure_lo);
   out.lo = -out.lo;
   return out;
+}
+}  // namespace detail
+
+/// Entrywise bounds of the exact product A B of two point matrices.
+inline BoundsMatrix product_bounds(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) {
+  return detail::directed_pair(A, B, Eigen::MatrixXd());
 }
 
 /// Entrywise bounds of X B for every X in the ball A and the point matrix B.
 inline BoundsMatrix product_bounds(const BallMatrix& A, const Eigen::MatrixXd& B) {
-  BoundsMatrix out;
-  UpwardRounding up;
-  Eigen::MatrixXd spread = Eigen::MatrixXd::Zero(A.mid.rows(), B.cols());
-  if ((A.rad.array() != 0).any()) spread.noalias() = A.rad * B.cwiseAbs();
-  out.hi.noalias() = A.mid * B;
-  out.hi += spread;
-  const Eigen::MatrixXd neg_mid = -A.mid;
-  out.lo.noalias() = neg_mid * B;
-  out.lo += spread;
-  detail::rounding_barrier(out.lo);
-  out.lo = -out.lo;
-  return out;
+  Eigen::MatrixXd spread;
+  if ((A.rad.array() != 0).any()) {
+    UpwardRounding up;
+    spread.noalias() = A.rad * B.cwiseAbs();
+    detail::rounding_barrier(spread);
+  }
+  return detail::directed_pair(A.mid, B, spread);
 }
 
 /// Entrywise bounds of A X for the point matrix A and every X in the ball B.
 inline BoundsMatrix product_bounds(const Eigen::MatrixXd& A, const BallMatrix& B) {
-  BoundsMatrix out;
-  UpwardRounding up;
-  Eigen::MatrixXd spread = Eigen::MatrixXd::Zero(A.rows(), B.mid.cols());
-  if ((B.rad.array() != 0).any()) spread.noalias() = A.cwiseAbs() * B.rad;
-  out.hi.noalias() = A * B.mid;
-  out.hi += spread;
-  const Eigen::MatrixXd negA = -A;
-  out.lo.noalias() = negA * B.mid;
-  out.lo += spread;
-  detail::rounding_barrier(out.lo);
-  out.lo = -out.lo;
-  return out;
+  Eigen::MatrixXd spread;
+  if ((B.rad.array() != 0).any()) {
+    UpwardRounding up;
+    spread.noalias() = A.cwiseAbs() * B.rad;
+    detail::rounding_barrier(spread);
+  }
+  return detail::directed_pair(A, B.mid, spread);
 }
 
 /// The ball that contains the bounds [lo, hi].

@@ -9,8 +9,8 @@
 //    MATLAB's rank use) and the gap sigma_r / sigma_(r+1), which says how sharp
 //    the cut is: a gap near 1 means the rank is a matter of taste.
 //  * approx_top_singular_values: the k largest by Lanczos (Spectra's
-//    PartialSVDSolver on A^T A or A A^T), for big matrices where a full SVD is
-//    wasteful.
+//    SymEigsSolver on the Gram matrix A^T A or A A^T), for big matrices where a
+//    full SVD is wasteful.
 //  * approx_low_rank_distance: Eckart-Young, the distance from A to the nearest
 //    matrix of rank <= k: sigma_(k+1) in the spectral norm and
 //    sqrt(sum_(i>k) sigma_i^2) in the Frobenius norm.

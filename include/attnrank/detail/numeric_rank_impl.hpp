@@ -1,9 +1,13 @@
 #pragma once
 // Bodies for attnrank/numeric_rank.hpp.
 
-#include <Spectra/contrib/PartialSVDSolver.h>
+#include <Spectra/SymEigsSolver.h>
 
 #include <algorithm>
+#include <vector>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 #include <cmath>
 #include <limits>
 #include <string>
@@ -18,6 +22,49 @@ inline void require_finite(const Eigen::MatrixXd& A, const char* what) {
         throw input_error(std::string(what) + ": entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
                           ") is not a finite number");
 }
+
+/// y = A^T (A x) for a tall A (or A (A^T x) for a wide one): the Gram matrix as a
+/// Spectra operator, without forming it (forming it costs a GEMM that Lanczos
+/// rarely earns back). The two GEMVs split A into row blocks across OpenMP
+/// threads when the program is built with OpenMP; Eigen's GEMV alone would not.
+class GramOperator {
+ public:
+  using Scalar = double;
+  explicit GramOperator(const Eigen::MatrixXd& A) : A_(A), tall_(A.rows() >= A.cols()) {}
+  Eigen::Index rows() const { return tall_ ? A_.cols() : A_.rows(); }
+  Eigen::Index cols() const { return rows(); }
+  void perform_op(const double* x_in, double* y_out) const {
+    const Eigen::Index d = rows();
+    Eigen::Map<const Eigen::VectorXd> x(x_in, d);
+    Eigen::Map<Eigen::VectorXd> y(y_out, d);
+    if (!tall_) {  // A (A^T x): A^T x is a GEMV on columns; keep it simple
+      const Eigen::VectorXd t = A_.transpose() * x;
+      y.noalias() = A_ * t;
+      return;
+    }
+    const Eigen::Index m = A_.rows();
+    int parts = 1;
+#if defined(_OPENMP)
+    parts = std::max(1, std::min(omp_get_max_threads(), static_cast<int>(m / 256)));
+#endif
+    std::vector<Eigen::VectorXd> partial(static_cast<std::size_t>(parts));
+#if defined(_OPENMP)
+#pragma omp parallel for num_threads(parts) schedule(static)
+#endif
+    for (int p = 0; p < parts; ++p) {
+      const Eigen::Index begin = m * p / parts, end = m * (p + 1) / parts;
+      const auto block = A_.middleRows(begin, end - begin);
+      const Eigen::VectorXd t = block * x;
+      partial[static_cast<std::size_t>(p)].noalias() = block.transpose() * t;
+    }
+    y = partial[0];
+    for (int p = 1; p < parts; ++p) y += partial[static_cast<std::size_t>(p)];
+  }
+
+ private:
+  const Eigen::MatrixXd& A_;
+  bool tall_;
+};
 
 }  // namespace detail
 
@@ -49,12 +96,14 @@ inline TopSingularValues approx_top_singular_values(const Eigen::MatrixXd& A, Ei
     throw input_error("top singular values: k = " + std::to_string(k) + " must be in [1, " + std::to_string(d - 1) +
                       "] for a " + std::to_string(A.rows()) + " x " + std::to_string(A.cols()) +
                       " matrix (use approx_rank for all of them)");
-  // Lanczos subspace: Spectra needs k < ncv <= d; 2k + 1 is its usual advice.
+  // Spectra needs k < ncv <= d; about 2k + 1 is its usual advice.
   const Eigen::Index ncv = std::min(d, std::max<Eigen::Index>(2 * k + 1, 20));
-  Spectra::PartialSVDSolver<Eigen::MatrixXd> svd(A, k, ncv);
+  detail::GramOperator op(A);
+  Spectra::SymEigsSolver<detail::GramOperator> eigs(op, k, ncv);
+  eigs.init();
   TopSingularValues out;
-  out.converged = svd.compute(1000, 1e-10);
-  out.values = svd.singular_values().head(out.converged);
+  out.converged = eigs.compute(Spectra::SortRule::LargestAlge, 1000, 1e-10);
+  out.values = eigs.eigenvalues().head(out.converged).cwiseMax(0.0).cwiseSqrt();
   return out;
 }
 
