@@ -21,6 +21,11 @@ demo: build
 	@echo '--- the same layer from CSV files, double tier against certified digits ---'
 	$(CLI) layer --x $(DATA)/x.csv --wq $(DATA)/wq.csv --wk $(DATA)/wk.csv --wv $(DATA)/wv.csv --wo $(DATA)/wo.csv --heads 2 --tier double --digits 17 --json | grep -A4 '"output"'
 	$(CLI) layer --x $(DATA)/x.csv --wq $(DATA)/wq.csv --wk $(DATA)/wk.csv --wv $(DATA)/wv.csv --wo $(DATA)/wo.csv --heads 2 --tier interval --digits 17 --json | grep -A4 '"output"'
+	@echo
+	@echo '--- the tutorial target A (0.8 on the diagonal): exact rank and determinant ---'
+	$(CLI) rank diag:3:0.8
+	$(CLI) det diag:3:0.8
+	$(CLI) det diag:3:0.8 --mode certified
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)

@@ -3,6 +3,8 @@
 // values (U diag(s) V^T with orthogonal U, V) and the full SVD.
 #include "rank_support.hpp"
 
+#include <attnrank/certified_rank.hpp>
+
 #include <Eigen/QR>
 
 #include <cmath>
@@ -79,5 +81,43 @@ TEST_CASE("attnrank::approx_top_singular_values and approx_low_rank_distance") {
     CHECK_THROWS_AS(approx_top_singular_values(A, 0), input_error);
     CHECK_THROWS_AS(approx_top_singular_values(A, n), input_error);
     CHECK_THROWS_AS(approx_low_rank_distance(A, n), input_error);
+  }
+}
+
+TEST_CASE("attnrank::approx_rank on the hard cases") {
+  SECTION("Hilbert 14: no clear cut in doubles (small gap), while certified mode stays honest") {
+    const Matrix<Rational> H = *builtin_matrix("hilbert:14");
+    const Eigen::MatrixXd D = H.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); });
+    const NumericRank r = approx_rank(D);
+    CHECK(r.rank < 14);   // the exact rank is 14: numeric mode cannot see it
+    CHECK(r.gap < 100);   // ... and says so with a small gap
+    const RankBounds c = certified_rank(H, 53);
+    CHECK(c.lower <= 14);
+    CHECK(c.upper == 14);
+  }
+  SECTION("a nearly singular product: rank-3 factors plus a column holding 1e-20") {
+    Eigen::MatrixXd X(6, 3), Y(3, 6);
+    X << 1, 2, 3, 0, 1, 4, 5, 6, 0, 1, 0, 1, 2, 2, 2, 3, 1, 0;
+    Y << 1, 0, 2, 0, 1, 1, 0, 1, 0, 3, 1, 0, 2, 2, 1, 0, 0, 1;
+    Eigen::MatrixXd A(6, 7);
+    A << X * Y, Eigen::VectorXd::Zero(6);
+    A(5, 6) = 1e-20;  // exact rank 4 now, numerically rank 3 with a huge gap
+    const NumericRank r = approx_rank(A);
+    CHECK(r.rank == 3);
+    CHECK(r.gap > 1e10);
+    const RankBounds c = certified_rank(A);
+    CHECK(c.lower >= 3);
+    CHECK(c.lower <= 4);
+    CHECK(c.upper == 6);
+    CHECK(exact_rank(Matrix<Rational>(A.unaryExpr([](double x) { return to_rational(x); }))).rank == 4);
+  }
+  SECTION("1 x n and n x 1") {
+    Eigen::MatrixXd row(1, 4), col(4, 1);
+    row << 0, 3, 0, 0;
+    col << 0, 0, 0, 1e-300;
+    CHECK(approx_rank(row).rank == 1);
+    CHECK(approx_rank(col).rank == 1);
+    CHECK(certified_rank(row).lower == 1);
+    CHECK(certified_rank(col).lower == 1);
   }
 }
