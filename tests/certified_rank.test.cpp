@@ -3,6 +3,10 @@
 // against the exact rank or determinant of the same data.
 #include "rank_support.hpp"
 
+#include <attnrank/certified_determinant.hpp>
+#include <attnrank/certified_rank.hpp>
+#include <attnrank/directed_rounding.hpp>
+
 #include <cmath>
 #include <limits>
 

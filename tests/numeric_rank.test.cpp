@@ -4,6 +4,7 @@
 #include "rank_support.hpp"
 
 #include <attnrank/certified_rank.hpp>
+#include <attnrank/numeric_rank.hpp>
 
 #include <Eigen/QR>
 

@@ -6,6 +6,10 @@
 
 #include "support.hpp"
 
+#include <attnrank/exact_rank.hpp>
+#include <attnrank/matrix_spec.hpp>
+#include <attnrank/structured_matrices.hpp>
+
 namespace attnrank::test {
 
 /// An r x c integer matrix with entries in [-bound, bound].

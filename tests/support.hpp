@@ -2,7 +2,14 @@
 // Shared test helpers: RapidCheck generators for exact inputs (including the hard
 // cases: zeros, repeated rows, large and tiny magnitudes) and small utilities.
 
-#include <attnrank/attnrank.hpp>
+// Only the headers the layer tests need: each rank header instantiates heavy
+// decompositions, and the umbrella would make every test file pay for them.
+#include <attnrank/decimal.hpp>
+#include <attnrank/multi_head_attention.hpp>
+#include <attnrank/parse.hpp>
+#include <attnrank/scalar_traits.hpp>
+#include <attnrank/softmax.hpp>
+#include <attnrank/worked_example.hpp>
 
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
