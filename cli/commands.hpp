@@ -13,6 +13,8 @@ void add_example_command(CLI::App& app, std::string& out);
 void add_layer_command(CLI::App& app, std::string& out);
 void add_rank_command(CLI::App& app, std::string& out);
 void add_det_command(CLI::App& app, std::string& out);
+void add_reach_command(CLI::App& app, std::string& out);
+void add_sweep_command(CLI::App& app, std::string& out);
 
 /// Shared option limits (docs/cli.md).
 inline constexpr int max_digits = 1000;

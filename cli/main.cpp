@@ -16,12 +16,14 @@ int main(int argc, char** argv) {
   add_layer_command(app, out);
   add_rank_command(app, out);
   add_det_command(app, out);
+  add_reach_command(app, out);
+  add_sweep_command(app, out);
   try {
     if (argc > 1 && argv[1][0] != '-') {
       try {
         app.get_subcommand(argv[1]);
       } catch (const CLI::OptionNotFound&) {
-        throw attnrank::input_error("unknown command '" + std::string(argv[1]) + "' (commands: example, layer, rank, det)");
+        throw attnrank::input_error("unknown command '" + std::string(argv[1]) + "' (commands: example, layer, rank, det, reach, sweep)");
       }
     }
     app.parse(argc, argv);

@@ -6,6 +6,7 @@ find_dependency(Eigen3 3.3 NO_MODULE)
 find_dependency(Boost 1.74)
 find_dependency(spectra 1.0 PATHS /usr/share/spectra/cmake)
 find_dependency(Threads)
+find_dependency(nlohmann_json 3)
 
 foreach(lib gmp mpfr mpfi)
   if(NOT TARGET attnrank::${lib})

@@ -236,3 +236,52 @@ TEST_CASE("attnrank rank and det: bad input exits 2 with a precise message") {
   expect_input_error("det hilbert:3 --mode numeric", "--mode");
   expect_input_error("rank", "MATRIX is required");
 }
+
+TEST_CASE("attnrank reach and sweep") {
+  SECTION("the tutorial's target at d_k = 1 and 2, JSON per the contract") {
+    const auto one = nlohmann::json::parse(attnrank_cli("reach diag:3:0.8 --dk 1 --json").out);
+    for (const char* key : {"n", "dk", "floor_lower", "floor_upper", "verdict", "max_abs_error", "question", "certificate"})
+      CHECK(one.contains(key));
+    CHECK(one["verdict"] == "unreachable");
+    CHECK(one["floor_lower"] == 2);
+    CHECK(one["question"] == "free");
+    const auto two = nlohmann::json::parse(attnrank_cli("reach diag:3:0.8 --dk 2 --json").out);
+    CHECK(two["verdict"] == "reachable");
+    CHECK(two["max_abs_error"] < 1e-14);
+    CHECK_THAT(attnrank_cli("reach diag:3:0.8 --dk 1").out,
+               Catch::Contains("verdict: unreachable") && Catch::Contains("ceiling  rank(Q K^T) <= d_k = 1"));
+  }
+  SECTION("certificates: written, checked, tampering and other targets rejected") {
+    const std::string cert = (scratch() / "cert.json").string();
+    REQUIRE(attnrank_cli("reach diag:4:0.7 --dk 2 --certificate " + cert).code == 0);
+    const Run ok = attnrank_cli("reach --check " + cert + " diag:4:0.7");
+    CHECK(ok.code == 0);
+    CHECK_THAT(ok.out, Catch::Contains("certificate valid"));
+    std::string text = slurp(cert);
+    const auto pos = text.find("\"dk\": 2");
+    REQUIRE(pos != std::string::npos);
+    text.replace(pos, 7, "\"dk\": 1");
+    const std::string tampered = file("tampered.json", text);
+    expect_input_error("reach --check " + tampered + " diag:4:0.7", "certificate rejected");
+    expect_input_error("reach --check " + cert + " diag:4:0.6", "for a different target");
+    expect_input_error("reach --check " + file("notjson.json", "{oops") + " diag:4:0.7", "not valid JSON");
+  }
+  SECTION("sweep: Figure 8's rows and the winners") {
+    const auto j = nlohmann::json::parse(attnrank_cli("sweep --keys 2,0,1 --q -2:2:1 --json").out);
+    REQUIRE(j["rows"].size() == 5);
+    CHECK(j["rows"][4]["weights"][0] == "0.8668");
+    CHECK(j["rows"][2]["top"].empty());
+    CHECK(j["possible_winners"] == nlohmann::json::array({1, 2}));
+  }
+  SECTION("bad input") {
+    expect_input_error("reach " + file("neg.csv", "0.5,0.5\n-0.1,1.1\n") + " --dk 1", "row 2, column 1: attention weights cannot be negative");
+    expect_input_error("reach " + file("nan2.csv", "0.5,nan\n0.5,0.5\n") + " --dk 1", "column 2");
+    expect_input_error("reach " + file("rect.csv", "0.5,0.5,0\n0.5,0.5,0\n") + " --dk 1", "must be square");
+    expect_input_error("reach " + file("zrow.csv", "0,0\n0.5,0.5\n") + " --dk 1", "row 1 is all zeros");
+    expect_input_error("reach diag:3:0.8 --dk 0", "d_k = 0 is out of range");
+    expect_input_error("reach diag:3:0.8 --dk 4", "d_k = 4 is out of range");
+    expect_input_error("reach diag:3:0.8", "--dk is required");
+    expect_input_error("sweep --q 1:2:0", "step must not be 0");
+    expect_input_error("sweep --keys 1,x", "--keys");
+  }
+}

@@ -21,6 +21,7 @@
 #include <attnrank/scalar_traits.hpp>
 #include <attnrank/tiers.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,16 @@ RankBounds certified_rank(const Matrix<Interval>& A);
 /// bits or less the data are enclosed in double balls and the directed-rounding
 /// test runs; above, MPFI at `bits`. Raising bits can only help.
 RankBounds certified_rank(const Matrix<Rational>& A, unsigned bits = 53);
+
+/// Proves the minor A[rows, cols] (square) nonsingular for every matrix in the
+/// ball by the directed-rounding test; returns the proven bound on
+/// ||I - R M||_inf (< 1), or nothing when the test fails.
+std::optional<double> certify_nonsingular_minor(const BallMatrix& A, const std::vector<Eigen::Index>& rows,
+                                                const std::vector<Eigen::Index>& cols);
+
+/// The same proof in MPFI at the current precision.
+std::optional<double> certify_nonsingular_minor(const Matrix<Interval>& A, const std::vector<Eigen::Index>& rows,
+                                                const std::vector<Eigen::Index>& cols);
 
 /// The smallest double ball around each rational entry (nearest double, radius
 /// rounded up); entries beyond the double range give infinite radii.

@@ -86,6 +86,51 @@ inline Eigen::MatrixXd select(const Eigen::MatrixXd& A, const std::vector<Index>
 
 }  // namespace detail
 
+inline std::optional<double> certify_nonsingular_minor(const BallMatrix& A, const std::vector<Eigen::Index>& rows,
+                                                       const std::vector<Eigen::Index>& cols) {
+  const auto k = static_cast<Eigen::Index>(rows.size());
+  if (static_cast<Eigen::Index>(cols.size()) != k) throw std::invalid_argument("certify_nonsingular_minor: not square");
+  if (k == 0) return 0.0;
+  const BallMatrix M{detail::select(A.mid, rows, cols, k), detail::select(A.rad, rows, cols, k)};
+  if (!M.mid.allFinite() || !M.rad.allFinite()) return std::nullopt;
+  const Eigen::MatrixXd R = M.mid.partialPivLu().inverse();
+  if (!R.allFinite()) return std::nullopt;
+  const double residual = norm_inf_upper(identity_minus(product_bounds(R, M)));
+  if (residual < 1) return residual;
+  return std::nullopt;
+}
+
+inline std::optional<double> certify_nonsingular_minor(const Matrix<Interval>& A, const std::vector<Eigen::Index>& rows,
+                                                       const std::vector<Eigen::Index>& cols) {
+  using Eigen::Index;
+  const auto k = static_cast<Index>(rows.size());
+  if (static_cast<Index>(cols.size()) != k) throw std::invalid_argument("certify_nonsingular_minor: not square");
+  if (k == 0) return 0.0;
+  Matrix<Interval> M(k, k);
+  Matrix<Real> Mc(k, k);
+  for (Index i = 0; i < k; ++i)
+    for (Index j = 0; j < k; ++j) {
+      M(i, j) = A(rows[static_cast<std::size_t>(i)], cols[static_cast<std::size_t>(j)]);
+      if (!scalar_traits<Interval>::is_finite(M(i, j))) return std::nullopt;
+      Mc(i, j) = Real(lower_bound(scalar_traits<Interval>::center(M(i, j))));
+    }
+  const Matrix<Real> R = Mc.partialPivLu().inverse();
+  for (Index i = 0; i < k; ++i)
+    for (Index j = 0; j < k; ++j)
+      if (!scalar_traits<Real>::is_finite(R(i, j))) return std::nullopt;
+  const Matrix<Interval> RM = multiply(Matrix<Interval>(R.cast<Interval>()), M);
+  Real worst = 0;
+  for (Index i = 0; i < k; ++i) {
+    Interval row_sum = 0;
+    for (Index j = 0; j < k; ++j) row_sum += abs(Interval((i == j ? Interval(1) : Interval(0)) - RM(i, j)));
+    const Real up = upper_bound(row_sum);
+    if (!scalar_traits<Real>::is_finite(up)) return std::nullopt;
+    if (up > worst) worst = up;
+  }
+  if (!(worst < 1)) return std::nullopt;
+  return mpfr_get_d(worst.backend().data(), MPFR_RNDU);
+}
+
 inline RankBounds certified_rank(const BallMatrix& A) {
   using namespace detail;
   require_finite_ball(A);
@@ -95,10 +140,11 @@ inline RankBounds certified_rank(const BallMatrix& A) {
   out.upper = std::min(A.mid.rows(), A.mid.cols());
   if (out.upper == 0) return out;
   const auto verified_nonsingular = [](const BallMatrix& M, double& residual) {
-    const Eigen::MatrixXd R = M.mid.partialPivLu().inverse();
-    if (!R.allFinite()) return false;
-    residual = norm_inf_upper(identity_minus(product_bounds(R, M)));
-    return residual < 1;
+    std::vector<Index> all(static_cast<std::size_t>(M.mid.rows()));
+    for (Index i = 0; i < M.mid.rows(); ++i) all[static_cast<std::size_t>(i)] = i;
+    const auto r = certify_nonsingular_minor(M, all, all);
+    if (r) residual = *r;
+    return r.has_value();
   };
   // The common case first: a square matrix of full rank needs no pivot search,
   // and blocked partial-pivot LU is several times faster than full pivoting.
@@ -144,31 +190,10 @@ inline RankBounds certified_rank(const Matrix<Interval>& A) {
   const Real tol = ldexp(Real(1), -static_cast<int>(out.bits)) * std::max(A.rows(), A.cols());
   const Index r0 = numeric_rank_from_lu(lu, tol);
   search_verified_minor(r0, out, rows, cols, [&](Index k, double& residual) {
-    Matrix<Interval> M(k, k);
-    Matrix<Real> Mc(k, k);
-    for (Index i = 0; i < k; ++i)
-      for (Index j = 0; j < k; ++j) {
-        M(i, j) = A(rows[static_cast<std::size_t>(i)], cols[static_cast<std::size_t>(j)]);
-        Mc(i, j) = mid(rows[static_cast<std::size_t>(i)], cols[static_cast<std::size_t>(j)]);
-      }
-    const Matrix<Real> R = Mc.partialPivLu().inverse();
-    for (Index i = 0; i < k; ++i)
-      for (Index j = 0; j < k; ++j)
-        if (!scalar_traits<Real>::is_finite(R(i, j))) return false;
-    const Matrix<Interval> RM = multiply(Matrix<Interval>(R.cast<Interval>()), M);
-    Real worst = 0;
-    for (Index i = 0; i < k; ++i) {
-      Interval row_sum = 0;
-      for (Index j = 0; j < k; ++j) {
-        const Interval e = (i == j ? Interval(1) : Interval(0)) - RM(i, j);
-        row_sum += abs(e);
-      }
-      const Real up = upper_bound(row_sum);
-      if (!scalar_traits<Real>::is_finite(up)) return false;
-      if (up > worst) worst = up;
-    }
-    residual = mpfr_get_d(worst.backend().data(), MPFR_RNDU);
-    return worst < 1;
+    const std::vector<Index> rk(rows.begin(), rows.begin() + k), ck(cols.begin(), cols.begin() + k);
+    const auto r = certify_nonsingular_minor(A, rk, ck);
+    if (r) residual = *r;
+    return r.has_value();
   });
   return out;
 }

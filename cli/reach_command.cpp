@@ -1,0 +1,124 @@
+// attnrank reach: can a head of width d_k produce this attention pattern?
+#include "commands.hpp"
+
+#include <attnrank/matrix_spec.hpp>
+#include <attnrank/reach_certificate.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace attnrank::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string short_double(double x) {
+  std::ostringstream s;
+  s.precision(6);
+  s << x;
+  return s.str();
+}
+
+json read_json_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw input_error(path + ": no such file or not readable");
+  try {
+    return json::parse(f);
+  } catch (const json::parse_error& e) {
+    throw input_error(path + ": not valid JSON (" + std::string(e.what()) + ")");
+  }
+}
+
+std::string narrate(const std::string& name, const ReachResult& r) {
+  std::ostringstream s;
+  s << "target " << name << " (n = " << r.n << "), head width d_k = " << r.dk << ", free Q and K\n";
+  if (r.has_zero_entry) {
+    s << "verdict: unreachable - " << r.reason << ".\n";
+  } else {
+    const FloorBounds& f = r.floor;
+    s << "  floor    rank(log(A) C): ";
+    if (f.lower == f.upper) s << "= " << f.lower;
+    else s << f.lower << " <= floor <= " << f.upper;
+    s << "\n           lower: a " << f.lower << " x " << f.lower << " minor of log(A) C proven nonsingular ("
+      << f.lower_bits << " bits, ||I - R M|| <= " << short_double(f.minor_residual) << ")";
+    if (f.lower_is_partial) s << " - enough for the verdict; --full-floor for the whole bound";
+    s << "\n           upper: " << f.upper_reason << "\n";
+    s << "  ceiling  rank(Q K^T) <= d_k = " << r.dk << "\n";
+    s << "verdict: " << to_string(r.verdict) << " - ";
+    if (r.verdict == Verdict::unreachable) s << "no head of width " << r.dk << " produces this pattern exactly.\n";
+    else if (r.verdict == Verdict::reachable) s << "a head of width " << r.dk << " produces it exactly.\n";
+    else s << "not settled at this precision.\n";
+    s << "  because " << r.reason << ".\n";
+    if (!r.hint.empty()) s << "  to settle it: " << r.hint << ".\n";
+  }
+  if (r.witness)
+    s << "witness at d_k = " << r.dk << " (truncated SVD of log(A) C): max |softmax(Q K^T / sqrt(d_k)) - A| <= "
+      << short_double(r.witness->max_abs_error) << " (certified)\n";
+  return s.str();
+}
+
+}  // namespace
+
+void add_reach_command(CLI::App& app, std::string& out) {
+  auto* cmd = app.add_subcommand("reach", "Can a head of width d_k produce this attention pattern? Yes, no or undecided, with a certificate");
+  struct Options {
+    std::string target, certificate, check;
+    long dk = 0;
+    unsigned bits = 53;
+    bool json = false, full_floor = false;
+  };
+  auto opt = std::make_shared<Options>();
+  cmd->add_option("TARGET", opt->target, "Target attention matrix: CSV file or diag:N:P")->required();
+  CLI::Option* dk_option = cmd->add_option("--dk", opt->dk, "Head width d_k (1 <= d_k <= n)");
+  cmd->add_option("--bits", opt->bits, "Precision of the floor's lower bound (53: doubles; more: MPFI)")
+      ->check(CLI::Range(min_precision_bits, max_precision_bits));
+  cmd->add_flag("--full-floor", opt->full_floor, "Always bound the whole floor, not only what the verdict needs");
+  cmd->add_option("--certificate", opt->certificate, "Also write the certificate (JSON) to this file");
+  cmd->add_option("--check", opt->check, "Re-verify a certificate file against TARGET instead of deciding");
+  cmd->add_flag("--json", opt->json, "Print JSON instead of text");
+  cmd->callback([opt, dk_option, &out] {
+    const Matrix<Rational> A = read_matrix_argument(opt->target);
+    validate_target(A, opt->target);
+    if (!opt->check.empty()) {
+      const CertificateCheck c = check_reach_certificate(A, read_json_file(opt->check));
+      if (!c.valid) throw input_error(opt->check + ": certificate rejected: " + c.reason);
+      out = opt->json ? json{{"valid", true}, {"reason", c.reason}}.dump(2) + "\n" : "certificate valid: " + c.reason + "\n";
+      return;
+    }
+    if (dk_option->count() == 0) throw input_error("--dk is required (the head width to decide)");
+    ReachOptions o;
+    o.bits = opt->bits;
+    o.full_floor = opt->full_floor;
+    const ReachResult r = reach(A, opt->dk, o);
+    const json cert = make_reach_certificate(A, r);
+    if (!opt->certificate.empty()) {
+      std::ofstream f(opt->certificate);
+      if (!(f << cert.dump(1) << "\n")) throw input_error(opt->certificate + ": cannot write the certificate");
+    }
+    if (!opt->json) {
+      out = narrate(opt->target, r);
+      return;
+    }
+    json j{{"n", r.n},
+           {"dk", r.dk},
+           {"question", "free"},
+           {"verdict", to_string(r.verdict)},
+           {"reason", r.reason},
+           {"max_abs_error", r.witness ? json(r.witness->max_abs_error) : json(nullptr)},
+           {"certificate", cert}};
+    if (r.has_zero_entry) {
+      j["floor_lower"] = nullptr;
+      j["floor_upper"] = nullptr;
+      j["zero_entry"] = cert["zero_entry"];
+    } else {
+      j["floor_lower"] = r.floor.lower;
+      j["floor_upper"] = r.floor.upper;
+      j["floor_lower_is_partial"] = r.floor.lower_is_partial;
+      j["bits"] = r.floor.lower_bits;
+    }
+    if (!r.hint.empty()) j["hint"] = r.hint;
+    out = j.dump(2) + "\n";
+  });
+}
+
+}  // namespace attnrank::cli

@@ -1,0 +1,95 @@
+// attnrank sweep: the d_k = 1 head of Section 2.5.4 (Figure 8), row by row.
+#include "commands.hpp"
+
+#include <attnrank/decimal.hpp>
+#include <attnrank/parse.hpp>
+#include <attnrank/single_key_head.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <sstream>
+
+namespace attnrank::cli {
+namespace {
+
+std::vector<Rational> parse_list(const std::string& text, const std::string& what) {
+  std::vector<Rational> v;
+  std::stringstream s(text);
+  std::string cell;
+  while (std::getline(s, cell, ',')) {
+    try {
+      v.push_back(parse_rational(cell));
+    } catch (const input_error& e) {
+      throw input_error(what + ": " + e.what());
+    }
+  }
+  if (v.empty()) throw input_error(what + " is empty");
+  return v;
+}
+
+/// "a:b:s" (from a to b in steps of s, exactly) or a comma list.
+std::vector<Rational> parse_queries(const std::string& text) {
+  if (text.find(':') == std::string::npos) return parse_list(text, "--q");
+  std::vector<Rational> parts = parse_list([&] { std::string t = text; std::replace(t.begin(), t.end(), ':', ','); return t; }(), "--q");
+  if (parts.size() != 3) throw input_error("--q '" + text + "' must be FROM:TO:STEP or a comma list");
+  const Rational from = parts[0], to = parts[1], step = parts[2];
+  if (step == 0) throw input_error("--q step must not be 0");
+  if ((to - from) / step < 0) throw input_error("--q '" + text + "': the step goes away from TO");
+  if ((to - from) / step > 10000) throw input_error("--q '" + text + "' has more than 10001 values");
+  std::vector<Rational> q;
+  for (Rational x = from; step > 0 ? x <= to : x >= to; x += step) q.push_back(x);
+  return q;
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app, std::string& out) {
+  auto* cmd = app.add_subcommand("sweep", "The d_k = 1 head (Section 2.5.4, Figure 8): softmax(q k) for each query q");
+  struct Options {
+    std::string keys = "2,0,1", q = "-2:2:1";
+    int digits = 4;
+    bool json = false;
+  };
+  auto opt = std::make_shared<Options>();
+  cmd->add_option("--keys", opt->keys, "Keys k, comma separated (default 2,0,1 as in the tutorial)");
+  cmd->add_option("--q", opt->q, "Queries: FROM:TO:STEP or a comma list (default -2:2:1)");
+  cmd->add_option("--digits", opt->digits, "Certified decimals (default 4)")->check(CLI::Range(0, max_digits));
+  cmd->add_flag("--json", opt->json, "Print JSON instead of text");
+  cmd->callback([opt, &out] {
+    const std::vector<Rational> keys = parse_list(opt->keys, "--keys");
+    if (keys.size() > 10000) throw input_error("--keys has more than 10000 values");
+    const std::vector<Rational> qs = parse_queries(opt->q);
+    const PrecisionScope scope(static_cast<unsigned>(opt->digits) * 4 + 64);
+    const Matrix<Interval> W = single_key_sweep(keys, qs);
+    nlohmann::json rows = nlohmann::json::array();
+    std::ostringstream s;
+    s << "d_k = 1 head, keys k = (" << opt->keys << "): row weights softmax(q k), certified to " << opt->digits << " decimals\n";
+    for (std::size_t r = 0; r < qs.size(); ++r) {
+      nlohmann::json weights = nlohmann::json::array();
+      s << "  q = " << format_fixed(qs[r], 2) << ":";
+      for (std::size_t j = 0; j < keys.size(); ++j) {
+        const Interval& w = W(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(j));
+        const auto c = certified_fixed(w, opt->digits);
+        const std::string text = c ? *c : "[" + enclosure_fixed(w, opt->digits).first + ", " + enclosure_fixed(w, opt->digits).second + "]";
+        weights.push_back(text);
+        s << " " << text;
+      }
+      std::vector<Eigen::Index> top = top_tokens(keys, qs[r]);
+      for (auto& t : top) ++t;
+      s << "   top: ";
+      if (top.empty()) s << "none (flat row)";
+      for (std::size_t t = 0; t < top.size(); ++t) s << (t ? ", " : "") << "token " << top[t];
+      s << "\n";
+      rows.push_back({{"q", qs[r].str()}, {"weights", weights}, {"top", top}});
+    }
+    std::vector<Eigen::Index> winners = possible_winners(keys);
+    for (auto& t : winners) ++t;
+    s << "tokens that can ever take the top weight: ";
+    for (std::size_t t = 0; t < winners.size(); ++t) s << (t ? ", " : "") << "token " << winners[t];
+    s << " (argmax k for q > 0, argmin k for q < 0)\n";
+    out = opt->json ? nlohmann::json{{"keys", opt->keys}, {"rows", rows}, {"possible_winners", winners}}.dump(2) + "\n" : s.str();
+  });
+}
+
+}  // namespace attnrank::cli

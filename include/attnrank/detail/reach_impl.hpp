@@ -1,0 +1,224 @@
+#pragma once
+// Bodies for attnrank/reach.hpp.
+
+#include <attnrank/numeric_rank.hpp>
+#include <attnrank/softmax.hpp>
+
+#include <Eigen/SVD>
+#include <Spectra/SymEigsSolver.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attnrank {
+namespace detail {
+
+using Eigen::Index;
+
+inline std::vector<Index> iota_indices(Index n) {
+  std::vector<Index> v(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+  return v;
+}
+
+/// Lower bound of the floor: the (n-1) x (n-1) leading block first (generic
+/// targets have floor n - 1, and C 1 = 0 makes the full matrix singular), then
+/// the general certified rank; MPFI at higher precision when asked.
+inline void floor_lower_bound(const Matrix<Rational>& A, const BallMatrix& ball, const ReachOptions& o, FloorBounds& f) {
+  const Index n = A.rows();
+  f.lower = 0;
+  f.lower_bits = 53;
+  if (n <= 1) return;
+  const std::vector<Index> lead = iota_indices(n - 1);
+  if (const auto r = certify_nonsingular_minor(ball, lead, lead)) {
+    f.lower = n - 1;
+    f.minor_rows = f.minor_cols = lead;
+    f.minor_residual = *r;
+    return;
+  }
+  const RankBounds rb = certified_rank(ball);
+  f.lower = rb.lower;
+  f.minor_rows = rb.pivot_rows;
+  f.minor_cols = rb.pivot_cols;
+  f.minor_residual = rb.residual_bound;
+  if (f.lower < n - 1 && o.bits > 53 && n <= o.mpfi_size_limit) {
+    const PrecisionScope scope(o.bits);
+    const RankBounds hp = certified_rank(centered_log(A));
+    if (hp.lower > f.lower) {
+      f.lower = hp.lower;
+      f.minor_rows = hp.pivot_rows;
+      f.minor_cols = hp.pivot_cols;
+      f.minor_residual = hp.residual_bound;
+      f.lower_bits = hp.bits;
+    }
+  }
+}
+
+/// Upper bound of the floor: n - 1, or the exact kernel of the stacked exponents.
+inline void floor_upper_bound(const Matrix<Rational>& A, const ReachOptions& o, FloorBounds& f) {
+  const Index n = A.rows();
+  f.upper = std::max<Index>(n - 1, 0);
+  f.upper_reason = "C 1 = 0, so the floor is at most n - 1";
+  if (f.lower >= f.upper) return;
+  const std::optional<LogDecomposition> d = decompose_log(A, o.limits);
+  if (!d) {
+    f.upper_reason = "n - 1 only: the target's numerators and denominators exceed the exact-step limits";
+    return;
+  }
+  f.bases = d->bases;
+  if (d->bases.empty()) {  // every entry is 1: log A = 0
+    f.upper = 0;
+    f.kernel = Matrix<Integer>::Identity(n, n);
+    f.upper_reason = "exact: log A = 0";
+    return;
+  }
+  const ExactRank r = exact_rank(stacked_centered_exponents(*d));
+  f.upper = std::min(f.upper, r.rank);
+  f.kernel = r.kernel;
+  f.upper_reason = "exact: " + std::to_string(r.kernel.cols()) +
+                   " independent rational kernel vectors common to every exponent matrix E_t C";
+}
+
+/// Truncated SVD of the centered log: Q K^T / sqrt(dk) = U_k S_k V_k^T.
+inline Witness truncated_witness(const Eigen::MatrixXd& LC, Index dk) {
+  const Index n = LC.rows();
+  Eigen::MatrixXd U, V;
+  Eigen::VectorXd s;
+  if (n <= 300 || 2 * dk >= n) {
+    const Eigen::BDCSVD<Eigen::MatrixXd> svd(LC, Eigen::ComputeThinU | Eigen::ComputeThinV);
+    U = svd.matrixU().leftCols(dk);
+    V = svd.matrixV().leftCols(dk);
+    s = svd.singularValues().head(dk);
+  } else {
+    GramOperator op(LC);  // tall: eigenvectors of LC^T LC are V
+    Spectra::SymEigsSolver<GramOperator> eigs(op, dk, std::min(n, std::max<Index>(2 * dk + 1, 20)));
+    eigs.init();
+    eigs.compute(Spectra::SortRule::LargestAlge, 1000, 1e-10);
+    const Index got = eigs.eigenvalues().size();
+    V = Eigen::MatrixXd::Zero(n, dk);
+    s = Eigen::VectorXd::Zero(dk);
+    V.leftCols(got) = eigs.eigenvectors();
+    s.head(got) = eigs.eigenvalues().cwiseMax(0.0).cwiseSqrt();
+    U = Eigen::MatrixXd::Zero(n, dk);
+    for (Index t = 0; t < got; ++t)
+      if (s(t) > 0) U.col(t) = LC * V.col(t) / s(t);
+  }
+  const Eigen::VectorXd root = (s.array() * std::sqrt(static_cast<double>(dk))).sqrt();  // (s sqrt(dk))^(1/2)
+  Witness w;
+  w.Q = U * root.asDiagonal();
+  w.K = V * root.asDiagonal();
+  return w;
+}
+
+}  // namespace detail
+
+inline double certified_witness_error(const Matrix<Rational>& A, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
+                                      unsigned bits) {
+  using Eigen::Index;
+  const Index n = A.rows();
+  if (Q.rows() != n || K.rows() != n || Q.cols() != K.cols() || Q.cols() < 1)
+    throw input_error("witness: Q and K must both be " + std::to_string(n) + " x d_k");
+  if (!Q.allFinite() || !K.allFinite()) return INFINITY;
+  const BoundsMatrix qk = product_bounds(Q, Eigen::MatrixXd(K.transpose()));
+  const PrecisionScope scope(std::max(bits, 64u));
+  const Interval root = sqrt(Interval(static_cast<long>(Q.cols())));
+  Matrix<Interval> S(n, n);
+  for (Index i = 0; i < n; ++i)
+    for (Index j = 0; j < n; ++j) {
+      Interval e;
+      mpfi_interv_d(e.backend().data(), qk.lo(i, j), qk.hi(i, j));
+      S(i, j) = e / root;
+    }
+  const Matrix<Interval> P = softmax_rows(S);
+  const Matrix<Interval> T = normalized_target(A);
+  Real worst = 0;
+  for (Index i = 0; i < n; ++i)
+    for (Index j = 0; j < n; ++j) {
+      const Real u = upper_bound(Interval(abs(Interval(P(i, j) - T(i, j)))));
+      if (!scalar_traits<Real>::is_finite(u)) return INFINITY;
+      if (u > worst) worst = u;
+    }
+  return mpfr_get_d(worst.backend().data(), MPFR_RNDU);
+}
+
+inline ReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const ReachOptions& o) {
+  using namespace detail;
+  validate_target(A, "target");
+  const Index n = A.rows();
+  if (dk < 1 || dk > n)
+    throw input_error("d_k = " + std::to_string(dk) + " is out of range: a head on n = " + std::to_string(n) +
+                      " tokens has 1 <= d_k <= n");
+  if (o.bits < min_precision_bits || o.bits > max_precision_bits)
+    throw input_error("precision " + std::to_string(o.bits) + " bits is outside [" + std::to_string(min_precision_bits) +
+                      ", " + std::to_string(max_precision_bits) + "]");
+  ReachResult res;
+  res.n = n;
+  res.dk = dk;
+  const auto zeros = zero_entries(A);
+  Matrix<Rational> replaced;  // A with zeros replaced, only when there are zeros
+  if (!zeros.empty()) {
+    replaced = A;
+    res.has_zero_entry = true;
+    res.zeros.assign(zeros.begin(), zeros.begin() + std::min<std::size_t>(zeros.size(), 8));
+    res.verdict = Verdict::unreachable;
+    res.reason = "the target has a zero entry (row " + std::to_string(zeros[0].first + 1) + ", column " +
+                 std::to_string(zeros[0].second + 1) + "); softmax of finite scores is positive everywhere";
+    // For the witness: zeros replaced by 1e-12 of their row's largest entry.
+    for (Index i = 0; i < n; ++i) {
+      Rational top = 0;
+      for (Index j = 0; j < n; ++j) top = std::max(top, A(i, j));
+      for (Index j = 0; j < n; ++j)
+        if (A(i, j) == 0) replaced(i, j) = top / Rational(1000000000000LL);
+    }
+  }
+  const Matrix<Rational>& positive = zeros.empty() ? A : replaced;
+  if (!res.has_zero_entry) {
+    bool decided = false;
+    if (n > o.quick_verdict_size && dk + 1 < n - 1 && !o.full_floor) {
+      const std::vector<Index> lead = iota_indices(dk + 1);
+      const BallMatrix rows = centered_log_ball(positive.topRows(dk + 1));
+      if (const auto r = certify_nonsingular_minor(rows, lead, lead)) {
+        res.floor.lower = dk + 1;
+        res.floor.lower_is_partial = true;
+        res.floor.minor_rows = res.floor.minor_cols = lead;
+        res.floor.minor_residual = *r;
+        res.floor.upper = n - 1;
+        res.floor.upper_reason = "C 1 = 0, so the floor is at most n - 1";
+        decided = true;
+      }
+    }
+    if (!decided) {
+      floor_lower_bound(positive, centered_log_ball(positive), o, res.floor);
+      floor_upper_bound(positive, o, res.floor);
+    }
+    if (dk < res.floor.lower) {
+      res.verdict = Verdict::unreachable;
+      res.reason = "floor >= " + std::to_string(res.floor.lower) + " > d_k = " + std::to_string(dk) +
+                   ": a " + std::to_string(res.floor.lower) + " x " + std::to_string(res.floor.lower) +
+                   " minor of log(A) C is nonsingular, and every score matrix Q K^T has rank <= d_k";
+    } else if (res.floor.upper <= dk) {
+      res.verdict = Verdict::reachable;
+      res.reason = "floor <= " + std::to_string(res.floor.upper) + " <= d_k = " + std::to_string(dk) + " (" +
+                   res.floor.upper_reason + "): S = log A + c 1^T with c = -log(A) 1 / n has rank <= d_k";
+    } else {
+      res.verdict = Verdict::undecided;
+      res.reason = std::to_string(res.floor.lower) + " <= floor <= " + std::to_string(res.floor.upper) +
+                   " and d_k = " + std::to_string(dk) + " lies in between";
+      res.hint = "raise --bits (now " + std::to_string(res.floor.lower_bits) +
+                 ") to prove a larger nonsingular minor (floor_lower); floor_upper drops only with exact structure of "
+                 "the target (rational entries whose logs share a kernel)";
+    }
+  }
+  if (o.witness) {
+    // The witness is numeric (double logs); only its error bound is certified.
+    Eigen::MatrixXd L = positive.unaryExpr([](const Rational& q) { return std::log(scalar_traits<double>::from_rational(q)); });
+    const Eigen::VectorXd mean = L.rowwise().mean();
+    L.colwise() -= mean;
+    Witness w = truncated_witness(L, dk);
+    w.max_abs_error = certified_witness_error(A, w.Q, w.K, std::max(o.bits, 64u));
+    res.witness = std::move(w);
+  }
+  return res;
+}
+
+}  // namespace attnrank

@@ -1,0 +1,150 @@
+#pragma once
+// Softmax inversion (design.md, "The math the engine rests on").
+//
+// For a positive n x n target A (rows need not sum to 1: softmax normalises, and
+// scaling row r by s_r adds log s_r to row r of log A, a row constant),
+//     softmax(S) = A / rowsums   iff   S = log A + c 1^T for some c in R^n.
+// The centered log log(A) C, C = I - 1 1^T / n, is the member with zero row sums;
+// the floor of the target is rank(log(A) C) = min over c of rank(log A + c 1^T).
+// A target with a zero entry is produced by no finite S (softmax is positive).
+//
+// This header validates targets and encloses log(A) C: as a ball of doubles
+// (53-bit MPFR logs rounded outward, centering by directed rounding) for big
+// targets, or in MPFI at the working precision.
+
+#include <attnrank/directed_rounding.hpp>
+#include <attnrank/error.hpp>
+#include <attnrank/scalar_traits.hpp>
+#include <attnrank/tiers.hpp>
+
+#include <string>
+#include <vector>
+
+namespace attnrank {
+
+/// Checks that A is a square, non-empty target with entries >= 0 and no zero
+/// row; throws input_error naming `source`, the row, the column and the value.
+/// Zero entries are allowed here (they make the target unreachable, which is an
+/// answer, not an input error).
+void validate_target(const Matrix<Rational>& A, const std::string& source);
+
+/// Positions (row, column), 0-based, of the zero entries of A.
+std::vector<std::pair<Eigen::Index, Eigen::Index>> zero_entries(const Matrix<Rational>& A);
+
+/// A ball of doubles containing log(A) C (A positive). Entries whose logs are
+/// enclosed at 53 bits, rounded outward, then centered with directed rounding.
+template <class Derived>
+BallMatrix centered_log_ball(const Eigen::MatrixBase<Derived>& A);
+
+/// log(A) C in MPFI at the current precision.
+Matrix<Interval> centered_log(const Matrix<Rational>& A);
+
+/// A with each row divided by its sum, in MPFI: the attention pattern a head
+/// produces when it produces A.
+Matrix<Interval> normalized_target(const Matrix<Rational>& A);
+
+inline void validate_target(const Matrix<Rational>& A, const std::string& source) {
+  if (A.rows() == 0) throw input_error(source + ": the target is empty");
+  if (A.rows() != A.cols())
+    throw input_error(source + ": the target must be square (n x n attention weights), this one is " +
+                      std::to_string(A.rows()) + " x " + std::to_string(A.cols()));
+  for (Eigen::Index i = 0; i < A.rows(); ++i) {
+    bool positive = false;
+    for (Eigen::Index j = 0; j < A.cols(); ++j) {
+      if (A(i, j) < 0)
+        throw input_error(source + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) +
+                          ": attention weights cannot be negative (" + A(i, j).str() + ")");
+      if (A(i, j) > 0) positive = true;
+    }
+    if (!positive)
+      throw input_error(source + ": row " + std::to_string(i + 1) + " is all zeros (a softmax row sums to 1)");
+  }
+}
+
+inline std::vector<std::pair<Eigen::Index, Eigen::Index>> zero_entries(const Matrix<Rational>& A) {
+  std::vector<std::pair<Eigen::Index, Eigen::Index>> z;
+  for (Eigen::Index i = 0; i < A.rows(); ++i)
+    for (Eigen::Index j = 0; j < A.cols(); ++j)
+      if (A(i, j) == 0) z.emplace_back(i, j);
+  return z;
+}
+
+template <class Derived>
+BallMatrix centered_log_ball(const Eigen::MatrixBase<Derived>& A) {
+  const Eigen::Index n = A.rows(), m = A.cols();
+  Eigen::MatrixXd lo(n, m), hi(n, m);
+  // One rounded-down quotient and one rounded-down log per entry: with
+  // x_lo = RNDD(a) <= a < x_lo + ulp(x_lo) and log increasing,
+  //   lo = RNDD(log x_lo) <= log a <= log x_lo + ulp(x_lo) / x_lo <= lo + ulp(lo) + 2^-52,
+  // and the upper end is that sum rounded up.
+  mpfr_t q, l;
+  mpfr_inits2(53, q, l, static_cast<mpfr_ptr>(nullptr));
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j < m; ++j) {
+      const int inexact_q = mpfr_set_q(q, A(i, j).backend().data(), MPFR_RNDD);
+      const int inexact_l = mpfr_log(l, q, MPFR_RNDD);
+      lo(i, j) = mpfr_get_d(l, MPFR_RNDD);  // exact: l has 53 bits
+      if (inexact_l == 0 && inexact_q == 0) {
+        hi(i, j) = lo(i, j);
+      } else {
+        mpfr_nextabove(l);
+        if (inexact_q != 0) mpfr_add_d(l, l, 0x1p-52, MPFR_RNDU);
+        hi(i, j) = mpfr_get_d(l, MPFR_RNDU);
+      }
+    }
+  mpfr_clears(q, l, static_cast<mpfr_ptr>(nullptr));
+  // log(A) C = L - (L 1 / n) 1^T: row means enclosed, subtracted, outward.
+  BoundsMatrix centered;
+  {
+    UpwardRounding up;
+    // Rounding upward, fl(s / m) >= s / m whatever the sign of s: an upper bound
+    // of the row mean from the upper ends, and of minus the mean from the lower ends.
+    Eigen::VectorXd mean_hi(n), neg_mean_lo(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      double s_hi = 0, s_neg_lo = 0;
+      for (Eigen::Index j = 0; j < m; ++j) {
+        s_hi += hi(i, j);
+        s_neg_lo += -lo(i, j);
+      }
+      mean_hi(i) = s_hi / static_cast<double>(m);
+      neg_mean_lo(i) = s_neg_lo / static_cast<double>(m);
+    }
+    centered.hi = hi;
+    centered.lo = -lo;
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < m; ++j) {
+        centered.hi(i, j) = hi(i, j) + neg_mean_lo(i);     // hi - mean_lo, up
+        centered.lo(i, j) = -lo(i, j) + mean_hi(i);        // -(lo - mean_hi), up
+      }
+    detail::rounding_barrier(centered.lo);
+    detail::rounding_barrier(centered.hi);
+  }
+  centered.lo = -centered.lo;
+  return to_ball(centered);
+}
+
+inline Matrix<Interval> centered_log(const Matrix<Rational>& A) {
+  const Eigen::Index n = A.rows(), m = A.cols();
+  Matrix<Interval> L(n, m);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j < m; ++j) L(i, j) = log(scalar_traits<Interval>::from_rational(A(i, j)));
+  for (Eigen::Index i = 0; i < n; ++i) {
+    Interval mean = 0;
+    for (Eigen::Index j = 0; j < m; ++j) mean += L(i, j);
+    mean /= m;
+    for (Eigen::Index j = 0; j < m; ++j) L(i, j) -= mean;
+  }
+  return L;
+}
+
+inline Matrix<Interval> normalized_target(const Matrix<Rational>& A) {
+  Matrix<Interval> N(A.rows(), A.cols());
+  for (Eigen::Index i = 0; i < A.rows(); ++i) {
+    Rational s = 0;
+    for (Eigen::Index j = 0; j < A.cols(); ++j) s += A(i, j);
+    for (Eigen::Index j = 0; j < A.cols(); ++j) N(i, j) = scalar_traits<Interval>::from_rational(Rational(A(i, j) / s));
+  }
+  return N;
+}
+
+}  // namespace attnrank

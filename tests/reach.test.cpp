@@ -1,0 +1,173 @@
+// attnrank/reach.hpp and reach_certificate.hpp: the reachability decision, its
+// certificates and the independent checker. Oracles: the diagonal target's known
+// floor n - 1, targets 2^E whose floor is rank(E C) exactly, the laws of
+// softmax (row scaling), and the d_k = 1 argument of Section 2.5.4.
+#include "rank_support.hpp"
+
+#include <attnrank/reach_certificate.hpp>
+#include <attnrank/single_key_head.hpp>
+
+using namespace attnrank;
+using namespace attnrank::test;
+
+namespace {
+
+/// A_ij = 2^E_ij (rows not normalised: softmax does that).
+Matrix<Rational> power_of_two_target(const Matrix<Integer>& E) {
+  return E.unaryExpr([](const Integer& e) {
+    const long k = e.convert_to<long>();
+    return k >= 0 ? Rational(Integer(1) << k) : Rational(Integer(1), Integer(1) << -k);
+  });
+}
+
+Eigen::Index rank_EC(const Matrix<Integer>& E) {
+  const Eigen::Index n = E.rows();
+  Matrix<Rational> EC = E.unaryExpr([](const Integer& z) { return Rational(z); });
+  const Matrix<Rational> C = Matrix<Rational>::Identity(n, n) - Matrix<Rational>::Constant(n, n, Rational(1, n));
+  return exact_rank(Matrix<Rational>(EC * C)).rank;
+}
+
+}  // namespace
+
+TEST_CASE("attnrank::reach") {
+  SECTION("the tutorial's target: unreachable at d_k = 1, reachable at d_k = 2, exact floor 2") {
+    const Matrix<Rational> A = *builtin_matrix("diag:3:0.8");
+    const ReachResult one = reach(A, 1);
+    CHECK(one.verdict == Verdict::unreachable);
+    CHECK(one.floor.lower == 2);
+    CHECK(one.floor.upper == 2);
+    REQUIRE(one.witness);
+    CHECK(one.witness->max_abs_error > 0.1);  // a width-1 head misses by a certified margin
+    const ReachResult two = reach(A, 2);
+    CHECK(two.verdict == Verdict::reachable);
+    CHECK(two.witness->max_abs_error < 1e-14);
+  }
+  SECTION("everyone attends to token 1 with p: floor 1, reachable at d_k = 1 (exact upper bound)") {
+    Matrix<Rational> A(5, 5);
+    for (Eigen::Index i = 0; i < 5; ++i) A.row(i) << Rational(3, 5), Rational(1, 10), Rational(1, 10), Rational(1, 10), Rational(1, 10);
+    const ReachResult r = reach(A, 1);
+    CHECK(r.floor.lower == 1);
+    CHECK(r.floor.upper == 1);
+    CHECK(r.verdict == Verdict::reachable);
+    CHECK(check_reach_certificate(A, make_reach_certificate(A, r)).valid);
+  }
+  SECTION("a zero entry: unreachable by any finite scores, and the witness says how close") {
+    Matrix<Rational> A(2, 2);
+    A << 1, 0, Rational(1, 2), Rational(1, 2);
+    const ReachResult r = reach(A, 2);
+    CHECK(r.verdict == Verdict::unreachable);
+    CHECK(r.has_zero_entry);
+    CHECK(r.witness->max_abs_error < 1e-6);
+    CHECK(check_reach_certificate(A, make_reach_certificate(A, r)).valid);
+  }
+  SECTION("bad targets and widths are input errors") {
+    Matrix<Rational> neg(2, 2), rect(2, 3), zero_row(2, 2);
+    neg << 1, -1, 1, 1;
+    zero_row << 0, 0, 1, 1;
+    rect.setOnes();
+    CHECK_THROWS_WITH(reach(neg, 1), Catch::Contains("cannot be negative"));
+    CHECK_THROWS_WITH(reach(rect, 1), Catch::Contains("must be square"));
+    CHECK_THROWS_WITH(reach(zero_row, 1), Catch::Contains("row 1 is all zeros"));
+    CHECK_THROWS_WITH(reach(*builtin_matrix("diag:3:0.8"), 0), Catch::Contains("out of range"));
+    CHECK_THROWS_WITH(reach(*builtin_matrix("diag:3:0.8"), 4), Catch::Contains("out of range"));
+  }
+  SECTION("a target 1e-30 away from a rank-1 pattern is never called reachable at d_k = 1") {
+    Matrix<Rational> A(4, 4);
+    for (Eigen::Index i = 0; i < 4; ++i) A.row(i) << 4, 2, 1, 1;
+    A(2, 3) += Rational(1, Integer(10) * Integer(boost::multiprecision::pow(Integer(10), 29)));
+    const ReachResult r = reach(A, 1);
+    CHECK(r.verdict != Verdict::reachable);
+    CHECK(r.floor.upper >= 2);  // the exact step sees the perturbation
+    ReachOptions high;
+    high.bits = 256;
+    CHECK(reach(A, 1, high).verdict == Verdict::unreachable);  // enough precision sees it too
+  }
+}
+
+TEST_CASE("attnrank::check_reach_certificate rejects what it should") {
+  const Matrix<Rational> A = *builtin_matrix("diag:4:0.7");
+  const nlohmann::json cert = make_reach_certificate(A, reach(A, 2));
+  REQUIRE(check_reach_certificate(A, cert).valid);
+  SECTION("one number changed") {
+    nlohmann::json t = cert;
+    t["witness"]["Q"][0][0] = t["witness"]["Q"][0][0].get<double>() + 1e-9;
+    CHECK_FALSE(check_reach_certificate(A, t).valid);
+  }
+  SECTION("changed and re-digested: the mathematics still rejects it") {
+    nlohmann::json t = cert;
+    t["floor_lower"] = 2;  // claims less than proven: the minor no longer matches
+    t["verdict"] = "undecided";
+    t["digest"] = fnv1a_hex([&] { auto u = t; u.erase("digest"); return u.dump(); }());
+    CHECK_FALSE(check_reach_certificate(A, t).valid);
+    nlohmann::json w = cert;
+    w["witness"]["max_abs_error"] = w["witness"]["max_abs_error"].get<double>() / 2;
+    w["digest"] = fnv1a_hex([&] { auto u = w; u.erase("digest"); return u.dump(); }());
+    CHECK_FALSE(check_reach_certificate(A, w).valid);
+  }
+  SECTION("another target") {
+    CHECK_FALSE(check_reach_certificate(*builtin_matrix("diag:4:0.6"), cert).valid);
+  }
+}
+
+TEST_CASE("attnrank::reach properties", "[property]") {
+  rc::prop("diag:n:p is unreachable for every d_k <= n - 2 and reachable at d_k = n - 1", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(2, 13);
+    // p in (1/n, 1): a fraction a / 1000 above 1000 / n
+    const int lo = static_cast<int>(1000 / n) + 1;
+    const Rational p(*rc::gen::inRange(lo, 1000), 1000);
+    Matrix<Rational> A = Matrix<Rational>::Constant(n, n, Rational((1 - p) / (n - 1)));
+    A.diagonal().setConstant(p);
+    const auto dk = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+    const ReachResult r = reach(A, dk);
+    RC_ASSERT(r.verdict == (dk <= n - 2 ? Verdict::unreachable : Verdict::reachable));
+    RC_ASSERT(check_reach_certificate(A, make_reach_certificate(A, r)).valid);
+  });
+  rc::prop("a target 2^E has floor exactly rank(E C): reachable there, unreachable one below", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(2, 9), k = *rc::gen::inRange<Eigen::Index>(1, 4);
+    const Matrix<Integer> E = gen_integer_matrix(n, k, 2) * gen_integer_matrix(k, n, 2);
+    const Eigen::Index floor = rank_EC(E);
+    const Matrix<Rational> A = power_of_two_target(E);
+    const ReachResult at = reach(A, std::max<Eigen::Index>(floor, 1));
+    RC_ASSERT(at.floor.lower == floor);
+    RC_ASSERT(at.floor.upper == floor);
+    RC_ASSERT(at.verdict == Verdict::reachable);
+    if (floor >= 2) RC_ASSERT(reach(A, floor - 1).verdict == Verdict::unreachable);
+  });
+  rc::prop("every certificate is accepted by the checker, and witnesses meet their bounds", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 7);
+    Matrix<Rational> A(n, n);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) A(i, j) = Rational(*rc::gen::inRange(0, 50), *rc::gen::inRange(1, 20));
+    for (Eigen::Index i = 0; i < n; ++i) A(i, i) += 1;  // no zero row
+    const ReachResult r = reach(A, *rc::gen::inRange<Eigen::Index>(1, n + 1));
+    const CertificateCheck c = check_reach_certificate(A, make_reach_certificate(A, r));
+    RC_ASSERT(c.valid);
+  });
+  rc::prop("the verdict does not change when rows of the target are scaled", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(2, 7);
+    Matrix<Rational> A(n, n);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) A(i, j) = Rational(*rc::gen::inRange(1, 9), *rc::gen::inRange(1, 9));
+    Matrix<Rational> B = A;
+    for (Eigen::Index i = 0; i < n; ++i) B.row(i) *= Rational(*rc::gen::inRange(1, 50), *rc::gen::inRange(1, 50));
+    const auto dk = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+    const ReachResult a = reach(A, dk), b = reach(B, dk);
+    RC_ASSERT(a.verdict == b.verdict);
+    RC_ASSERT(a.floor.lower == b.floor.lower);
+  });
+  rc::prop("d_k = 1: the top-weighted token is argmax k or argmin k, or the row is flat (Question 1)", [] {
+    const auto n = *rc::gen::inRange<std::size_t>(1, 8);
+    std::vector<Rational> keys;
+    for (std::size_t j = 0; j < n; ++j) keys.push_back(Rational(*rc::gen::inRange(-5, 6), *rc::gen::inRange(1, 4)));
+    const Rational q(*rc::gen::inRange(-30, 31), *rc::gen::inRange(1, 5));
+    const PrecisionScope scope(128);
+    const Matrix<Interval> W = single_key_sweep(keys, {q});
+    const std::vector<Eigen::Index> top = top_tokens(keys, q), winners = possible_winners(keys);
+    for (Eigen::Index t : top) {
+      RC_ASSERT(std::find(winners.begin(), winners.end(), t) != winners.end());
+      for (Eigen::Index j = 0; j < static_cast<Eigen::Index>(n); ++j)  // t's weight is certainly the largest or tied
+        RC_ASSERT(!(upper_bound(W(0, t)) < lower_bound(W(0, j))));
+    }
+    if (top.empty()) RC_ASSERT(q == 0 || std::all_of(keys.begin(), keys.end(), [&](const Rational& k) { return k == keys[0]; }));
+  });
+}
