@@ -26,6 +26,11 @@ demo: build
 	$(CLI) rank diag:3:0.8
 	$(CLI) det diag:3:0.8
 	$(CLI) det diag:3:0.8 --mode certified
+	@echo
+	@echo '--- can a head of width d_k produce that target? (Section 2.5.4 and beyond) ---'
+	$(CLI) sweep --keys 2,0,1 --q -2:2:1
+	$(CLI) reach diag:3:0.8 --dk 1
+	$(CLI) reach diag:3:0.8 --dk 2
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
@@ -33,9 +38,10 @@ test: build
 bench:
 	scripts/install-deps --bench
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DATTNRANK_BUILD_BENCH=ON -DATTNRANK_BUILD_TESTS=OFF
-	cmake --build build-bench -j$(JOBS) --target layer_bench rank_bench
+	cmake --build build-bench -j$(JOBS) --target layer_bench rank_bench reach_bench
 	bench/compare-layer build-bench/bench/layer_bench
 	bench/compare-rank build-bench/bench/rank_bench
+	bench/compare-reach build-bench/bench/reach_bench
 
 clean:
 	rm -rf $(BUILD) build-bench

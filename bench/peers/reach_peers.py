@@ -1,0 +1,32 @@
+#!/usr/bin/python3
+"""Peer for bench/reach_bench: NumPy's uncertified numerical rank of the centered
+log matrix log(A) C of the targets written by `reach_bench --write-inputs DIR`.
+
+Usage: reach_peers.py DIR      prints JSON {"numpy_<n>_ms": ..., "numpy_<n>_rank": ...}
+Timed: np.log, centering and np.linalg.matrix_rank, best of 5, OpenBLAS on all cores.
+Needs Debian's python3-numpy; run with /usr/bin/python3.
+"""
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def floor(a):
+    lg = np.log(a)
+    lc = lg - lg.mean(axis=1, keepdims=True)
+    return int(np.linalg.matrix_rank(lc))
+
+
+out = {}
+for n in (128, 512, 1024):
+    a = np.fromfile(f'{sys.argv[1]}/target_{n}.f64', dtype='<f8').reshape(n, n)
+    best = float('inf')
+    for _ in range(5):
+        t = time.perf_counter()
+        r = floor(a)
+        best = min(best, (time.perf_counter() - t) * 1000)
+    out[f'numpy_{n}_ms'] = best
+    out[f'numpy_{n}_rank'] = r
+print(json.dumps(out))
