@@ -3,6 +3,7 @@
 
 #include <attnrank/matrix_spec.hpp>
 #include <attnrank/reach_certificate.hpp>
+#include <attnrank/reach_embeddings.hpp>
 
 #include <fstream>
 #include <sstream>
@@ -29,9 +30,10 @@ json read_json_file(const std::string& path) {
   }
 }
 
-std::string narrate(const std::string& name, const ReachResult& r) {
+std::string narrate(const std::string& name, const ReachResult& r, bool free_scores) {
   std::ostringstream s;
-  s << "target " << name << " (n = " << r.n << "), head width d_k = " << r.dk << ", free Q and K\n";
+  s << "target " << name << " (n = " << r.n << "), head width d_k = " << r.dk
+    << (free_scores ? ", free Q and K\n" : ", Q = X W^Q and K = X W^K for the given X\n");
   if (r.has_zero_entry) {
     s << "verdict: unreachable - " << r.reason << ".\n";
   } else {
@@ -62,7 +64,7 @@ std::string narrate(const std::string& name, const ReachResult& r) {
 void add_reach_command(CLI::App& app, std::string& out) {
   auto* cmd = app.add_subcommand("reach", "Can a head of width d_k produce this attention pattern? Yes, no or undecided, with a certificate");
   struct Options {
-    std::string target, certificate, check;
+    std::string target, certificate, check, x;
     long dk = 0;
     unsigned bits = 53;
     bool json = false, full_floor = false;
@@ -72,6 +74,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
   CLI::Option* dk_option = cmd->add_option("--dk", opt->dk, "Head width d_k (1 <= d_k <= n)");
   cmd->add_option("--bits", opt->bits, "Precision of the floor's lower bound (53: doubles; more: MPFI)")
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
+  cmd->add_option("--x", opt->x, "Fixed embeddings X (n x d_model, CSV): decide for scores X M X^T instead of free scores");
   cmd->add_flag("--full-floor", opt->full_floor, "Always bound the whole floor, not only what the verdict needs");
   cmd->add_option("--certificate", opt->certificate, "Also write the certificate (JSON) to this file");
   cmd->add_option("--check", opt->check, "Re-verify a certificate file against TARGET instead of deciding");
@@ -89,19 +92,31 @@ void add_reach_command(CLI::App& app, std::string& out) {
     ReachOptions o;
     o.bits = opt->bits;
     o.full_floor = opt->full_floor;
-    const ReachResult r = reach(A, opt->dk, o);
-    const json cert = make_reach_certificate(A, r);
+    std::optional<EmbeddingsReach> emb;
+    if (!opt->x.empty()) emb = reach_with_embeddings(A, read_matrix(opt->x), opt->dk, o);
+    const ReachResult r = emb ? emb->result : reach(A, opt->dk, o);
+    // Certificates for the free question (and for embeddings of full row rank,
+    // where the questions coincide); the general embeddings case has none yet.
+    const bool free_question = !emb || emb->x_full_row_rank;
+    const json cert = free_question ? make_reach_certificate(A, r)
+                                    : json{{"question", "embeddings"}, {"checkable", false},
+                                           {"reason", "certificates for fixed embeddings are not implemented yet"}};
     if (!opt->certificate.empty()) {
       std::ofstream f(opt->certificate);
       if (!(f << cert.dump(1) << "\n")) throw input_error(opt->certificate + ": cannot write the certificate");
     }
     if (!opt->json) {
-      out = narrate(opt->target, r);
+      out = narrate(opt->target, r, !emb);
+      if (emb) {
+        out += "question: fixed embeddings X from " + opt->x + " (scores X W^Q W^K^T X^T / sqrt(d_k))";
+        out += emb->x_full_row_rank ? " - X has full row rank, so every score matrix is reachable through X and the free answer above is the answer.\n"
+                                    : " - constraints on c: " + emb->constraints + "; the bounds above are on rank(S) for the admissible S.\n";
+      }
       return;
     }
     json j{{"n", r.n},
            {"dk", r.dk},
-           {"question", "free"},
+           {"question", emb ? "embeddings" : "free"},
            {"verdict", to_string(r.verdict)},
            {"reason", r.reason},
            {"max_abs_error", r.witness ? json(r.witness->max_abs_error) : json(nullptr)},
@@ -117,6 +132,12 @@ void add_reach_command(CLI::App& app, std::string& out) {
       j["bits"] = r.floor.lower_bits;
     }
     if (!r.hint.empty()) j["hint"] = r.hint;
+    if (emb) {
+      j["x_full_row_rank"] = emb->x_full_row_rank;
+      j["constraints"] = emb->constraints;
+      j["W_Q"] = detail::matrix_json(emb->WQ);
+      j["W_K"] = detail::matrix_json(emb->WK);
+    }
     out = j.dump(2) + "\n";
   });
 }

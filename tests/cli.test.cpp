@@ -285,3 +285,14 @@ TEST_CASE("attnrank reach and sweep") {
     expect_input_error("sweep --keys 1,x", "--keys");
   }
 }
+
+TEST_CASE("attnrank reach --x (fixed embeddings)") {
+  const std::string x = file("emb.csv", "0,0,1,1\n0,1,0,1\n1,0,0,1\n");
+  const auto j = nlohmann::json::parse(attnrank_cli("reach diag:3:0.8 --dk 2 --x " + x + " --json").out);
+  CHECK(j["question"] == "embeddings");
+  CHECK(j["x_full_row_rank"] == true);
+  CHECK(j["verdict"] == "reachable");
+  CHECK(j["W_Q"].size() == 4);
+  CHECK_THAT(attnrank_cli("reach diag:3:0.8 --dk 2 --x " + x).out, Catch::Contains("X has full row rank"));
+  expect_input_error("reach diag:3:0.8 --dk 1 --x " + file("emb2.csv", "1,2\n3,4\n"), "have 2 rows, but the target has n = 3");
+}

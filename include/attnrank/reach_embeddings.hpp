@@ -1,0 +1,227 @@
+#pragma once
+// Reachability with fixed embeddings X (n x d_model): the scores a head can make
+// are X M X^T / 1 with M = W^Q W^K^T / sqrt(d_k) of rank <= d_k.
+//
+// softmax(X M X^T) = A iff X M X^T = L + c 1^T (L = log A) for some c. Let the
+// columns of N span the left null space of X (N^T X = 0; exact, X is rational).
+// S = L + c 1^T is of the form X M X^T iff S N = 0 and N^T S = 0, and then
+// M = X^+ S X^+T has rank(M) = rank(S). Two cases:
+//  * 1^T N != 0 (the ones vector is not in col X): S N = 0 fixes c = -L n_j / s_j
+//    for a column n_j with s_j = 1^T n_j != 0, so S is determined; reachable iff
+//    the constraints hold and rank(S) <= d_k.
+//  * 1^T N = 0: the constraints read L N = 0 and N^T L C = 0, and when they hold
+//    c = -L 1 / n is allowed, so the question is the free one: rank(L C) <= d_k.
+// When X has full row rank, N is empty and the two questions coincide.
+// A constraint is proven violated when its interval excludes 0 (then no head on
+// these embeddings produces A, at any width), and proven satisfied only exactly:
+// for a rational target, log A = sum_t log(q_t) E_t over a coprime base, and a
+// linear constraint with rational coefficients holds iff it holds for every E_t.
+
+#include <attnrank/exact_rank.hpp>
+#include <attnrank/reach.hpp>
+
+#include <Eigen/QR>
+#include <Eigen/SVD>
+
+#include <string>
+
+namespace attnrank {
+
+struct EmbeddingsReach {
+  ReachResult result;                  ///< verdict, bounds on rank(S), reason, hint
+  bool x_full_row_rank = false;        ///< then the free question was decided
+  std::string constraints = "none";    ///< "none", "hold (exact)", "violated (certified)", "unknown"
+  Eigen::MatrixXd WQ, WK;              ///< d_model x d_k head weights (the witness)
+};
+
+/// Decides whether a head of width dk on the embeddings X produces A.
+EmbeddingsReach reach_with_embeddings(const Matrix<Rational>& A, const Matrix<Rational>& X, Eigen::Index dk,
+                                      const ReachOptions& options = {});
+
+namespace detail {
+
+/// Certified max |softmax((X WQ)(X WK)^T / sqrt(dk)) - Â|, all in MPFI.
+inline double certified_embedding_error(const Matrix<Rational>& A, const Matrix<Rational>& X, const Eigen::MatrixXd& WQ,
+                                        const Eigen::MatrixXd& WK, unsigned bits) {
+  const PrecisionScope scope(std::max(bits, 64u));
+  const Matrix<Interval> Xi = from_rational<Interval>(X);
+  const Matrix<Interval> Q = multiply(Xi, Matrix<Interval>(WQ.cast<Interval>()));
+  const Matrix<Interval> K = multiply(Xi, Matrix<Interval>(WK.cast<Interval>()));
+  Matrix<Interval> S = multiply(Q, Matrix<Interval>(K.transpose()));
+  const Interval root = sqrt(Interval(static_cast<long>(WQ.cols())));
+  for (Eigen::Index i = 0; i < S.rows(); ++i)
+    for (Eigen::Index j = 0; j < S.cols(); ++j) S(i, j) /= root;
+  const Matrix<Interval> P = softmax_rows(S), T = normalized_target(A);
+  Real worst = 0;
+  for (Eigen::Index i = 0; i < P.rows(); ++i)
+    for (Eigen::Index j = 0; j < P.cols(); ++j) {
+      const Real u = upper_bound(Interval(abs(Interval(P(i, j) - T(i, j)))));
+      if (!scalar_traits<Real>::is_finite(u)) return INFINITY;
+      if (u > worst) worst = u;
+    }
+  return mpfr_get_d(worst.backend().data(), MPFR_RNDU);
+}
+
+/// Does every entry of the rational-coefficient constraint F(E) = 0 vanish for
+/// every exponent matrix? `apply` maps an exponent matrix to the constraint matrix.
+template <class Apply>
+bool holds_for_every_exponent(const LogDecomposition& d, Apply apply) {
+  for (const Matrix<Integer>& E : d.exponents) {
+    const Matrix<Rational> F = apply(Matrix<Rational>(E.unaryExpr([](const Integer& z) { return Rational(z); })));
+    for (Eigen::Index i = 0; i < F.rows(); ++i)
+      for (Eigen::Index j = 0; j < F.cols(); ++j)
+        if (F(i, j) != 0) return false;
+  }
+  return true;
+}
+
+/// true when some entry of the interval matrix certainly differs from 0.
+inline bool certainly_nonzero(const Matrix<Interval>& F) {
+  for (Eigen::Index i = 0; i < F.rows(); ++i)
+    for (Eigen::Index j = 0; j < F.cols(); ++j)
+      if (lower_bound(F(i, j)) > 0 || upper_bound(F(i, j)) < 0) return true;
+  return false;
+}
+
+}  // namespace detail
+
+inline EmbeddingsReach reach_with_embeddings(const Matrix<Rational>& A, const Matrix<Rational>& X, Eigen::Index dk,
+                                             const ReachOptions& o) {
+  using Eigen::Index;
+  validate_target(A, "target");
+  const Index n = A.rows();
+  if (X.rows() != n)
+    throw input_error("the embeddings X have " + std::to_string(X.rows()) + " rows, but the target has n = " +
+                      std::to_string(n) + " tokens (X must be n x d_model)");
+  if (X.cols() < 1) throw input_error("the embeddings X have no columns");
+  if (dk < 1 || dk > X.cols())
+    throw input_error("d_k = " + std::to_string(dk) + " is out of range: with d_model = " + std::to_string(X.cols()) +
+                      " a head has 1 <= d_k <= d_model");
+  EmbeddingsReach out;
+  const Matrix<Rational> N = kernel_basis(Matrix<Rational>(X.transpose()));  // n x k, N^T X = 0
+  const Index free_dk = std::min(dk, n);
+  Eigen::MatrixXd witness_scores;  // the score matrix the witness aims at (doubles)
+  if (N.cols() == 0 || !zero_entries(A).empty()) {
+    // Full row rank: every n x n matrix is X M X^T, so the free question decides.
+    // A zero entry: unreachable whatever the scores.
+    out.x_full_row_rank = N.cols() == 0;
+    out.result = reach(A, free_dk, o);
+    out.result.dk = dk;
+  } else {
+    const PrecisionScope scope(std::max(o.bits, 128u));
+    ReachResult& r = out.result;
+    r.n = n;
+    r.dk = dk;
+    const Matrix<Interval> L = A.unaryExpr([](const Rational& q) { return Interval(log(scalar_traits<Interval>::from_rational(q))); });
+    const Matrix<Interval> Ni = from_rational<Interval>(N);
+    const Matrix<Rational> ones_N = Matrix<Rational>::Ones(1, n) * N;
+    Index j0 = -1;
+    for (Index j = 0; j < N.cols(); ++j)
+      if (ones_N(0, j) != 0) j0 = j;
+    const std::optional<LogDecomposition> d = decompose_log(A, o.limits);
+    const Matrix<Rational> C = Matrix<Rational>::Identity(n, n) - Matrix<Rational>::Constant(n, n, Rational(1, n));
+    Matrix<Interval> S;
+    bool hold_exact = false, violated = false;
+    std::vector<Matrix<Rational>> S_parts;  // exact S = sum log(q_t) S_t
+    if (j0 >= 0) {
+      const Matrix<Rational> nj = N.col(j0) / ones_N(0, j0);  // c = -L nj
+      const Matrix<Interval> c = -multiply(L, from_rational<Interval>(nj));
+      S = L + c * Matrix<Interval>::Ones(1, n);
+      violated = detail::certainly_nonzero(multiply(S, Ni)) ||
+                 detail::certainly_nonzero(multiply(Matrix<Interval>(Ni.transpose()), S));
+      if (d) {
+        const auto part = [&](const Matrix<Rational>& E) {
+          return Matrix<Rational>(E - Matrix<Rational>(E * nj) * Matrix<Rational>::Ones(1, n));
+        };
+        hold_exact = detail::holds_for_every_exponent(*d, [&](const Matrix<Rational>& E) {
+          const Matrix<Rational> St = part(E);
+          Matrix<Rational> both(St.rows() + N.cols(), N.cols() + St.cols());
+          both.setZero();
+          both.topLeftCorner(St.rows(), N.cols()) = St * N;
+          both.bottomRightCorner(N.cols(), St.cols()) = N.transpose() * St;
+          return both;
+        });
+        for (const Matrix<Integer>& E : d->exponents) S_parts.push_back(part(E.unaryExpr([](const Integer& z) { return Rational(z); })));
+      }
+    } else {
+      S = multiply(L, from_rational<Interval>(C));
+      violated = detail::certainly_nonzero(multiply(L, Ni)) ||
+                 detail::certainly_nonzero(multiply(Matrix<Interval>(Ni.transpose()), S));
+      if (d) {
+        hold_exact = detail::holds_for_every_exponent(*d, [&](const Matrix<Rational>& E) {
+          Matrix<Rational> both(n + N.cols(), N.cols() + n);
+          both.setZero();
+          both.topLeftCorner(n, N.cols()) = E * N;
+          both.bottomRightCorner(N.cols(), n) = N.transpose() * E * C;
+          return both;
+        });
+        for (const Matrix<Integer>& E : d->exponents) S_parts.push_back(Matrix<Rational>(E.unaryExpr([](const Integer& z) { return Rational(z); })) * C);
+      }
+    }
+    out.constraints = violated ? "violated (certified)" : hold_exact ? "hold (exact)" : "unknown";
+    witness_scores = S.unaryExpr([](const Interval& x) { return mpfr_get_d(lower_bound(scalar_traits<Interval>::center(x)).backend().data(), MPFR_RNDN); });
+    // Bounds on rank(S): certified lower; exact upper from the common kernel of the parts.
+    const RankBounds rb = certified_rank(S);
+    r.floor.lower = rb.lower;
+    r.floor.minor_rows = rb.pivot_rows;
+    r.floor.minor_cols = rb.pivot_cols;
+    r.floor.minor_residual = rb.residual_bound;
+    r.floor.lower_bits = rb.bits;
+    r.floor.upper = n;
+    r.floor.upper_reason = "rank(S) <= n";
+    if (!S_parts.empty()) {
+      Matrix<Rational> stacked(static_cast<Index>(S_parts.size()) * n, n);
+      for (std::size_t t = 0; t < S_parts.size(); ++t) stacked.middleRows(static_cast<Index>(t) * n, n) = S_parts[t];
+      const ExactRank er = exact_rank(stacked);
+      if (er.rank < r.floor.upper) {
+        r.floor.upper = er.rank;
+        r.floor.upper_reason = "exact: rational kernel common to every exponent part of S";
+      }
+    }
+    if (violated) {
+      r.verdict = Verdict::unreachable;
+      r.reason = "no score matrix X M X^T equals log A + c 1^T for any c: a linear constraint is violated by a certified margin";
+    } else if (dk < r.floor.lower) {
+      r.verdict = Verdict::unreachable;
+      r.reason = "the only admissible score matrix S has rank >= " + std::to_string(r.floor.lower) + " > d_k";
+    } else if (hold_exact && r.floor.upper <= dk) {
+      r.verdict = Verdict::reachable;
+      r.reason = "the constraints hold exactly and rank(S) <= " + std::to_string(r.floor.upper) + " <= d_k";
+    } else {
+      r.verdict = Verdict::undecided;
+      r.reason = "constraints " + out.constraints + ", " + std::to_string(r.floor.lower) + " <= rank(S) <= " +
+                 std::to_string(r.floor.upper);
+      r.hint = hold_exact ? "raise --bits to raise the lower bound" : "exact constraints need rational structure in log A";
+    }
+  }
+  // Witness weights: M = X^+ S X^+T (S from the free centering when undecided),
+  // truncated to rank dk.
+  const Eigen::MatrixXd Xd = X.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); });
+  if (witness_scores.size() == 0) {  // the free centering, log(A) C (zeros as 1e-12 of the row max)
+    Eigen::MatrixXd Ld = A.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); });
+    for (Index i = 0; i < n; ++i) {
+      const double top = Ld.row(i).maxCoeff();
+      for (Index j = 0; j < n; ++j) Ld(i, j) = std::log(Ld(i, j) > 0 ? Ld(i, j) : 1e-12 * top);
+    }
+    const Eigen::VectorXd mean = Ld.rowwise().mean();
+    Ld.colwise() -= mean;
+    witness_scores = Ld;
+  }
+  const Eigen::MatrixXd Xp = Xd.completeOrthogonalDecomposition().pseudoInverse();
+  const Eigen::MatrixXd M = Xp * witness_scores * Xp.transpose() * std::sqrt(static_cast<double>(dk));
+  const Eigen::BDCSVD<Eigen::MatrixXd> svd(M, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  const Index k = std::min<Index>(dk, svd.singularValues().size());
+  const Eigen::VectorXd root = svd.singularValues().head(k).cwiseSqrt();
+  out.WQ = Eigen::MatrixXd::Zero(X.cols(), dk);
+  out.WK = Eigen::MatrixXd::Zero(X.cols(), dk);
+  out.WQ.leftCols(k) = svd.matrixU().leftCols(k) * root.asDiagonal();
+  out.WK.leftCols(k) = svd.matrixV().leftCols(k) * root.asDiagonal();
+  Witness w;
+  w.Q = Xd * out.WQ;
+  w.K = Xd * out.WK;
+  w.max_abs_error = detail::certified_embedding_error(A, X, out.WQ, out.WK, std::max(o.bits, 64u));
+  out.result.witness = std::move(w);
+  return out;
+}
+
+}  // namespace attnrank
