@@ -223,3 +223,28 @@ TEST_CASE("attnrank::reach_with_embeddings properties", "[property]") {
     RC_ASSERT(e.result.verdict == reach(A, dk).verdict);
   });
 }
+
+TEST_CASE("attnrank::reach at high precision: a 30-digit target of a rank-r score matrix") {
+  // S = X Y of rank 2 (n = 6); the target softmax(S) written out to 30 digits
+  // is off the rank-2 set by rounding, but a width-2 witness computed at 200
+  // bits comes within 1e-28 of it, certified.
+  Matrix<Rational> X(6, 2), Y(2, 6);
+  X << 1, 0, Rational(1, 2), 1, -1, 2, 0, Rational(-3, 2), 2, 1, 1, 1;
+  Y << 1, -1, 0, 2, Rational(1, 3), 1, 0, 1, 1, -1, Rational(1, 2), 2;
+  const Matrix<Rational> S = X * Y;
+  Matrix<Rational> A(6, 6);
+  {
+    const PrecisionScope scope(256);
+    const Matrix<Interval> P = softmax_rows(from_rational<Interval>(S));
+    for (Eigen::Index i = 0; i < 6; ++i)
+      for (Eigen::Index j = 0; j < 6; ++j) A(i, j) = parse_rational(format_fixed(to_rational(lower_bound(P(i, j))), 30));
+  }
+  ReachOptions o;
+  o.bits = 200;
+  const ReachResult r = reach(A, 2, o);
+  REQUIRE(r.witness);
+  CHECK(r.witness->max_abs_error < 1e-28);
+  CHECK(r.verdict != Verdict::reachable);  // rounding moved it off the rank-2 set
+  CHECK(check_reach_certificate(A, make_reach_certificate(A, r)).valid);
+  CHECK(reach(A, 2).witness->max_abs_error > 1e-20);  // doubles alone cannot get there
+}

@@ -51,6 +51,9 @@ struct ReachOptions {
   Eigen::Index quick_verdict_size = 256;
   bool full_floor = false;
   bool witness = true;
+  /// Above 53 bits, targets up to this size get an MPFR witness (its certified
+  /// error can then reach ~2^-bits instead of ~1e-16).
+  Eigen::Index high_precision_witness_size = 64;
   DecompositionLimits limits;
 };
 
@@ -73,6 +76,11 @@ struct FloorBounds {
 struct Witness {
   Eigen::MatrixXd Q, K;        ///< n x d_k; scores Q K^T / sqrt(d_k)
   double max_abs_error = 0;    ///< certified: max |softmax(Q K^T / sqrt(d_k)) - Â| <= this
+  /// With bits > 53 (and n <= high_precision_witness_size): the witness computed
+  /// in MPFR, as the exact dyadic rationals it holds; Q and K above are then
+  /// only its doubles, and max_abs_error is certified for these exact values.
+  Matrix<Rational> Q_exact, K_exact;
+  unsigned bits = 53;
 };
 
 struct ReachResult {
@@ -94,6 +102,10 @@ ReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const ReachOptions
 /// `bits` (products enclosed by directed rounding).
 double certified_witness_error(const Matrix<Rational>& A, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
                                unsigned bits = 64);
+
+/// The same for an exact (rational) witness, all in MPFI at `bits`.
+double certified_witness_error(const Matrix<Rational>& A, const Matrix<Rational>& Q, const Matrix<Rational>& K,
+                               unsigned bits);
 
 }  // namespace attnrank
 

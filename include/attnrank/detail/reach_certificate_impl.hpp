@@ -1,6 +1,8 @@
 #pragma once
 // Bodies for attnrank/reach_certificate.hpp.
 
+#include <attnrank/parse.hpp>
+
 #include <cstdint>
 #include <cstdio>
 #include <set>
@@ -24,6 +26,27 @@ inline json matrix_json(const Eigen::MatrixXd& M) {
     rows.push_back(row);
   }
   return rows;
+}
+
+inline json rational_matrix_json(const Matrix<Rational>& M) {
+  json rows = json::array();
+  for (Eigen::Index i = 0; i < M.rows(); ++i) {
+    json row = json::array();
+    for (Eigen::Index j = 0; j < M.cols(); ++j) row.push_back(M(i, j).str());
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+inline Matrix<Rational> rational_matrix_from_json(const json& rows, Eigen::Index n_rows, Eigen::Index cols) {
+  if (!rows.is_array() || static_cast<Eigen::Index>(rows.size()) != n_rows) throw std::invalid_argument("wrong row count");
+  Matrix<Rational> M(n_rows, cols);
+  for (Eigen::Index i = 0; i < n_rows; ++i) {
+    const json& row = rows[static_cast<std::size_t>(i)];
+    if (!row.is_array() || static_cast<Eigen::Index>(row.size()) != cols) throw std::invalid_argument("wrong column count");
+    for (Eigen::Index j = 0; j < cols; ++j) M(i, j) = parse_rational(row[static_cast<std::size_t>(j)].get<std::string>());
+  }
+  return M;
 }
 
 /// A JSON array of rows of numbers as a double matrix with `cols` columns.
@@ -104,10 +127,16 @@ inline nlohmann::json make_reach_certificate(const Matrix<Rational>& A, const Re
     }
     c["upper_proof"] = up;
   }
-  if (r.witness)
-    c["witness"] = {{"Q", detail::matrix_json(r.witness->Q)},
-                    {"K", detail::matrix_json(r.witness->K)},
-                    {"max_abs_error", r.witness->max_abs_error}};
+  if (r.witness) {
+    const Witness& w = *r.witness;
+    if (w.Q_exact.size() > 0)  // an MPFR witness: its exact values, as "p/q" strings
+      c["witness"] = {{"Q", detail::rational_matrix_json(w.Q_exact)},
+                      {"K", detail::rational_matrix_json(w.K_exact)},
+                      {"bits", w.bits},
+                      {"max_abs_error", w.max_abs_error}};
+    else
+      c["witness"] = {{"Q", detail::matrix_json(w.Q)}, {"K", detail::matrix_json(w.K)}, {"max_abs_error", w.max_abs_error}};
+  }
   c["digest"] = detail::digest_of(c);
   return c;
 }
@@ -195,10 +224,17 @@ inline CertificateCheck check_reach_certificate(const Matrix<Rational>& A, const
     if (c.contains("witness")) {
       const json& w = c["witness"];
       const Index wk = w.at("Q").empty() ? 0 : static_cast<Index>(w.at("Q")[0].size());
-      const Eigen::MatrixXd Q = detail::matrix_from_json(w.at("Q"), n, wk), K = detail::matrix_from_json(w.at("K"), n, wk);
       if (wk != dk) return reject("the witness width is not d_k");
       const double stated = w.at("max_abs_error").get<double>();
-      if (!(certified_witness_error(A, Q, K, 64) <= stated)) return reject("the witness misses its stated error bound");
+      double recomputed = INFINITY;
+      if (w.contains("bits")) {
+        const Matrix<Rational> Q = detail::rational_matrix_from_json(w.at("Q"), n, wk), K = detail::rational_matrix_from_json(w.at("K"), n, wk);
+        recomputed = certified_witness_error(A, Q, K, w.at("bits").get<unsigned>());
+      } else {
+        const Eigen::MatrixXd Q = detail::matrix_from_json(w.at("Q"), n, wk), K = detail::matrix_from_json(w.at("K"), n, wk);
+        recomputed = certified_witness_error(A, Q, K, 64);
+      }
+      if (!(recomputed <= stated)) return reject("the witness misses its stated error bound");
     }
   } catch (const std::exception& e) {
     return reject(std::string("malformed certificate: ") + e.what());

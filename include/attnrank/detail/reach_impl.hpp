@@ -110,6 +110,20 @@ inline Witness truncated_witness(const Eigen::MatrixXd& LC, Index dk) {
   return w;
 }
 
+/// max |softmax(S) - Â| for scores enclosed in S (MPFI), rounded up to a double.
+inline double softmax_distance(const Matrix<Rational>& A, const Matrix<Interval>& S) {
+  const Matrix<Interval> P = softmax_rows(S);
+  const Matrix<Interval> T = normalized_target(A);
+  Real worst = 0;
+  for (Eigen::Index i = 0; i < P.rows(); ++i)
+    for (Eigen::Index j = 0; j < P.cols(); ++j) {
+      const Real u = upper_bound(Interval(abs(Interval(P(i, j) - T(i, j)))));
+      if (!scalar_traits<Real>::is_finite(u)) return INFINITY;
+      if (u > worst) worst = u;
+    }
+  return mpfr_get_d(worst.backend().data(), MPFR_RNDU);
+}
+
 }  // namespace detail
 
 inline double certified_witness_error(const Matrix<Rational>& A, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
@@ -129,16 +143,43 @@ inline double certified_witness_error(const Matrix<Rational>& A, const Eigen::Ma
       mpfi_interv_d(e.backend().data(), qk.lo(i, j), qk.hi(i, j));
       S(i, j) = e / root;
     }
-  const Matrix<Interval> P = softmax_rows(S);
-  const Matrix<Interval> T = normalized_target(A);
-  Real worst = 0;
-  for (Index i = 0; i < n; ++i)
-    for (Index j = 0; j < n; ++j) {
-      const Real u = upper_bound(Interval(abs(Interval(P(i, j) - T(i, j)))));
-      if (!scalar_traits<Real>::is_finite(u)) return INFINITY;
-      if (u > worst) worst = u;
-    }
-  return mpfr_get_d(worst.backend().data(), MPFR_RNDU);
+  return detail::softmax_distance(A, S);
+}
+
+namespace detail {
+/// Truncated SVD of the centered log in MPFR at the current precision.
+inline Witness high_precision_witness(const Matrix<Rational>& A, Eigen::Index dk) {
+  const Matrix<Interval> LCi = centered_log(A);
+  const Matrix<Real> LC = LCi.unaryExpr([](const Interval& x) { return Real(lower_bound(scalar_traits<Interval>::center(x))); });
+  const Eigen::JacobiSVD<Matrix<Real>> svd(LC, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  const Real root_dk = sqrt(Real(static_cast<long>(dk)));
+  Witness w;
+  w.bits = PrecisionScope::bits();
+  const Eigen::Index n = A.rows(), k = std::min<Eigen::Index>(dk, svd.singularValues().size());
+  Matrix<Real> Q = Matrix<Real>::Zero(n, dk), K = Matrix<Real>::Zero(n, dk);
+  for (Eigen::Index t = 0; t < k; ++t) {
+    const Real r = sqrt(Real(svd.singularValues()(t) * root_dk));
+    Q.col(t) = svd.matrixU().col(t) * r;
+    K.col(t) = svd.matrixV().col(t) * r;
+  }
+  w.Q_exact = Q.unaryExpr([](const Real& x) { return to_rational(x); });
+  w.K_exact = K.unaryExpr([](const Real& x) { return to_rational(x); });
+  w.Q = w.Q_exact.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); });
+  w.K = w.K_exact.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); });
+  return w;
+}
+}  // namespace detail
+
+inline double certified_witness_error(const Matrix<Rational>& A, const Matrix<Rational>& Q, const Matrix<Rational>& K,
+                                      unsigned bits) {
+  if (Q.rows() != A.rows() || K.rows() != A.rows() || Q.cols() != K.cols() || Q.cols() < 1)
+    throw input_error("witness: Q and K must both be " + std::to_string(A.rows()) + " x d_k");
+  const PrecisionScope scope(std::max(bits, 64u));
+  Matrix<Interval> S = multiply_transposed(from_rational<Interval>(Q), from_rational<Interval>(K));
+  const Interval root = sqrt(Interval(static_cast<long>(Q.cols())));
+  for (Eigen::Index i = 0; i < S.rows(); ++i)
+    for (Eigen::Index j = 0; j < S.cols(); ++j) S(i, j) /= root;
+  return detail::softmax_distance(A, S);
 }
 
 inline ReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const ReachOptions& o) {
@@ -214,9 +255,16 @@ inline ReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const Reach
     Eigen::MatrixXd L = positive.unaryExpr([](const Rational& q) { return std::log(scalar_traits<double>::from_rational(q)); });
     const Eigen::VectorXd mean = L.rowwise().mean();
     L.colwise() -= mean;
-    Witness w = truncated_witness(L, dk);
-    w.max_abs_error = certified_witness_error(A, w.Q, w.K, std::max(o.bits, 64u));
-    res.witness = std::move(w);
+    if (o.bits > 53 && n <= o.high_precision_witness_size) {
+      const PrecisionScope scope(o.bits);
+      Witness w = high_precision_witness(positive, dk);
+      w.max_abs_error = certified_witness_error(A, w.Q_exact, w.K_exact, o.bits);
+      res.witness = std::move(w);
+    } else {
+      Witness w = truncated_witness(L, dk);
+      w.max_abs_error = certified_witness_error(A, w.Q, w.K, std::max(o.bits, 64u));
+      res.witness = std::move(w);
+    }
   }
   return res;
 }
