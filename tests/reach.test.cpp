@@ -52,6 +52,17 @@ TEST_CASE("attnrank::reach") {
     CHECK(r.verdict == Verdict::reachable);
     CHECK(check_reach_certificate(A, make_reach_certificate(A, r)).valid);
   }
+  SECTION("a block pattern (two groups of three, 1/4 inside, 1/12 across): floor 1, exactly") {
+    Matrix<Rational> A(6, 6);
+    for (Eigen::Index i = 0; i < 6; ++i)
+      for (Eigen::Index j = 0; j < 6; ++j) A(i, j) = (i < 3) == (j < 3) ? Rational(1, 4) : Rational(1, 12);
+    const ReachResult r = reach(A, 1);
+    CHECK(r.floor.lower == 1);
+    CHECK(r.floor.upper == 1);
+    CHECK(r.verdict == Verdict::reachable);
+    CHECK(r.witness->max_abs_error < 1e-14);
+    CHECK(check_reach_certificate(A, make_reach_certificate(A, r)).valid);
+  }
   SECTION("a zero entry: unreachable by any finite scores, and the witness says how close") {
     Matrix<Rational> A(2, 2);
     A << 1, 0, Rational(1, 2), Rational(1, 2);
