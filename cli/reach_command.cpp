@@ -3,7 +3,7 @@
 
 #include <attnrank/matrix_spec.hpp>
 #include <attnrank/reach_certificate.hpp>
-#include <attnrank/reach_embeddings.hpp>
+#include <attnrank/reach_embeddings_certificate.hpp>
 
 #include <fstream>
 #include <sstream>
@@ -54,7 +54,9 @@ std::string narrate(const std::string& name, const ReachResult& r, bool free_sco
     if (!r.hint.empty()) s << "  to settle it: " << r.hint << ".\n";
   }
   if (r.witness)
-    s << "witness at d_k = " << r.dk << " (truncated SVD of log(A) C): max |softmax(Q K^T / sqrt(d_k)) - A| <= "
+    s << "witness at d_k = " << r.dk
+      << (free_scores ? " (truncated SVD of log(A) C)" : " (head weights W^Q, W^K on X; --json lists them)")
+      << ": max |softmax(Q K^T / sqrt(d_k)) - A| <= "
       << short_double(r.witness->max_abs_error) << " (certified)\n";
   return s.str();
 }
@@ -77,13 +79,15 @@ void add_reach_command(CLI::App& app, std::string& out) {
   cmd->add_option("--x", opt->x, "Fixed embeddings X (n x d_model, CSV): decide for scores X M X^T instead of free scores");
   cmd->add_flag("--full-floor", opt->full_floor, "Always bound the whole floor, not only what the verdict needs");
   cmd->add_option("--certificate", opt->certificate, "Also write the certificate (JSON) to this file");
-  cmd->add_option("--check", opt->check, "Re-verify a certificate file against TARGET instead of deciding");
+  cmd->add_option("--check", opt->check, "Re-verify a certificate file against TARGET (and --x X) instead of deciding");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, dk_option, &out] {
     const Matrix<Rational> A = read_matrix_argument(opt->target);
     validate_target(A, opt->target);
     if (!opt->check.empty()) {
-      const CertificateCheck c = check_reach_certificate(A, read_json_file(opt->check));
+      const json cert = read_json_file(opt->check);
+      const CertificateCheck c = opt->x.empty() ? check_reach_certificate(A, cert)
+                                                : check_embeddings_certificate(A, read_matrix(opt->x), cert);
       if (!c.valid) throw input_error(opt->check + ": certificate rejected: " + c.reason);
       out = opt->json ? json{{"valid", true}, {"reason", c.reason}}.dump(2) + "\n" : "certificate valid: " + c.reason + "\n";
       return;
@@ -93,14 +97,13 @@ void add_reach_command(CLI::App& app, std::string& out) {
     o.bits = opt->bits;
     o.full_floor = opt->full_floor;
     std::optional<EmbeddingsReach> emb;
-    if (!opt->x.empty()) emb = reach_with_embeddings(A, read_matrix(opt->x), opt->dk, o);
+    Matrix<Rational> X;
+    if (!opt->x.empty()) {
+      X = read_matrix(opt->x);
+      emb = reach_with_embeddings(A, X, opt->dk, o);
+    }
     const ReachResult r = emb ? emb->result : reach(A, opt->dk, o);
-    // Certificates for the free question (and for embeddings of full row rank,
-    // where the questions coincide); the general embeddings case has none yet.
-    const bool free_question = !emb || emb->x_full_row_rank;
-    const json cert = free_question ? make_reach_certificate(A, r)
-                                    : json{{"question", "embeddings"}, {"checkable", false},
-                                           {"reason", "certificates for fixed embeddings are not implemented yet"}};
+    const json cert = emb ? make_embeddings_certificate(A, X, *emb) : make_reach_certificate(A, r);
     if (!opt->certificate.empty()) {
       std::ofstream f(opt->certificate);
       if (!(f << cert.dump(1) << "\n")) throw input_error(opt->certificate + ": cannot write the certificate");

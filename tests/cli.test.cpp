@@ -296,3 +296,11 @@ TEST_CASE("attnrank reach --x (fixed embeddings)") {
   CHECK_THAT(attnrank_cli("reach diag:3:0.8 --dk 2 --x " + x).out, Catch::Contains("X has full row rank"));
   expect_input_error("reach diag:3:0.8 --dk 1 --x " + file("emb2.csv", "1,2\n3,4\n"), "have 2 rows, but the target has n = 3");
 }
+
+TEST_CASE("attnrank reach --x: certificates need the same X") {
+  const std::string x = file("x31.csv", "1\n2\n3\n"), cert = (scratch() / "cert_x.json").string();
+  REQUIRE(attnrank_cli("reach diag:3:0.8 --dk 1 --x " + x + " --certificate " + cert).code == 0);
+  CHECK(attnrank_cli("reach --check " + cert + " diag:3:0.8 --x " + x).code == 0);
+  expect_input_error("reach --check " + cert + " diag:3:0.8", "check it with the same X (--x)");
+  expect_input_error("reach --check " + cert + " diag:3:0.8 --x " + file("x31b.csv", "1\n2\n4\n"), "different embeddings X");
+}

@@ -6,6 +6,7 @@
 
 #include <attnrank/reach_certificate.hpp>
 #include <attnrank/reach_embeddings.hpp>
+#include <attnrank/reach_embeddings_certificate.hpp>
 #include <attnrank/single_key_head.hpp>
 
 using namespace attnrank;
@@ -258,4 +259,35 @@ TEST_CASE("attnrank::reach at high precision: a 30-digit target of a rank-r scor
   CHECK(r.verdict != Verdict::reachable);  // rounding moved it off the rank-2 set
   CHECK(check_reach_certificate(A, make_reach_certificate(A, r)).valid);
   CHECK(reach(A, 2).witness->max_abs_error > 1e-20);  // doubles alone cannot get there
+}
+
+TEST_CASE("attnrank::check_embeddings_certificate") {
+  const Matrix<Rational> A = *builtin_matrix("diag:3:0.8");
+  SECTION("violated constraints: unreachable, certified, re-checked; tampering rejected") {
+    Matrix<Rational> X(3, 1);
+    X << 1, 2, 3;
+    const nlohmann::json cert = make_embeddings_certificate(A, X, reach_with_embeddings(A, X, 1));
+    CHECK(check_embeddings_certificate(A, X, cert).valid);
+    nlohmann::json t = cert;
+    t["dk"] = 1;
+    t["constraints"] = "hold (exact)";
+    t["digest"] = fnv1a_hex([&] { auto u = t; u.erase("digest"); return u.dump(); }());
+    CHECK_FALSE(check_embeddings_certificate(A, X, t).valid);
+    Matrix<Rational> X2 = X;
+    X2(0, 0) = 2;
+    CHECK_FALSE(check_embeddings_certificate(A, X2, cert).valid);
+  }
+  SECTION("exact constraints and an exact rank bound: reachable, re-checked") {
+    Matrix<Rational> X(3, 2);
+    X << 1, 0, 1, 1, 1, 2;
+    const Matrix<Rational> B = Matrix<Rational>(X * X.transpose()).unaryExpr([](const Rational& e) { return Rational(Integer(1) << e.convert_to<long>()); });
+    const EmbeddingsReach e = reach_with_embeddings(B, X, 1);
+    REQUIRE(e.result.verdict == Verdict::reachable);
+    CHECK(check_embeddings_certificate(B, X, make_embeddings_certificate(B, X, e)).valid);
+  }
+  SECTION("full row rank: the free certificate inside is checked") {
+    const Matrix<Rational> X = worked_example::X();
+    const nlohmann::json cert = make_embeddings_certificate(A, X, reach_with_embeddings(A, X, 1));
+    CHECK(check_embeddings_certificate(A, X, cert).valid);
+  }
 }

@@ -85,6 +85,68 @@ inline bool certainly_nonzero(const Matrix<Interval>& F) {
 
 }  // namespace detail
 
+/// The score matrix a head on X must make, and whether X can make it: for N
+/// spanning the left null space of X, S = L + c 1^T with c fixed by S N = 0 when
+/// 1^T N != 0, else S = L C; the constraints S N = 0, N^T S = 0 (or L N = 0,
+/// N^T L C = 0) are certified violated, or exactly satisfied over the coprime
+/// base, or neither. Works at the current precision.
+struct AdmissibleScores {
+  Matrix<Interval> S;
+  std::vector<Integer> bases;
+  std::vector<Matrix<Rational>> parts;  ///< S = sum_t log(bases[t]) parts[t], exactly
+  bool violated = false, hold_exact = false;
+};
+
+inline AdmissibleScores admissible_scores(const Matrix<Rational>& A, const Matrix<Rational>& N, const DecompositionLimits& limits) {
+  using Eigen::Index;
+  const Index n = A.rows();
+  AdmissibleScores a;
+  const Matrix<Interval> L = A.unaryExpr([](const Rational& q) { return Interval(log(scalar_traits<Interval>::from_rational(q))); });
+  const Matrix<Interval> Ni = from_rational<Interval>(N);
+  const Matrix<Rational> ones_N = Matrix<Rational>::Ones(1, n) * N;
+  Index j0 = -1;
+  for (Index j = 0; j < N.cols(); ++j)
+    if (ones_N(0, j) != 0) j0 = j;
+  const std::optional<LogDecomposition> d = decompose_log(A, limits);
+  if (d) a.bases = d->bases;
+  const Matrix<Rational> C = Matrix<Rational>::Identity(n, n) - Matrix<Rational>::Constant(n, n, Rational(1, n));
+  const auto rational = [](const Matrix<Integer>& E) { return Matrix<Rational>(E.unaryExpr([](const Integer& z) { return Rational(z); })); };
+  if (j0 >= 0) {
+    const Matrix<Rational> nj = N.col(j0) / ones_N(0, j0);  // c = -L nj
+    const Matrix<Interval> c = -multiply(L, from_rational<Interval>(nj));
+    a.S = L + c * Matrix<Interval>::Ones(1, n);
+    a.violated = detail::certainly_nonzero(multiply(a.S, Ni)) ||
+                 detail::certainly_nonzero(multiply(Matrix<Interval>(Ni.transpose()), a.S));
+    if (d) {
+      for (const Matrix<Integer>& E : d->exponents) {
+        const Matrix<Rational> Er = rational(E);
+        a.parts.push_back(Matrix<Rational>(Er - Matrix<Rational>(Er * nj) * Matrix<Rational>::Ones(1, n)));
+      }
+      a.hold_exact = detail::holds_for_every_exponent(*d, [&](const Matrix<Rational>& E) {
+        const Matrix<Rational> St = E - Matrix<Rational>(E * nj) * Matrix<Rational>::Ones(1, n);
+        Matrix<Rational> both = Matrix<Rational>::Zero(St.rows() + N.cols(), N.cols() + St.cols());
+        both.topLeftCorner(St.rows(), N.cols()) = St * N;
+        both.bottomRightCorner(N.cols(), St.cols()) = N.transpose() * St;
+        return both;
+      });
+    }
+  } else {
+    a.S = multiply(L, from_rational<Interval>(C));
+    a.violated = detail::certainly_nonzero(multiply(L, Ni)) ||
+                 detail::certainly_nonzero(multiply(Matrix<Interval>(Ni.transpose()), a.S));
+    if (d) {
+      for (const Matrix<Integer>& E : d->exponents) a.parts.push_back(Matrix<Rational>(rational(E) * C));
+      a.hold_exact = detail::holds_for_every_exponent(*d, [&](const Matrix<Rational>& E) {
+        Matrix<Rational> both = Matrix<Rational>::Zero(n + N.cols(), N.cols() + n);
+        both.topLeftCorner(n, N.cols()) = E * N;
+        both.bottomRightCorner(N.cols(), n) = N.transpose() * E * C;
+        return both;
+      });
+    }
+  }
+  return a;
+}
+
 inline EmbeddingsReach reach_with_embeddings(const Matrix<Rational>& A, const Matrix<Rational>& X, Eigen::Index dk,
                                              const ReachOptions& o) {
   using Eigen::Index;
@@ -112,52 +174,11 @@ inline EmbeddingsReach reach_with_embeddings(const Matrix<Rational>& A, const Ma
     ReachResult& r = out.result;
     r.n = n;
     r.dk = dk;
-    const Matrix<Interval> L = A.unaryExpr([](const Rational& q) { return Interval(log(scalar_traits<Interval>::from_rational(q))); });
-    const Matrix<Interval> Ni = from_rational<Interval>(N);
-    const Matrix<Rational> ones_N = Matrix<Rational>::Ones(1, n) * N;
-    Index j0 = -1;
-    for (Index j = 0; j < N.cols(); ++j)
-      if (ones_N(0, j) != 0) j0 = j;
-    const std::optional<LogDecomposition> d = decompose_log(A, o.limits);
-    const Matrix<Rational> C = Matrix<Rational>::Identity(n, n) - Matrix<Rational>::Constant(n, n, Rational(1, n));
-    Matrix<Interval> S;
-    bool hold_exact = false, violated = false;
-    std::vector<Matrix<Rational>> S_parts;  // exact S = sum log(q_t) S_t
-    if (j0 >= 0) {
-      const Matrix<Rational> nj = N.col(j0) / ones_N(0, j0);  // c = -L nj
-      const Matrix<Interval> c = -multiply(L, from_rational<Interval>(nj));
-      S = L + c * Matrix<Interval>::Ones(1, n);
-      violated = detail::certainly_nonzero(multiply(S, Ni)) ||
-                 detail::certainly_nonzero(multiply(Matrix<Interval>(Ni.transpose()), S));
-      if (d) {
-        const auto part = [&](const Matrix<Rational>& E) {
-          return Matrix<Rational>(E - Matrix<Rational>(E * nj) * Matrix<Rational>::Ones(1, n));
-        };
-        hold_exact = detail::holds_for_every_exponent(*d, [&](const Matrix<Rational>& E) {
-          const Matrix<Rational> St = part(E);
-          Matrix<Rational> both(St.rows() + N.cols(), N.cols() + St.cols());
-          both.setZero();
-          both.topLeftCorner(St.rows(), N.cols()) = St * N;
-          both.bottomRightCorner(N.cols(), St.cols()) = N.transpose() * St;
-          return both;
-        });
-        for (const Matrix<Integer>& E : d->exponents) S_parts.push_back(part(E.unaryExpr([](const Integer& z) { return Rational(z); })));
-      }
-    } else {
-      S = multiply(L, from_rational<Interval>(C));
-      violated = detail::certainly_nonzero(multiply(L, Ni)) ||
-                 detail::certainly_nonzero(multiply(Matrix<Interval>(Ni.transpose()), S));
-      if (d) {
-        hold_exact = detail::holds_for_every_exponent(*d, [&](const Matrix<Rational>& E) {
-          Matrix<Rational> both(n + N.cols(), N.cols() + n);
-          both.setZero();
-          both.topLeftCorner(n, N.cols()) = E * N;
-          both.bottomRightCorner(N.cols(), n) = N.transpose() * E * C;
-          return both;
-        });
-        for (const Matrix<Integer>& E : d->exponents) S_parts.push_back(Matrix<Rational>(E.unaryExpr([](const Integer& z) { return Rational(z); })) * C);
-      }
-    }
+    const AdmissibleScores a = admissible_scores(A, N, o.limits);
+    const Matrix<Interval>& S = a.S;
+    const bool violated = a.violated, hold_exact = a.hold_exact;
+    const std::vector<Matrix<Rational>>& S_parts = a.parts;
+    r.floor.bases = a.bases;
     out.constraints = violated ? "violated (certified)" : hold_exact ? "hold (exact)" : "unknown";
     witness_scores = S.unaryExpr([](const Interval& x) { return mpfr_get_d(lower_bound(scalar_traits<Interval>::center(x)).backend().data(), MPFR_RNDN); });
     // Bounds on rank(S): certified lower; exact upper from the common kernel of the parts.
@@ -175,6 +196,7 @@ inline EmbeddingsReach reach_with_embeddings(const Matrix<Rational>& A, const Ma
       const ExactRank er = exact_rank(stacked);
       if (er.rank < r.floor.upper) {
         r.floor.upper = er.rank;
+        r.floor.kernel = er.kernel;
         r.floor.upper_reason = "exact: rational kernel common to every exponent part of S";
       }
     }

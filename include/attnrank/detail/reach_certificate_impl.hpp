@@ -147,6 +147,8 @@ inline CertificateCheck check_reach_certificate(const Matrix<Rational>& A, const
   const auto reject = [](std::string why) { return CertificateCheck{false, std::move(why)}; };
   try {
     if (!c.is_object() || c.value("format", "") != reach_certificate_format) return reject("not an attnrank reach certificate");
+    if (c.value("question", "free") == "embeddings")
+      return reject("this certificate is for fixed embeddings: check it with the same X (--x)");
     if (c.value("digest", "") != detail::digest_of(c)) return reject("the digest does not match: the certificate was changed");
     if (c.at("target_fingerprint").get<std::string>() != target_fingerprint(A))
       return reject("the certificate is for a different target");
