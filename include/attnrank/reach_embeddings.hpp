@@ -51,15 +51,7 @@ inline double certified_embedding_error(const Matrix<Rational>& A, const Matrix<
   const Interval root = sqrt(Interval(static_cast<long>(WQ.cols())));
   for (Eigen::Index i = 0; i < S.rows(); ++i)
     for (Eigen::Index j = 0; j < S.cols(); ++j) S(i, j) /= root;
-  const Matrix<Interval> P = softmax_rows(S), T = normalized_target(A);
-  Real worst = 0;
-  for (Eigen::Index i = 0; i < P.rows(); ++i)
-    for (Eigen::Index j = 0; j < P.cols(); ++j) {
-      const Real u = upper_bound(Interval(abs(Interval(P(i, j) - T(i, j)))));
-      if (!scalar_traits<Real>::is_finite(u)) return INFINITY;
-      if (u > worst) worst = u;
-    }
-  return mpfr_get_d(worst.backend().data(), MPFR_RNDU);
+  return softmax_distance(A, S);
 }
 
 /// Does every entry of the rational-coefficient constraint F(E) = 0 vanish for
