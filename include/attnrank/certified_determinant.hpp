@@ -15,8 +15,8 @@
 //  4. det A = sign(P) det(Y) / prod Ui_kk.
 // The width is about n eps^2 + (width of tr E): narrow for well-conditioned A.
 // When eps < 1 cannot be proven (singular or ill-conditioned at this precision)
-// the answer is Hadamard's bound [-H, H], flagged `preconditioned = false`: true,
-// and honest about knowing little. More precision (`bits`) tightens it.
+// the answer is Hadamard's bound [-H, H], flagged `preconditioned = false`: still
+// true, but it says little. More precision (`bits`) can bring the narrow answer back.
 
 #include <attnrank/certified_rank.hpp>
 #include <attnrank/directed_rounding.hpp>

@@ -65,6 +65,13 @@ std::optional<double> certify_nonsingular_minor(const BallMatrix& A, const std::
 std::optional<double> certify_nonsingular_minor(const Matrix<Interval>& A, const std::vector<Eigen::Index>& rows,
                                                 const std::vector<Eigen::Index>& cols);
 
+/// Throws input_error unless min_precision_bits <= bits <= max_precision_bits.
+inline void require_precision_bits(unsigned bits) {
+  if (bits < min_precision_bits || bits > max_precision_bits)
+    throw input_error("precision " + std::to_string(bits) + " bits is outside [" + std::to_string(min_precision_bits) +
+                      ", " + std::to_string(max_precision_bits) + "]");
+}
+
 /// The smallest double ball around each rational entry (nearest double, radius
 /// rounded up); entries beyond the double range give infinite radii.
 BallMatrix to_ball(const Matrix<Rational>& A);

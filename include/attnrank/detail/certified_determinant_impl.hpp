@@ -158,9 +158,7 @@ inline DeterminantEnclosure certified_determinant(const Matrix<Interval>& A) {
 
 inline DeterminantEnclosure certified_determinant(const Matrix<Rational>& A, unsigned bits) {
   detail::require_square(A.rows(), A.cols());
-  if (bits < min_precision_bits || bits > max_precision_bits)
-    throw input_error("precision " + std::to_string(bits) + " bits is outside [" + std::to_string(min_precision_bits) +
-                      ", " + std::to_string(max_precision_bits) + "]");
+  require_precision_bits(bits);
   if (bits <= 53) {
     const BallMatrix b = to_ball(A);
     if (b.mid.allFinite() && b.rad.allFinite()) {

@@ -244,9 +244,7 @@ inline BallMatrix to_ball(const Matrix<Interval>& A) {
 }
 
 inline RankBounds certified_rank(const Matrix<Rational>& A, unsigned bits) {
-  if (bits < min_precision_bits || bits > max_precision_bits)
-    throw input_error("precision " + std::to_string(bits) + " bits is outside [" + std::to_string(min_precision_bits) +
-                      ", " + std::to_string(max_precision_bits) + "]");
+  require_precision_bits(bits);
   if (bits <= 53) {
     const BallMatrix b = to_ball(A);
     if (b.mid.allFinite() && b.rad.allFinite()) return certified_rank(b);

@@ -189,9 +189,7 @@ inline ReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const Reach
   if (dk < 1 || dk > n)
     throw input_error("d_k = " + std::to_string(dk) + " is out of range: a head on n = " + std::to_string(n) +
                       " tokens has 1 <= d_k <= n");
-  if (o.bits < min_precision_bits || o.bits > max_precision_bits)
-    throw input_error("precision " + std::to_string(o.bits) + " bits is outside [" + std::to_string(min_precision_bits) +
-                      ", " + std::to_string(max_precision_bits) + "]");
+  require_precision_bits(o.bits);
   ReachResult res;
   res.n = n;
   res.dk = dk;
