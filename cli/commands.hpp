@@ -15,6 +15,7 @@ void add_rank_command(CLI::App& app, std::string& out);
 void add_det_command(CLI::App& app, std::string& out);
 void add_reach_command(CLI::App& app, std::string& out);
 void add_sweep_command(CLI::App& app, std::string& out);
+void add_appendix_command(CLI::App& app, std::string& out);
 
 /// Shared option limits (docs/cli.md).
 inline constexpr int max_digits = 1000;

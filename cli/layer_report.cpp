@@ -21,13 +21,8 @@ bool format_entry(const Real& x, int digits, std::string& out) {
   return true;
 }
 bool format_entry(const Interval& x, int digits, std::string& out) {
-  if (auto s = certified_fixed(x, digits)) {
-    out = *s;
-    return true;
-  }
-  const auto [lo, hi] = enclosure_fixed(x, digits);
-  out = "[" + lo + ", " + hi + "]";
-  return false;
+  out = certified_or_enclosure(x, digits);
+  return out.front() != '[';
 }
 
 template <class T>

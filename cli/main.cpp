@@ -18,12 +18,13 @@ int main(int argc, char** argv) {
   add_det_command(app, out);
   add_reach_command(app, out);
   add_sweep_command(app, out);
+  add_appendix_command(app, out);
   try {
     if (argc > 1 && argv[1][0] != '-') {
       try {
         app.get_subcommand(argv[1]);
       } catch (const CLI::OptionNotFound&) {
-        throw attnrank::input_error("unknown command '" + std::string(argv[1]) + "' (commands: example, layer, rank, det, reach, sweep)");
+        throw attnrank::input_error("unknown command '" + std::string(argv[1]) + "' (commands: example, layer, rank, det, reach, sweep, appendix)");
       }
     }
     app.parse(argc, argv);

@@ -1,7 +1,10 @@
 // attnrank reach: can a head of width d_k produce this attention pattern?
 #include "commands.hpp"
+#include "figures.hpp"
+#include "svg.hpp"
 
 #include <attnrank/matrix_spec.hpp>
+#include <attnrank/numeric_rank.hpp>
 #include <attnrank/reach_certificate.hpp>
 #include <attnrank/reach_embeddings_certificate.hpp>
 
@@ -61,12 +64,37 @@ std::string narrate(const std::string& name, const ReachResult& r, bool free_sco
   return s.str();
 }
 
+/// The picture of a reach query: target, the witness head's softmax, and the
+/// spectrum of log(A) C (numeric: a picture, not a proof).
+std::string reach_svg(const Matrix<Rational>& A, const ReachResult& r, const std::string& name) {
+  const Eigen::Index n = A.rows();
+  Eigen::MatrixXd target = A.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); });
+  target = (target.array().colwise() / target.rowwise().sum().array()).matrix();
+  std::optional<Eigen::MatrixXd> approx;
+  if (r.witness) {
+    Eigen::MatrixXd S = r.witness->Q * r.witness->K.transpose() / std::sqrt(static_cast<double>(r.dk));
+    S = (S.colwise() - S.rowwise().maxCoeff()).array().exp().matrix();
+    approx = (S.array().colwise() / S.rowwise().sum().array()).matrix();
+  }
+  Eigen::VectorXd spectrum;
+  if (!r.has_zero_entry) {
+    const Eigen::MatrixXd L = centered_log_ball(A).mid;
+    // A full SVD up to n = 1024; beyond, the leading values by Lanczos.
+    spectrum = n <= 1024 ? Eigen::VectorXd(Eigen::BDCSVD<Eigen::MatrixXd>(L).singularValues())
+                         : approx_top_singular_values(L, std::min<Eigen::Index>(n - 1, 2 * r.dk + 16)).values;
+  }
+  const std::string caption = name + ": " + to_string(r.verdict) + " at d_k = " + std::to_string(r.dk) +
+                              (r.has_zero_entry ? "" : " (floor " + std::to_string(r.floor.lower) +
+                                                           (r.floor.lower == r.floor.upper ? "" : ".." + std::to_string(r.floor.upper)) + ")");
+  return reach_figure(target, approx ? &*approx : nullptr, spectrum, r.dk, caption);
+}
+
 }  // namespace
 
 void add_reach_command(CLI::App& app, std::string& out) {
   auto* cmd = app.add_subcommand("reach", "Can a head of width d_k produce this attention pattern? Yes, no or undecided, with a certificate");
   struct Options {
-    std::string target, certificate, check, x;
+    std::string target, certificate, check, x, svg;
     long dk = 0;
     unsigned bits = 53;
     bool json = false, full_floor = false;
@@ -80,6 +108,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
   cmd->add_flag("--full-floor", opt->full_floor, "Always bound the whole floor, not only what the verdict needs");
   cmd->add_option("--certificate", opt->certificate, "Also write the certificate (JSON) to this file");
   cmd->add_option("--check", opt->check, "Re-verify a certificate file against TARGET (and --x X) instead of deciding");
+  cmd->add_option("--svg", opt->svg, "Also draw the target, the best width-d_k head and the spectrum of log(A) C (SVG file)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, dk_option, &out] {
     const Matrix<Rational> A = read_matrix_argument(opt->target);
@@ -108,6 +137,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
       std::ofstream f(opt->certificate);
       if (!(f << cert.dump(1) << "\n")) throw input_error(opt->certificate + ": cannot write the certificate");
     }
+    if (!opt->svg.empty()) write_text_file(opt->svg, reach_svg(A, r, opt->target));
     if (!opt->json) {
       out = narrate(opt->target, r, !emb);
       if (emb) {

@@ -70,8 +70,7 @@ void add_sweep_command(CLI::App& app, std::string& out) {
       s << "  q = " << format_fixed(qs[r], 2) << ":";
       for (std::size_t j = 0; j < keys.size(); ++j) {
         const Interval& w = W(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(j));
-        const auto c = certified_fixed(w, opt->digits);
-        const std::string text = c ? *c : "[" + enclosure_fixed(w, opt->digits).first + ", " + enclosure_fixed(w, opt->digits).second + "]";
+        const std::string text = certified_or_enclosure(w, opt->digits);
         weights.push_back(text);
         s << " " << text;
       }

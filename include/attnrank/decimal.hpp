@@ -73,6 +73,14 @@ inline std::pair<std::string, std::string> enclosure_fixed(const Interval& x, in
   return {outward(lower_bound(x), false), outward(upper_bound(x), true)};
 }
 
+/// x to `decimals` digits when every real in x rounds to the same string (then
+/// each printed digit is certified), otherwise its outward enclosure "[lo, hi]".
+inline std::string certified_or_enclosure(const Interval& x, int decimals) {
+  if (auto s = certified_fixed(x, decimals)) return *s;
+  const auto [lo, hi] = enclosure_fixed(x, decimals);
+  return "[" + lo + ", " + hi + "]";
+}
+
 /// x in scientific notation with `significant` digits, rounded toward -inf
 /// (`up` false) or +inf (`up` true): "-1.2345e+07", "0", "inf". For printing the
 /// ends of an enclosure whose magnitude fixed-point cannot show.

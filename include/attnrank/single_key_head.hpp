@@ -49,4 +49,13 @@ inline Matrix<Interval> single_key_sweep(const std::vector<Rational>& keys, cons
   return softmax_rows(S);
 }
 
+/// The row softmax(q k) for a real query q given as an interval (1 x n, in MPFI
+/// at the current precision): contains the weights for every q in the interval.
+inline Matrix<Interval> single_key_weights(const std::vector<Rational>& keys, const Interval& q) {
+  Matrix<Interval> S(1, static_cast<Eigen::Index>(keys.size()));
+  for (std::size_t j = 0; j < keys.size(); ++j)
+    S(0, static_cast<Eigen::Index>(j)) = Interval(q * scalar_traits<Interval>::from_rational(keys[j]));
+  return softmax_rows(S);
+}
+
 }  // namespace attnrank
