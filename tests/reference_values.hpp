@@ -3,6 +3,7 @@
 // (computed independently at 50 digits, rounded to the last digit shown).
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnrank::test::reference {
@@ -42,5 +43,21 @@ inline const Rows K = {{"2", "0", "1", "0"}, {"0", "2", "0", "1"}, {"1", "0", "0
 inline const Rows V = {{"1", "1", "0", "0"}, {"2", "0", "0", "1"}, {"1", "0", "1", "0"}};
 inline const Rows scores1 = {{"4", "2", "2"}, {"2", "4", "1"}, {"2", "0", "1"}};
 inline const Rows scores2 = {{"0", "0", "0"}, {"0", "1", "2"}, {"1", "2", "4"}};
+
+/// Section 2.5.4, Figure 8: softmax(q (2, 0, 1)) for q = 2, 1, -1, -2 (q = 0 is exactly 1/3 each).
+inline const std::vector<std::pair<std::string, std::vector<std::string>>> sweep = {
+    {"2", {"0.86681333219733487114", "0.015876239976466766323", "0.11731042782619836253"}},
+    {"1", {"0.66524095577482188953", "0.090030573170380457998", "0.24472847105479765247"}},
+    {"-1", {"0.090030573170380457998", "0.66524095577482188953", "0.24472847105479765247"}},
+    {"-2", {"0.015876239976466766323", "0.86681333219733487114", "0.11731042782619836253"}}};
+
+/// Appendix A: log A = a I + b J and det(log A) = a^2 (a + 3b). As in the
+/// reference file; its a is truncated, not rounded, in the last digit (true:
+/// 2.07944154167983592825169636437452970422650040...; tests/appendix_cli.test.cpp).
+inline const std::string a = "2.079441541679835928251696364374529704226";
+inline const std::string b = "-2.302585092994045684017991454684364207601";
+inline const std::string det_log_A = "-20.87800098506591057185325025252003313763";
+/// det(A_1), Section 2.2 (the reference gives these digits, then "...").
+inline const std::string det_A1_prefix = "0.06686849512004516928006487051";
 
 }  // namespace attnrank::test::reference
