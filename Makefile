@@ -1,5 +1,5 @@
 # The two set-up commands of the README, and a few helpers.
-#   make demo   install dependencies, build, run the worked example and a layer on files
+#   make demo   install dependencies, build, run the worked example, the appendix and reachability queries
 #   make test   install dependencies, build, run the whole test suite (what .ci/run runs)
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -27,10 +27,13 @@ demo: build
 	$(CLI) det diag:3:0.8
 	$(CLI) det diag:3:0.8 --mode certified
 	@echo
-	@echo '--- can a head of width d_k produce that target? (Section 2.5.4 and beyond) ---'
-	$(CLI) sweep --keys 2,0,1 --q -2:2:1
+	@echo '--- Section 2.5.4 and Appendix A, every number certified; figures in $(BUILD)/figures ---'
+	$(CLI) appendix --svg $(BUILD)/figures
+	@echo
+	@echo '--- can a head of width d_k produce a pattern? the tutorial target, then a CSV file ---'
 	$(CLI) reach diag:3:0.8 --dk 1
 	$(CLI) reach diag:3:0.8 --dk 2
+	$(CLI) reach examples/data/previous-token.csv --dk 2 --svg $(BUILD)/figures/previous-token.svg
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)

@@ -8,6 +8,7 @@
 #include <attnrank/reach_certificate.hpp>
 #include <attnrank/reach_embeddings_certificate.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -83,7 +84,7 @@ std::string reach_svg(const Matrix<Rational>& A, const ReachResult& r, const std
     spectrum = n <= 1024 ? Eigen::VectorXd(Eigen::BDCSVD<Eigen::MatrixXd>(L).singularValues())
                          : approx_top_singular_values(L, std::min<Eigen::Index>(n - 1, 2 * r.dk + 16)).values;
   }
-  const std::string caption = name + ": " + to_string(r.verdict) + " at d_k = " + std::to_string(r.dk) +
+  const std::string caption = std::filesystem::path(name).filename().string() + ": " + to_string(r.verdict) + " at d_k = " + std::to_string(r.dk) +
                               (r.has_zero_entry ? "" : " (floor " + std::to_string(r.floor.lower) +
                                                            (r.floor.lower == r.floor.upper ? "" : ".." + std::to_string(r.floor.upper)) + ")");
   return reach_figure(target, approx ? &*approx : nullptr, spectrum, r.dk, caption);

@@ -196,11 +196,19 @@ TEST_CASE("attnrank appendix --svg and reach --svg write figures that parse as S
   CHECK_THAT(report[2], Catch::Contains("root=svg cells=0 bars=3"));   // three singular values
   CHECK_THAT(report[3], Catch::Contains("root=svg cells=18 bars=0"));  // A_1 and A_2
   for (const auto& line : report) CHECK_THAT(line, Catch::Contains("external=0"));
+  // The copies shown in docs/tutorial.md are what the program draws today.
+  for (const auto& n : names) {
+    INFO("docs/figures/" << n << " is stale: regenerate with attnrank appendix --svg docs/figures");
+    CHECK(slurp(dir / n) == slurp(fs::path(ATTNRANK_SOURCE_DIR) / "docs" / "figures" / n));
+  }
 
   const std::string reach_svg = (scratch() / "reach.svg").string();
   const Run q = attnrank_cli("reach diag:4:0.8 --dk 2 --svg " + reach_svg);
   REQUIRE(q.code == 0);
   CHECK_THAT(svg_report({reach_svg}).at(0), Catch::Contains("root=svg cells=32 bars=4"));  // target + witness, spectrum
+  const std::string previous = (scratch() / "previous-token.svg").string();
+  REQUIRE(attnrank_cli("reach " + std::string(ATTNRANK_SOURCE_DIR) + "/examples/data/previous-token.csv --dk 2 --svg " + previous).code == 0);
+  CHECK(slurp(previous) == slurp(fs::path(ATTNRANK_SOURCE_DIR) / "docs" / "figures" / "reach_previous_token.svg"));
   const std::string big_svg = (scratch() / "reach-big.svg").string();
   REQUIRE(attnrank_cli("reach diag:100:0.5 --dk 3 --svg " + big_svg).code == 0);
   CHECK_THAT(svg_report({big_svg}).at(0), Catch::Contains("root=svg cells=0 bars=100"));  // no 10^4 cells

@@ -1,0 +1,82 @@
+# The CLI reference in docs/cli.md cannot drift from the program: every command
+# listed by `attnrank --help` (and the top level) has a block
+#     <!-- help: COMMAND -->
+#     ```text
+#     ...exactly what `attnrank COMMAND --help` prints...
+#     ```
+#     <!-- end help -->
+# and this script fails when a block is missing or differs. With -DUPDATE=ON it
+# rewrites the blocks from the program instead (then review and commit):
+#   cmake -DCLI=build/cli/attnrank -DDOC=docs/cli.md -DUPDATE=ON -P tests/docs/cli_reference.cmake
+cmake_minimum_required(VERSION 3.21)
+foreach(var CLI DOC)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "usage: cmake -DCLI=<attnrank> -DDOC=<docs/cli.md> [-DUPDATE=ON] -P cli_reference.cmake")
+  endif()
+endforeach()
+
+function(help_of command out)
+  if(command STREQUAL "attnrank")
+    execute_process(COMMAND ${CLI} --help OUTPUT_VARIABLE text RESULT_VARIABLE rc)
+  else()
+    execute_process(COMMAND ${CLI} ${command} --help OUTPUT_VARIABLE text RESULT_VARIABLE rc)
+  endif()
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "attnrank ${command} --help exited ${rc}")
+  endif()
+  string(REGEX REPLACE "[ \t]+\n" "\n" text "${text}")
+  string(STRIP "${text}" text)
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+# The commands, read from the program's own list.
+help_of(attnrank top)
+string(REGEX MATCH "Subcommands:\n.*" listing "${top}")
+string(REGEX MATCHALL "\n  ([a-z]+)" lines "${listing}")
+set(commands attnrank)
+foreach(line IN LISTS lines)
+  string(STRIP "${line}" name)
+  list(APPEND commands ${name})
+endforeach()
+
+file(READ ${DOC} doc)
+set(failures "")
+foreach(command IN LISTS commands)
+  help_of(${command} expected)
+  set(begin "<!-- help: ${command} -->\n```text\n")
+  set(end "\n```\n<!-- end help -->")
+  string(FIND "${doc}" "${begin}" at)
+  if(at EQUAL -1)
+    list(APPEND failures "no '<!-- help: ${command} -->' block")
+    continue()
+  endif()
+  string(LENGTH "${begin}" begin_length)
+  math(EXPR body_at "${at} + ${begin_length}")
+  string(SUBSTRING "${doc}" ${body_at} -1 rest)
+  string(FIND "${rest}" "${end}" body_length)
+  if(body_length EQUAL -1)
+    list(APPEND failures "the '${command}' block has no '<!-- end help -->'")
+    continue()
+  endif()
+  string(SUBSTRING "${rest}" 0 ${body_length} actual)
+  if(NOT actual STREQUAL expected)
+    if(UPDATE)
+      string(SUBSTRING "${doc}" 0 ${body_at} head)
+      string(SUBSTRING "${rest}" ${body_length} -1 tail)
+      set(doc "${head}${expected}${tail}")
+      message(STATUS "updated the '${command}' block")
+    else()
+      list(APPEND failures "the '${command}' block differs from `attnrank ${command} --help`:\n--- docs ---\n${actual}\n--- program ---\n${expected}")
+    endif()
+  endif()
+endforeach()
+
+if(UPDATE)
+  file(WRITE ${DOC} "${doc}")
+endif()
+if(failures)
+  list(JOIN failures "\n" text)
+  message(FATAL_ERROR "${DOC} is out of date (regenerate with -DUPDATE=ON, see the top of this script):\n${text}")
+endif()
+list(LENGTH commands count)
+message(STATUS "docs/cli.md matches --help for ${count} commands")
