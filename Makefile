@@ -1,12 +1,13 @@
 # The two set-up commands of the README, and a few helpers.
 #   make demo   install dependencies, build, run the worked example, the appendix and reachability queries
-#   make test   install dependencies, build, run the whole test suite (what .ci/run runs)
+#   make test   install dependencies (with Coq), build, run the whole test suite with the proofs (what .ci/run runs)
+#   make proofs check proofs/ with coqc alone
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CLI = $(BUILD)/cli/attnrank
 DATA = examples/data/worked-example
 
-.PHONY: deps build demo test bench clean
+.PHONY: deps build demo test proofs bench clean
 
 deps:
 	scripts/install-deps
@@ -35,8 +36,14 @@ demo: build
 	$(CLI) reach diag:3:0.8 --dk 2
 	$(CLI) reach examples/data/previous-token.csv --dk 2 --svg $(BUILD)/figures/previous-token.svg
 
+# The suite includes the Coq proofs (label: proofs), so test installs Coq too.
 test: build
+	scripts/install-deps --proofs
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+proofs:
+	scripts/install-deps --proofs
+	cmake -DSOURCE_DIR=$(CURDIR) -DOUT=$(CURDIR)/$(BUILD)/proofs -P proofs/build.cmake
 
 bench:
 	scripts/install-deps --bench

@@ -134,6 +134,7 @@ TEST_CASE("attnrank::exact_rank properties", "[property]") {
     const Matrix<Rational> A = gen_matrix(n, n), B = gen_matrix(n, n);
     RC_ASSERT(exact_determinant(Matrix<Rational>(A * B)) == exact_determinant(A) * exact_determinant(B));
   });
+  // proofs/Ceiling.v, rank_mul_le_inner.
   rc::prop("rank(X Y) <= inner dimension, with equality when both factors have full rank (Eq. 2-5)", [] {
     const auto m = *rc::gen::inRange<Eigen::Index>(1, 9), d = *rc::gen::inRange<Eigen::Index>(1, 9),
                n = *rc::gen::inRange<Eigen::Index>(1, 9);
@@ -142,16 +143,38 @@ TEST_CASE("attnrank::exact_rank properties", "[property]") {
     RC_ASSERT(r <= d);
     if (oracle_rank(X) == d && oracle_rank(Y) == d) RC_ASSERT(r == d);
   });
+  // proofs/Subadditivity.v, rank_subadditive.
   rc::prop("rank(X + Y) <= rank X + rank Y (Eq. 2-8)", [] {
     const auto m = *rc::gen::inRange<Eigen::Index>(1, 8), n = *rc::gen::inRange<Eigen::Index>(1, 8);
     const Matrix<Rational> X = gen_low_rank(m, n), Y = gen_low_rank(m, n);
     RC_ASSERT(exact_rank(Matrix<Rational>(X + Y)).rank <= exact_rank(X).rank + exact_rank(Y).rank);
   });
+  // proofs/Subadditivity.v, rank_row_constant_le1.
   rc::prop("rank(c 1^T) <= 1, with equality iff c != 0", [] {
     const auto n = *rc::gen::inRange<Eigen::Index>(1, 10);
     const Matrix<Rational> c = gen_matrix(n, 1);
     const Matrix<Rational> C = c * Matrix<Rational>::Ones(1, n);
     RC_ASSERT(exact_rank(C).rank == (is_zero(c) ? 0 : 1));
+  });
+  // proofs/Subadditivity.v, seed_floor_sub.
+  rc::prop("rank(L + c 1^T) >= rank(L) - 1 (the tutorial's floor, Step B)", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 10);
+    const Matrix<Rational> L = *rc::gen::arbitrary<bool>() ? gen_low_rank(n, n) : gen_matrix(n, n);
+    const Matrix<Rational> c = gen_matrix(n, 1);
+    const Matrix<Rational> S = L + c * Matrix<Rational>::Ones(1, n);
+    RC_ASSERT(exact_rank(S).rank + 1 >= exact_rank(L).rank);
+  });
+  // proofs/ExactFloor.v, exact_floor_le and exact_floor_attained.
+  rc::prop("rank(L + c 1^T) >= rank(L C), with equality at c = -L 1 / n (the exact floor)", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 10);
+    const Matrix<Rational> L = *rc::gen::arbitrary<bool>() ? gen_low_rank(n, n) : gen_matrix(n, n);
+    const Matrix<Rational> C = Matrix<Rational>::Identity(n, n) - Matrix<Rational>::Constant(n, n, Rational(1, n));
+    const Eigen::Index floor = exact_rank(Matrix<Rational>(L * C)).rank;
+    const Matrix<Rational> ones = Matrix<Rational>::Ones(1, n);
+    const Matrix<Rational> c = gen_matrix(n, 1);
+    RC_ASSERT(exact_rank(Matrix<Rational>(L + c * ones)).rank >= floor);
+    const Matrix<Rational> c_star = -(L * Matrix<Rational>::Ones(n, 1)) / Rational(n);
+    RC_ASSERT(exact_rank(Matrix<Rational>(L + c_star * ones)).rank == floor);
   });
   rc::prop("a matrix built as X Y with independent full-rank factors has exactly their rank", [] {
     const auto m = *rc::gen::inRange<Eigen::Index>(1, 25), n = *rc::gen::inRange<Eigen::Index>(1, 25);
@@ -163,6 +186,7 @@ TEST_CASE("attnrank::exact_rank properties", "[property]") {
     RC_ASSERT(res.rank == r);
     RC_ASSERT(check_exact_rank(q(X * Y), res));
   });
+  // proofs/DiagonalTarget.v, det_aI_bJ and rank_aI_bJ_full.
   rc::prop("det(a I + b J) = a^(n-1) (a + n b), and the rank follows the eigenvalues", [] {
     const auto n = *rc::gen::inRange<Eigen::Index>(0, 16);
     const Rational a = *gen_rational(), b = *rc::gen::oneOf(gen_rational(), rc::gen::just(n ? Rational(-a / n) : Rational(1)));

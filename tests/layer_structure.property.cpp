@@ -27,6 +27,7 @@ TEST_CASE("attnrank::MultiHeadAttention structure") {
     RC_ASSERT(t.Q == l.X * l.wq);
   });
 
+  // proofs/Ceiling.v, rank_scores_le_dk.
   rc::prop("head i's raw scores are Q_i K_i^T, of rank at most d_k", [] {
     const auto l = gen_layer();
     PrecisionScope scope(64);

@@ -123,6 +123,7 @@ TEST_CASE("attnrank::check_reach_certificate rejects what it should") {
 }
 
 TEST_CASE("attnrank::reach properties", "[property]") {
+  // proofs/DiagonalTarget.v, rank_diagonal_floor; proofs/Reachability.v, reachable_iff_floor_le.
   rc::prop("diag:n:p is unreachable for every d_k <= n - 2 and reachable at d_k = n - 1", [] {
     const auto n = *rc::gen::inRange<Eigen::Index>(2, 13);
     // p in (1/n, 1): a fraction a / 1000 above 1000 / n
@@ -135,6 +136,7 @@ TEST_CASE("attnrank::reach properties", "[property]") {
     RC_ASSERT(r.verdict == (dk <= n - 2 ? Verdict::unreachable : Verdict::reachable));
     RC_ASSERT(check_reach_certificate(A, make_reach_certificate(A, r)).valid);
   });
+  // proofs/ExactFloor.v, exact_floor_min; proofs/Reachability.v, reachable_iff_floor_le.
   rc::prop("a target 2^E has floor exactly rank(E C): reachable there, unreachable one below", [] {
     const auto n = *rc::gen::inRange<Eigen::Index>(2, 9), k = *rc::gen::inRange<Eigen::Index>(1, 4);
     const Matrix<Integer> E = gen_integer_matrix(n, k, 2) * gen_integer_matrix(k, n, 2);
@@ -146,6 +148,7 @@ TEST_CASE("attnrank::reach properties", "[property]") {
     RC_ASSERT(at.verdict == Verdict::reachable);
     if (floor >= 2) RC_ASSERT(reach(A, floor - 1).verdict == Verdict::unreachable);
   });
+  // proofs/Reachability.v (the witness construction); proofs/SoftmaxInversion.v, softmax_inversion.
   rc::prop("every certificate is accepted by the checker, and witnesses meet their bounds", [] {
     const auto n = *rc::gen::inRange<Eigen::Index>(1, 7);
     Matrix<Rational> A(n, n);
@@ -156,6 +159,7 @@ TEST_CASE("attnrank::reach properties", "[property]") {
     const CertificateCheck c = check_reach_certificate(A, make_reach_certificate(A, r));
     RC_ASSERT(c.valid);
   });
+  // proofs/SoftmaxInversion.v, softmax_iff_log_shift (a row scale is a row constant in log space).
   rc::prop("the verdict does not change when rows of the target are scaled", [] {
     const auto n = *rc::gen::inRange<Eigen::Index>(2, 7);
     Matrix<Rational> A(n, n);
@@ -168,6 +172,7 @@ TEST_CASE("attnrank::reach properties", "[property]") {
     RC_ASSERT(a.verdict == b.verdict);
     RC_ASSERT(a.floor.lower == b.floor.lower);
   });
+  // proofs/Winners.v, top_is_extreme.
   rc::prop("d_k = 1: the top-weighted token is argmax k or argmin k, or the row is flat (Question 1)", [] {
     const auto n = *rc::gen::inRange<std::size_t>(1, 8);
     std::vector<Rational> keys;

@@ -79,6 +79,7 @@ TEST_CASE("attnrank::softmax_rows [mpfi]") {
 }
 
 TEST_CASE("attnrank::softmax_rows [mpfr]") {
+  // proofs/SoftmaxInversion.v, softmax_shift.
   rc::prop("softmax is unchanged by adding a constant to a row", [] {
     PrecisionScope scope(200);
     const auto n = *rc::gen::inRange(1, 6);
