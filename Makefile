@@ -1,13 +1,15 @@
 # The two set-up commands of the README, and a few helpers.
 #   make demo   install dependencies, build, run the worked example, the appendix and reachability queries
-#   make test   install dependencies (with Coq), build, run the whole test suite with the proofs (what .ci/run runs)
+#   make test   install dependencies (with Coq), build, run the test suite with the proofs, all but the
+#               nightly-style mutation check (what .ci/run runs)
 #   make proofs check proofs/ with coqc alone
+#   make mutation  the mutation check of the property suite (about 15 minutes)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CLI = $(BUILD)/cli/attnrank
 DATA = examples/data/worked-example
 
-.PHONY: deps build demo test proofs bench clean
+.PHONY: deps build demo test proofs mutation bench clean
 
 deps:
 	scripts/install-deps
@@ -39,7 +41,11 @@ demo: build
 # The suite includes the Coq proofs (label: proofs), so test installs Coq too.
 test: build
 	scripts/install-deps --proofs
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE mutation
+
+# The mutation check (docs/testing.md): about 15 minutes, so not part of make test.
+mutation: build
+	cd $(BUILD) && ctest --output-on-failure -L mutation
 
 proofs:
 	scripts/install-deps --proofs

@@ -39,6 +39,27 @@ TEST_CASE("attnrank::MultiHeadAttention structure") {
     }
   });
 
+  rc::prop("head i's weights are softmax(Q_i K_i^T / sqrt(d_k)), rows summing to 1 (Equation 2-1 per head)", [] {
+    const auto l = gen_layer();
+    PrecisionScope scope(64);
+    const auto t = layer_in<Rational>(l).forward<Interval>(l.X);
+    const Interval root = sqrt(Interval(static_cast<long>(t.shape.d_k)));
+    for (const auto& h : t.heads) {
+      const Matrix<Interval> S = from_rational<Interval>(h.scores).unaryExpr([&](const Interval& x) { return Interval(x / root); });
+      const Matrix<Interval> expected = softmax_rows(S);
+      for (Eigen::Index i = 0; i < expected.rows(); ++i) {
+        Interval row_sum = 0;
+        for (Eigen::Index j = 0; j < expected.cols(); ++j) {
+          const Interval& got = h.A(i, j);
+          RC_ASSERT(lower_bound(got) <= upper_bound(expected(i, j)));
+          RC_ASSERT(lower_bound(expected(i, j)) <= upper_bound(got));
+          row_sum += got;
+        }
+        RC_ASSERT(scalar_traits<Interval>::contains(row_sum, Rational(1)));
+      }
+    }
+  });
+
   rc::prop("one wide head and h narrow heads have equal parameter counts (4 d_model^2)", [] {
     const auto heads = *rc::gen::element<Eigen::Index>(1, 2, 3, 4, 6, 8, 12, 16, 64);
     const auto d_model = heads * *rc::gen::inRange<Eigen::Index>(1, 100);
