@@ -188,7 +188,11 @@ json appendix_json(const TutorialAppendix& t, const Digits& d) {
       {"keys", {"2", "0", "1"}},
       {"sweep", sweep},
       {"winners", json(std::vector<std::string>{token(k.winners.front()), token(k.winners.back())})},
-      {"locked_out", token_list(k.locked_out)},
+      {"locked_out", [&] {
+         json ids = json::array();
+         for (Index j : k.locked_out) ids.push_back(token(j));
+         return ids;
+       }()},
       {"q_star", interval_json(k.q_star, d.threshold)},
       {"love_at_q_star", interval_json(k.love_at_q_star, std::max(d.threshold, 6))},
       {"llms_max", k.llms_max.str()},

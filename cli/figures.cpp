@@ -68,7 +68,7 @@ std::string figure9(const AppendixFigureData& d) {
 std::string spectrum_figure(const AppendixFigureData& d) {
   Svg svg(560, 340, "Singular values of log(A) C");
   spectrum(svg, 60, 10, 420, 280, d.singular_values, 1, "d_k = 1 keeps one",
-           "Singular values of log(A) C (diagonal target, n = " + std::to_string(d.n) + ")");
+           "Singular values of log(A) C (diagonal target, n = " + std::to_string(d.n) + "; numeric)");
   svg.text(20, 330, std::to_string(d.floor) + " non-zero values: the floor. A head of width d_k keeps the first d_k.", 11);
   return svg.str();
 }
@@ -129,7 +129,7 @@ std::string reach_figure(const Eigen::MatrixXd& target, const Eigen::MatrixXd* a
   if (approximation) draw(10 + panel, *approximation, "best width-" + std::to_string(dk) + " head");
   else svg.text(10 + panel, 50, "no width-" + std::to_string(dk) + " witness (zero entry in A)", 12);
   spectrum(svg, 2 * panel + 60, 28, 420, std::max(side, 300.0) - 20, spectrum_values, dk,
-           "d_k = " + std::to_string(dk), "singular values of log(A) C");
+           "d_k = " + std::to_string(dk), "singular values of log(A) C (numeric, not certified)");
   return svg.str();
 }
 

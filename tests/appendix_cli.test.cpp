@@ -109,7 +109,7 @@ TEST_CASE("attnrank appendix --json: the contract's keys and the 40-digit refere
     CHECK(j.at("worked_example_heads").at("verdict") == "reachable");
     CHECK(j.at("worked_example_heads").at("max_abs_error").get<double>() < 1e-12);
     CHECK(j.at("winners") == json({"I", "love"}));
-    CHECK(j.at("locked_out") == "LLMs");
+    CHECK(j.at("locked_out") == json({"LLMs"}));
     CHECK(j.at("llms_max") == "1/3");
   }
   SECTION("the threshold q*: love's weight at q* encloses 0.95") {
