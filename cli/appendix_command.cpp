@@ -12,7 +12,6 @@
 #include <Eigen/SVD>
 
 #include <cmath>
-#include <filesystem>
 #include <sstream>
 
 namespace attnrank::cli {
@@ -46,13 +45,6 @@ json interval_json(const Interval& x, int digits) {
 
 json verdict_json(Verdict v) {
   return v == Verdict::undecided ? json(nullptr) : json(v == Verdict::reachable);
-}
-
-std::string short_double(double x) {
-  std::ostringstream s;
-  s.precision(2);
-  s << x;
-  return s.str();
 }
 
 std::string matrix_rows(const Eigen::MatrixXd& M, int digits, const std::string& indent) {
@@ -124,14 +116,14 @@ std::string narrate(const TutorialAppendix& t, const Digits& d) {
   if (f.dk2.witness) {
     s << "    witness (truncated SVD of log(A) C, " << f.dk2.witness->bits << " bits; 4 decimals shown, exact values in --json):\n"
       << "    Q =\n" << matrix_rows(f.dk2.witness->Q, 4, "      ") << "    K =\n" << matrix_rows(f.dk2.witness->K, 4, "      ")
-      << "    max |softmax(Q K^T / sqrt 2) - A| <= " << short_double(f.dk2.witness->max_abs_error) << " (certified)\n";
+      << "    max |softmax(Q K^T / sqrt 2) - A| <= " << format_upper_bound(f.dk2.witness->max_abs_error) << " (certified)\n";
   }
   const EmbeddingsReach& e = f.dk2_on_worked_example;
   s << "  on the worked example's X (Section 2.2.2): " << to_string(e.result.verdict);
   if (e.result.witness) {
     s << " - head weights (4 x 2, 4 decimals shown) that make 'I love LLMs' attend with this A\n"
       << "    W^Q_i =\n" << matrix_rows(e.WQ, 4, "      ") << "    W^K_i =\n" << matrix_rows(e.WK, 4, "      ")
-      << "    max |softmax((X W^Q_i)(X W^K_i)^T / sqrt 2) - A| <= " << short_double(e.result.witness->max_abs_error)
+      << "    max |softmax((X W^Q_i)(X W^K_i)^T / sqrt 2) - A| <= " << format_upper_bound(e.result.witness->max_abs_error)
       << " (certified, for these weights as doubles)\n";
   } else {
     s << "\n";

@@ -86,7 +86,7 @@ std::string run_certified(const Matrix<Rational>& A, unsigned bits, bool as_json
     s << r.lower << " <= rank <= " << r.upper << " (certified bounds, " << shape(A) << ")\n";
   if (r.lower > 0)
     s << "  proof of rank >= " << r.lower << ": a " << r.lower << " x " << r.lower
-      << " minor M with ||I - R M||_inf <= " << short_double(r.residual_bound) << " < 1 (" << r.method << ", "
+      << " minor M with ||I - R M||_inf <= " << format_upper_bound(r.residual_bound) << " < 1 (" << r.method << ", "
       << r.bits << " bits)\n";
   if (r.lower < r.upper)
     s << "  rank <= " << r.upper << " is only the shape: floating arithmetic cannot prove a deficiency.\n"

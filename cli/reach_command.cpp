@@ -3,6 +3,7 @@
 #include "figures.hpp"
 #include "svg.hpp"
 
+#include <attnrank/decimal.hpp>
 #include <attnrank/matrix_spec.hpp>
 #include <attnrank/numeric_rank.hpp>
 #include <attnrank/reach_certificate.hpp>
@@ -16,13 +17,6 @@ namespace attnrank::cli {
 namespace {
 
 using nlohmann::json;
-
-std::string short_double(double x) {
-  std::ostringstream s;
-  s.precision(6);
-  s << x;
-  return s.str();
-}
 
 json read_json_file(const std::string& path) {
   std::ifstream f(path);
@@ -46,7 +40,7 @@ std::string narrate(const std::string& name, const ReachResult& r, bool free_sco
     if (f.lower == f.upper) s << "= " << f.lower;
     else s << f.lower << " <= floor <= " << f.upper;
     s << "\n           lower: a " << f.lower << " x " << f.lower << " minor of log(A) C proven nonsingular ("
-      << f.lower_bits << " bits, ||I - R M|| <= " << short_double(f.minor_residual) << ")";
+      << f.lower_bits << " bits, ||I - R M|| <= " << format_upper_bound(f.minor_residual) << ")";
     if (f.lower_is_partial) s << " - enough for the verdict; --full-floor for the whole bound";
     s << "\n           upper: " << f.upper_reason << "\n";
     s << "  ceiling  rank(Q K^T) <= d_k = " << r.dk << "\n";
@@ -61,7 +55,7 @@ std::string narrate(const std::string& name, const ReachResult& r, bool free_sco
     s << "witness at d_k = " << r.dk
       << (free_scores ? " (truncated SVD of log(A) C)" : " (head weights W^Q, W^K on X; --json lists them)")
       << ": max |softmax(Q K^T / sqrt(d_k)) - A| <= "
-      << short_double(r.witness->max_abs_error) << " (certified)\n";
+      << format_upper_bound(r.witness->max_abs_error) << " (certified)\n";
   return s.str();
 }
 

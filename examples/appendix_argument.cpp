@@ -40,7 +40,7 @@ int main() {
     const CertificateCheck check = check_reach_certificate(A, certificate);
     std::cout << "d_k = " << dk << ": floor " << result.floor.lower << ", " << to_string(result.verdict)
               << ", certificate " << (check.valid ? "verified" : "REJECTED");
-    if (result.witness) std::cout << ", witness error <= " << result.witness->max_abs_error;
+    if (result.witness) std::cout << ", witness error <= " << format_upper_bound(result.witness->max_abs_error);
     std::cout << "\n";
   }
 }

@@ -2,6 +2,7 @@
 // positive weights; default: examples/data/previous-token.csv), decides it for
 // every head width d_k = 1..n, and writes the certificate of the first width
 // that reaches it (argument 2, default reach-certificate.json).
+#include <attnrank/decimal.hpp>
 #include <attnrank/reach_certificate.hpp>
 
 #include <fstream>
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
       std::cout << "  d_k = " << dk << ": " << to_string(r.verdict) << " (floor " << r.floor.lower;
       if (r.floor.upper != r.floor.lower) std::cout << ".." << r.floor.upper;
       std::cout << ")";
-      if (r.witness) std::cout << ", best head within " << r.witness->max_abs_error;
+      if (r.witness) std::cout << ", best head within " << format_upper_bound(r.witness->max_abs_error);
       std::cout << "\n";
       if (r.verdict == Verdict::reachable) {
         std::ofstream(certificate_path) << make_reach_certificate(A, r).dump(1) << "\n";

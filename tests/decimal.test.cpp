@@ -40,3 +40,14 @@ TEST_CASE("attnrank::certified_fixed") {
     RC_ASSERT(q <= parse_rational(h));
   });
 }
+
+TEST_CASE("attnrank::format_upper_bound") {
+  CHECK(format_upper_bound(0.375111) == "3.76e-01");
+  CHECK(format_upper_bound(0.0) == "0");
+  rc::prop("a printed upper bound is never below the bound it prints", [](double x, bool tiny) {
+    RC_PRE(std::isfinite(x));
+    if (tiny) x = std::ldexp(x, -1000);  // subnormal and tiny magnitudes too
+    const int significant = *rc::gen::inRange(2, 18);
+    RC_ASSERT(parse_rational(format_upper_bound(x, significant)) >= to_rational(x));
+  });
+}

@@ -111,4 +111,14 @@ inline std::pair<std::string, std::string> enclosure_scientific(const Interval& 
   return {format_scientific(lower_bound(x), significant, false), format_scientific(upper_bound(x), significant, true)};
 }
 
+/// A proven upper bound x (a double) printed so the text is still an upper
+/// bound: rounded toward +inf to `significant` digits, "3.76e-01". Printing it
+/// to nearest could show a number below the bound actually proven.
+inline std::string format_upper_bound(double x, int significant = 3) {
+  Real r;
+  mpfr_set_prec(r.backend().data(), 53);
+  mpfr_set_d(r.backend().data(), x, MPFR_RNDN);  // exact: 53 bits hold any double
+  return format_scientific(r, significant, true);
+}
+
 }  // namespace attnrank
