@@ -1,5 +1,6 @@
 // attnrank det: exact or certified determinant of a square matrix.
 #include "commands.hpp"
+#include "run.hpp"
 
 #include <attnrank/certified_determinant.hpp>
 #include <attnrank/decimal.hpp>
@@ -73,7 +74,7 @@ void add_det_command(CLI::App& app, std::string& out) {
       ->check(CLI::Range(1, max_digits));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &out] {
-    const Matrix<Rational> A = read_matrix_argument(opt->matrix);
+    const Matrix<Rational> A = read_matrix_argument(opt->matrix, input_limits());
     if (A.rows() != A.cols())
       throw input_error(opt->matrix + ": the determinant needs a square matrix, this one is " + std::to_string(A.rows()) +
                         " x " + std::to_string(A.cols()));

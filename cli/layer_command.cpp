@@ -1,10 +1,27 @@
 // attnrank layer: the forward pass on the user's own matrices, in any tier.
 #include "commands.hpp"
+#include "run.hpp"
 #include "layer_report.hpp"
 
 #include <attnrank/parse.hpp>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace attnrank::cli {
+namespace {
+
+/// The library names matrices by symbol ("W^O is 3 x 4; ..."); the user needs the
+/// file too, so a message about one matrix is prefixed with that matrix's path.
+[[noreturn]] void rethrow_with_file(const input_error& e, const std::vector<std::pair<std::string, std::string>>& files) {
+  const std::string what = e.what();
+  for (const auto& [symbol, path] : files)
+    if (what.rfind(symbol + " ", 0) == 0) throw input_error(path + ": " + what);
+  throw e;
+}
+
+}  // namespace
 
 void add_layer_command(CLI::App& app, std::string& out) {
   auto* cmd = app.add_subcommand("layer", "Multi-head attention on your matrices (CSV files), with every step");
@@ -30,11 +47,17 @@ void add_layer_command(CLI::App& app, std::string& out) {
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &out] {
-    const Matrix<Rational> X = read_matrix(opt->x);
-    const MultiHeadAttention<Rational> layer(read_matrix(opt->wq), read_matrix(opt->wk), read_matrix(opt->wv),
-                                             read_matrix(opt->wo), opt->heads);
-    const FormattedTrace t = run_layer(layer, X, parse_tier(opt->tier), opt->digits, opt->bits);
-    out = opt->json ? trace_json(t).dump(2) + "\n" : narrate(t, {});
+    const ParseLimits& limits = input_limits();
+    const Matrix<Rational> X = read_matrix(opt->x, limits);
+    const Matrix<Rational> wq = read_matrix(opt->wq, limits), wk = read_matrix(opt->wk, limits),
+                           wv = read_matrix(opt->wv, limits), wo = read_matrix(opt->wo, limits);
+    try {
+      const MultiHeadAttention<Rational> layer(wq, wk, wv, wo, opt->heads);
+      const FormattedTrace t = run_layer(layer, X, parse_tier(opt->tier), opt->digits, opt->bits);
+      out = opt->json ? trace_json(t).dump(2) + "\n" : narrate(t, {});
+    } catch (const input_error& e) {
+      rethrow_with_file(e, {{"X", opt->x}, {"W^Q", opt->wq}, {"W^K", opt->wk}, {"W^V", opt->wv}, {"W^O", opt->wo}});
+    }
   });
 }
 

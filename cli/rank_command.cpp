@@ -1,5 +1,6 @@
 // attnrank rank: exact, certified or numeric rank of a matrix (CSV file or spec).
 #include "commands.hpp"
+#include "run.hpp"
 
 #include <attnrank/certified_rank.hpp>
 #include <attnrank/decimal.hpp>
@@ -166,7 +167,7 @@ void add_rank_command(CLI::App& app, std::string& out) {
       ->check(CLI::Range(1L, max_spec_size));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &out] {
-    const Matrix<Rational> A = read_matrix_argument(opt->matrix);
+    const Matrix<Rational> A = read_matrix_argument(opt->matrix, input_limits());
     if (opt->mode != "numeric" && (opt->top > 0 || opt->tol >= 0))
       throw input_error("--top and --tol belong to --mode numeric");
     if (opt->mode != "certified" && opt->bits != 53) throw input_error("--bits belongs to --mode certified");

@@ -1,5 +1,6 @@
 // attnrank reach: can a head of width d_k produce this attention pattern?
 #include "commands.hpp"
+#include "run.hpp"
 #include "figures.hpp"
 #include "svg.hpp"
 
@@ -19,19 +20,31 @@ namespace {
 using nlohmann::json;
 
 json read_json_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw input_error(path + ": no such file or not readable");
+  const std::string text = read_text_file(path, input_limits());
   try {
-    return json::parse(f);
+    return json::parse(text);
   } catch (const json::parse_error& e) {
     throw input_error(path + ": not valid JSON (" + std::string(e.what()) + ")");
   }
 }
 
-std::string narrate(const std::string& name, const ReachResult& r, bool free_scores) {
+/// Whether every row of A sums exactly to 1. Softmax normalises rows, so the
+/// verdict is about A / rowsums either way; the output says so when it matters.
+bool rows_sum_to_one(const Matrix<Rational>& A) {
+  for (Eigen::Index i = 0; i < A.rows(); ++i) {
+    Rational sum = 0;
+    for (Eigen::Index j = 0; j < A.cols(); ++j) sum += A(i, j);
+    if (sum != 1) return false;
+  }
+  return true;
+}
+
+std::string narrate(const std::string& name, const ReachResult& r, bool free_scores, bool normalised) {
   std::ostringstream s;
   s << "target " << name << " (n = " << r.n << "), head width d_k = " << r.dk
     << (free_scores ? ", free Q and K\n" : ", Q = X W^Q and K = X W^K for the given X\n");
+  if (!normalised)
+    s << "  note: rows do not sum to 1; softmax normalises rows, so everything below is about A / rowsums\n";
   if (r.has_zero_entry) {
     s << "verdict: unreachable - " << r.reason << ".\n";
   } else {
@@ -106,12 +119,12 @@ void add_reach_command(CLI::App& app, std::string& out) {
   cmd->add_option("--svg", opt->svg, "Also draw the target, the best width-d_k head and the spectrum of log(A) C (SVG file)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, dk_option, &out] {
-    const Matrix<Rational> A = read_matrix_argument(opt->target);
+    const Matrix<Rational> A = read_matrix_argument(opt->target, input_limits());
     validate_target(A, opt->target);
     if (!opt->check.empty()) {
       const json cert = read_json_file(opt->check);
       const CertificateCheck c = opt->x.empty() ? check_reach_certificate(A, cert)
-                                                : check_embeddings_certificate(A, read_matrix(opt->x), cert);
+                                                : check_embeddings_certificate(A, read_matrix(opt->x, input_limits()), cert);
       if (!c.valid) throw input_error(opt->check + ": certificate rejected: " + c.reason);
       out = opt->json ? json{{"valid", true}, {"reason", c.reason}}.dump(2) + "\n" : "certificate valid: " + c.reason + "\n";
       return;
@@ -123,8 +136,13 @@ void add_reach_command(CLI::App& app, std::string& out) {
     std::optional<EmbeddingsReach> emb;
     Matrix<Rational> X;
     if (!opt->x.empty()) {
-      X = read_matrix(opt->x);
-      emb = reach_with_embeddings(A, X, opt->dk, o);
+      X = read_matrix(opt->x, input_limits());
+      try {
+        emb = reach_with_embeddings(A, X, opt->dk, o);
+      } catch (const input_error& e) {  // name the file in messages about X
+        if (std::string(e.what()).find("embeddings X") == std::string::npos) throw;
+        throw input_error(opt->x + ": " + e.what());
+      }
     }
     const ReachResult r = emb ? emb->result : reach(A, opt->dk, o);
     const json cert = emb ? make_embeddings_certificate(A, X, *emb) : make_reach_certificate(A, r);
@@ -134,7 +152,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
     }
     if (!opt->svg.empty()) write_text_file(opt->svg, reach_svg(A, r, opt->target));
     if (!opt->json) {
-      out = narrate(opt->target, r, !emb);
+      out = narrate(opt->target, r, !emb, rows_sum_to_one(A));
       if (emb) {
         out += "question: fixed embeddings X from " + opt->x + " (scores X W^Q W^K^T X^T / sqrt(d_k))";
         out += emb->x_full_row_rank ? " - X has full row rank, so every score matrix is reachable through X and the free answer above is the answer.\n"
@@ -147,6 +165,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
            {"question", emb ? "embeddings" : "free"},
            {"verdict", to_string(r.verdict)},
            {"reason", r.reason},
+           {"rows_sum_to_one", rows_sum_to_one(A)},
            {"max_abs_error", r.witness ? json(r.witness->max_abs_error) : json(nullptr)},
            {"certificate", cert}};
     if (r.has_zero_entry) {

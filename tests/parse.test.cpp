@@ -67,11 +67,28 @@ TEST_CASE("attnrank::parse_matrix") {
     limits.max_cells = 3;
     CHECK_THROWS_WITH(parse_matrix("1,2\n3,4\n", "m.csv", limits), Catch::Contains("more than 3 cells"));
   }
+  SECTION("caps on rows, columns and the total size of the numbers") {
+    ParseLimits limits;
+    limits.max_rows = 2;
+    limits.max_columns = 2;
+    CHECK(parse_matrix("1,2\n3,4\n", "m.csv", limits).rows() == 2);
+    CHECK_THROWS_WITH(parse_matrix("1\n2\n3\n", "m.csv", limits), Catch::Contains("line 3: more than 2 rows"));
+    CHECK_THROWS_WITH(parse_matrix("1,2,3\n", "m.csv", limits), Catch::Contains("line 1 has more than 2 columns"));
+    limits = ParseLimits{};
+    limits.max_total_bits = 8000;  // 1e1000 alone needs 3322 bits
+    CHECK(parse_matrix("1e1000,1e1000\n", "m.csv", limits).cols() == 2);
+    CHECK_THROWS_WITH(parse_matrix("1e1000,1e1000\n1e1000,1\n", "m.csv", limits),
+                      Catch::Contains("line 2: the numbers so far need more than 8000 bits"));
+  }
 }
 
 TEST_CASE("attnrank::read_matrix") {
   CHECK_THROWS_WITH(read_matrix("/nonexistent/attnrank.csv"), Catch::Contains("no such file"));
   CHECK_THROWS_WITH(read_matrix("/tmp"), Catch::Contains("is a directory"));
+  ParseLimits limits;
+  limits.max_file_bytes = 1000;
+  CHECK_THROWS_WITH(read_matrix("/dev/zero", limits), Catch::Contains("more than 1000 bytes"));
+  CHECK_THROWS_WITH(read_text_file("/dev/zero", limits), Catch::Contains("stopped reading there"));
 }
 
 TEST_CASE("attnrank::parse_rational properties") {

@@ -13,12 +13,21 @@
 
 namespace attnrank {
 
+/// The largest n (rows or columns) a matrix may have unless the caller raises
+/// ParseLimits (or `attnrank --max-size N` does).
+inline constexpr std::size_t default_max_dimension = 8192;
+
 /// Limits that keep bad input from exhausting the machine (docs/reliability.md).
+/// Every cap is checked while reading, so input over a cap costs at most the cap
+/// (a 2 GB file is refused before a byte is read; a pipe stops at the cap).
 struct ParseLimits {
   std::size_t max_file_bytes = std::size_t{256} << 20;  ///< refuse larger files before reading
+  std::size_t max_rows = default_max_dimension;         ///< rows of one matrix
+  std::size_t max_columns = default_max_dimension;      ///< columns of one matrix
   std::size_t max_cells = std::size_t{1} << 26;         ///< rows * columns
   long max_exponent = 4096;                             ///< |e| in "1e<e>"
   std::size_t max_digits = 4096;                        ///< digits in one number
+  std::size_t max_total_bits = std::size_t{1} << 31;    ///< bits of all numerators and denominators (256 MiB)
 };
 
 /// Parses one number: an integer ("-3"), a decimal ("0.8", "1e-3", "-2.5E+4") or a
@@ -32,8 +41,12 @@ Rational parse_rational(std::string_view text, const ParseLimits& limits = {});
 Matrix<Rational> parse_matrix(std::string_view text, const std::string& source,
                               const ParseLimits& limits = {});
 
-/// Reads and parses a CSV file (refusing files larger than limits.max_file_bytes
-/// before reading them).
+/// The whole file as bytes: a regular file larger than limits.max_file_bytes is
+/// refused before it is read; pipes and devices are read at most that far.
+std::string read_text_file(const std::string& path, const ParseLimits& limits = {});
+
+/// Reads and parses a CSV file (read_text_file, then parse_matrix). A regular file larger than limits.max_file_bytes
+/// is refused before it is read; pipes and devices are read at most that far.
 Matrix<Rational> read_matrix(const std::string& path, const ParseLimits& limits = {});
 
 }  // namespace attnrank

@@ -6,7 +6,6 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 namespace attnrank {
@@ -116,7 +115,7 @@ inline Matrix<Rational> parse_matrix(std::string_view text, const std::string& s
                                      const ParseLimits& limits) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   std::vector<std::vector<Rational>> rows;
-  std::size_t first_width_line = 0, line_no = 0, cells = 0;
+  std::size_t first_width_line = 0, line_no = 0, cells = 0, total_bits = 0;
   while (!text.empty()) {
     ++line_no;
     const auto nl = text.find('\n');
@@ -138,6 +137,14 @@ inline Matrix<Rational> parse_matrix(std::string_view text, const std::string& s
       }
       if (++cells > limits.max_cells)
         throw input_error(source + ": more than " + std::to_string(limits.max_cells) + " cells");
+      total_bits += mpz_sizeinbase(mpq_numref(row.back().backend().data()), 2) +
+                    mpz_sizeinbase(mpq_denref(row.back().backend().data()), 2);
+      if (total_bits > limits.max_total_bits)
+        throw input_error(source + ": line " + std::to_string(line_no) + ": the numbers so far need more than " +
+                          std::to_string(limits.max_total_bits) + " bits in all (ParseLimits::max_total_bits)");
+      if (column > limits.max_columns)
+        throw input_error(source + ": line " + std::to_string(line_no) + " has more than " +
+                          std::to_string(limits.max_columns) + " columns (the limit; attnrank --max-size raises it)");
       if (comma == std::string_view::npos) break;
       line = line.substr(comma + 1);
     }
@@ -146,6 +153,9 @@ inline Matrix<Rational> parse_matrix(std::string_view text, const std::string& s
                         " columns, but line " + std::to_string(first_width_line) + " has " +
                         std::to_string(rows.front().size()) + " (rows must have equal length)");
     if (rows.empty()) first_width_line = line_no;
+    if (rows.size() == limits.max_rows)
+      throw input_error(source + ": line " + std::to_string(line_no) + ": more than " +
+                        std::to_string(limits.max_rows) + " rows (the limit; attnrank --max-size raises it)");
     rows.push_back(std::move(row));
   }
   if (rows.empty()) throw input_error(source + ": no matrix rows (the input is empty or only comments)");
@@ -156,22 +166,34 @@ inline Matrix<Rational> parse_matrix(std::string_view text, const std::string& s
   return m;
 }
 
-inline Matrix<Rational> read_matrix(const std::string& path, const ParseLimits& limits) {
+inline std::string read_text_file(const std::string& path, const ParseLimits& limits) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) throw input_error(path + ": no such file");
-  if (std::filesystem::is_directory(status)) throw input_error(path + ": is a directory, not a matrix file");
+  if (std::filesystem::is_directory(status)) throw input_error(path + ": is a directory, not a file");
   const auto size = std::filesystem::file_size(path, ec);
   if (!ec && size > limits.max_file_bytes)
     throw input_error(path + ": file is " + std::to_string(size) + " bytes, over the limit of " +
                       std::to_string(limits.max_file_bytes));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw input_error(path + ": cannot be opened for reading");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  if (text.size() > limits.max_file_bytes) throw input_error(path + ": over the file size limit");
-  return parse_matrix(text, path, limits);
+  // Read in chunks and stop one byte past the cap: a pipe or /dev/zero has no
+  // size to check up front, and must not be read to exhaustion.
+  std::string text;
+  std::vector<char> chunk(std::size_t{1} << 16);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+    if (text.size() > limits.max_file_bytes)
+      throw input_error(path + ": more than " + std::to_string(limits.max_file_bytes) +
+                        " bytes (the file size limit); stopped reading there");
+  }
+  if (in.bad()) throw input_error(path + ": read error");
+  return text;
+}
+
+inline Matrix<Rational> read_matrix(const std::string& path, const ParseLimits& limits) {
+  return parse_matrix(read_text_file(path, limits), path, limits);
 }
 
 }  // namespace attnrank

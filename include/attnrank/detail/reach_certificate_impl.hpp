@@ -174,7 +174,9 @@ inline CertificateCheck check_reach_certificate(const Matrix<Rational>& A, const
       if (lower > 0) {
         bool proven = false;
         if (lower <= 200) {
-          const PrecisionScope scope(std::max(64u, lp.value("bits", 53u)));
+          const unsigned bits = lp.value("bits", 53u);
+          if (bits < min_precision_bits || bits > max_precision_bits) return reject("the minor's precision is out of range");
+          const PrecisionScope scope(std::max(64u, bits));
           proven = certify_nonsingular_minor(centered_log(A), rows, cols).has_value();
         } else {
           std::vector<Index> all = detail::iota_indices(n);
@@ -231,7 +233,9 @@ inline CertificateCheck check_reach_certificate(const Matrix<Rational>& A, const
       double recomputed = INFINITY;
       if (w.contains("bits")) {
         const Matrix<Rational> Q = detail::rational_matrix_from_json(w.at("Q"), n, wk), K = detail::rational_matrix_from_json(w.at("K"), n, wk);
-        recomputed = certified_witness_error(A, Q, K, w.at("bits").get<unsigned>());
+        const unsigned bits = w.at("bits").get<unsigned>();
+        if (bits < min_precision_bits || bits > max_precision_bits) return reject("the witness's precision is out of range");
+        recomputed = certified_witness_error(A, Q, K, bits);
       } else {
         const Eigen::MatrixXd Q = detail::matrix_from_json(w.at("Q"), n, wk), K = detail::matrix_from_json(w.at("K"), n, wk);
         recomputed = certified_witness_error(A, Q, K, 64);
