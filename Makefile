@@ -4,12 +4,18 @@
 #               nightly-style mutation check (what .ci/run runs)
 #   make proofs check proofs/ with coqc alone
 #   make mutation  the mutation check of the property suite (about 15 minutes)
+#   make hardening the sanitizer suite, short fuzz runs and ThreadSanitizer (part of make test)
+#   make fuzz FUZZ_SECONDS=600  each fuzz target for that long (docs/reliability.md)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CLI = $(BUILD)/cli/attnrank
 DATA = examples/data/worked-example
 
-.PHONY: deps build demo test proofs mutation bench clean
+SAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+FUZZ_SECONDS ?= 60
+
+.PHONY: deps build demo test proofs mutation bench clean hardening sanitize fuzz-build fuzz tsan
 
 deps:
 	scripts/install-deps
@@ -42,6 +48,32 @@ demo: build
 test: build
 	scripts/install-deps --proofs
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE mutation
+	$(MAKE) hardening
+
+# Hardening (docs/reliability.md). One Clang tree with ASan + UBSan serves both
+# the sanitizer suite and the fuzz targets; a small GCC tree runs TSan.
+hardening: sanitize fuzz tsan
+
+fuzz-build: deps
+	scripts/install-deps --hardening
+	CXX=clang++-14 cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O0" \
+	  -DATTNRANK_SANITIZE=address,undefined -DATTNRANK_BUILD_FUZZ=ON -DATTNRANK_BUILD_EXAMPLES=OFF
+	cmake --build $(SAN_BUILD) -j$(JOBS)
+
+# The unit, property and CLI suites (the CLI itself sanitized) and the corpus
+# replays; properties at 30 cases each, slow and proof tests left to make test.
+sanitize: fuzz-build
+	cd $(SAN_BUILD) && RC_PARAMS="max_success=30" ctest --output-on-failure -j$(JOBS) -LE "mutation|slow|proofs|package"
+
+# Each fuzz target for FUZZ_SECONDS (two at a time on two cores), from its seed
+# corpus; reproducers of anything found land in $(SAN_BUILD)/fuzz-crashes.
+fuzz: fuzz-build
+	scripts/fuzz $(SAN_BUILD) $(FUZZ_SECONDS)
+
+tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1" -DATTNRANK_SANITIZE=thread -DATTNRANK_BUILD_EXAMPLES=OFF
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target threads_test
+	cd $(TSAN_BUILD) && ctest --output-on-failure -R '^threads_test$$'
 
 # The mutation check (docs/testing.md): about 15 minutes, so not part of make test.
 mutation: build
@@ -60,4 +92,4 @@ bench:
 	bench/compare-reach build-bench/bench/reach_bench
 
 clean:
-	rm -rf $(BUILD) build-bench
+	rm -rf $(BUILD) build-bench $(SAN_BUILD) $(TSAN_BUILD)

@@ -82,7 +82,8 @@ TEST_CASE("attnrank appendix --json: the contract's keys and the 40-digit refere
     const json& sweep = j.at("sweep");
     REQUIRE(sweep.size() == 5);
     for (const auto& [q, weights] : reference::sweep) {
-      const auto row = std::find_if(sweep.begin(), sweep.end(), [&](const json& r) { return r.at("q") == q; });
+      const auto wanted = q;  // Clang 14 cannot capture a structured binding
+      const auto row = std::find_if(sweep.begin(), sweep.end(), [&](const json& r) { return r.at("q") == wanted; });
       REQUIRE(row != sweep.end());
       for (std::size_t t = 0; t < 3; ++t) check_against_reference(row->at("weights").at(t), weights[t]);
     }

@@ -9,6 +9,9 @@
 #include <attnrank/reach_embeddings_certificate.hpp>
 #include <attnrank/single_key_head.hpp>
 
+#include <cstdint>
+#include <limits>
+
 using namespace attnrank;
 using namespace attnrank::test;
 
@@ -119,6 +122,22 @@ TEST_CASE("attnrank::check_reach_certificate rejects what it should") {
   }
   SECTION("another target") {
     CHECK_FALSE(check_reach_certificate(*builtin_matrix("diag:4:0.6"), cert).valid);
+  }
+  SECTION("malformed fields found by fuzz/certificate.fuzz.cpp are rejected, not undefined behaviour") {
+    const auto redigest = [](nlohmann::json t) {
+      t["digest"] = fnv1a_hex([&] { auto u = t; u.erase("digest"); return u.dump(); }());
+      return t;
+    };
+    nlohmann::json zero = cert;  // an empty zero_entry was indexed out of range
+    zero["zero_entry"] = nlohmann::json::array();
+    zero["verdict"] = "unreachable";
+    CHECK_THAT(check_reach_certificate(A, redigest(zero)).reason, Catch::Contains("zero_entry must be [row, column]"));
+    nlohmann::json far = cert;  // INT64_MIN - 1 overflowed
+    far["lower_proof"]["minor_rows"][0] = std::numeric_limits<std::int64_t>::min();
+    CHECK_FALSE(check_reach_certificate(A, redigest(far)).valid);
+    nlohmann::json precise = cert;  // 2^32 - 1 bits would exhaust memory
+    precise["lower_proof"]["bits"] = 4294967295u;
+    CHECK_THAT(check_reach_certificate(A, redigest(precise)).reason, Catch::Contains("precision is out of range"));
   }
 }
 

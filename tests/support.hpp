@@ -39,8 +39,8 @@ inline Matrix<Rational> gen_matrix(Eigen::Index r, Eigen::Index c) {
   for (Eigen::Index i = 0; i < r; ++i)
     for (Eigen::Index j = 0; j < c; ++j) m(i, j) = *gen_rational();
   const int twist = *rc::gen::inRange(0, 4);
-  if (r > 0 && twist == 1) m.row(*rc::gen::inRange<Eigen::Index>(0, r)).setConstant(Rational(0));
-  if (r > 1 && twist == 2) m.row(1) = m.row(0);
+  if (r > 0 && c > 0 && twist == 1) m.row(*rc::gen::inRange<Eigen::Index>(0, r)).setConstant(Rational(0));
+  if (r > 1 && c > 0 && twist == 2) m.row(1) = m.row(0);  // c > 0: Eigen offsets a null pointer otherwise (UBSan)
   return m;
 }
 

@@ -36,27 +36,58 @@
 #include <cfenv>
 #include <cmath>
 #include <exception>
+#include <mutex>
 #include <thread>
 
 namespace attnrank {
 
-/// While alive: the FPU rounds upward and Eigen computes on this thread only.
+namespace detail {
+/// Eigen's thread count is one process-wide value. Scopes on several threads at
+/// once share one claim on it: the first sets it to 1, the last restores it, so no
+/// scope can turn Eigen's threads back on (threads that would not round upward)
+/// while another is still computing. (ThreadSanitizer found the unshared version:
+/// tests/threads.test.cpp.)
+class EigenSingleThreaded {
+ public:
+  EigenSingleThreaded() {
+    const std::lock_guard<std::mutex> lock(state().mutex);
+    if (state().holders++ == 0) {
+      state().saved = Eigen::nbThreads();
+      Eigen::setNbThreads(1);
+    }
+  }
+  ~EigenSingleThreaded() {
+    const std::lock_guard<std::mutex> lock(state().mutex);
+    if (--state().holders == 0) Eigen::setNbThreads(state().saved);
+  }
+  EigenSingleThreaded(const EigenSingleThreaded&) = delete;
+  EigenSingleThreaded& operator=(const EigenSingleThreaded&) = delete;
+
+ private:
+  struct State {
+    std::mutex mutex;
+    int holders = 0;
+    int saved = 0;
+  };
+  static State& state() {
+    static State s;
+    return s;
+  }
+};
+}  // namespace detail
+
+/// While alive: the FPU rounds upward on this thread, and Eigen computes on the
+/// calling thread only (for every thread, while any such scope is alive).
 class UpwardRounding {
  public:
-  UpwardRounding() : saved_mode_(std::fegetround()), saved_threads_(Eigen::nbThreads()) {
-    Eigen::setNbThreads(1);
-    std::fesetround(FE_UPWARD);
-  }
-  ~UpwardRounding() {
-    std::fesetround(saved_mode_);
-    Eigen::setNbThreads(saved_threads_);
-  }
+  UpwardRounding() : saved_mode_(std::fegetround()) { std::fesetround(FE_UPWARD); }
+  ~UpwardRounding() { std::fesetround(saved_mode_); }
   UpwardRounding(const UpwardRounding&) = delete;
   UpwardRounding& operator=(const UpwardRounding&) = delete;
 
  private:
+  detail::EigenSingleThreaded single_;
   int saved_mode_;
-  int saved_threads_;
 };
 
 /// An interval matrix on doubles as entrywise bounds: lo <= X <= hi.

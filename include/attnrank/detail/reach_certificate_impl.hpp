@@ -70,8 +70,10 @@ inline std::vector<Eigen::Index> zero_based(const json& a, Eigen::Index n) {
   std::vector<Eigen::Index> v;
   std::set<Eigen::Index> seen;
   for (const json& x : a) {
-    const auto i = x.get<Eigen::Index>() - 1;
-    if (i < 0 || i >= n || !seen.insert(i).second) throw std::invalid_argument("bad index");
+    const auto one_based = x.get<Eigen::Index>();  // checked before - 1: it may be INT64_MIN
+    if (one_based < 1 || one_based > n) throw std::invalid_argument("bad index");
+    const Eigen::Index i = one_based - 1;
+    if (!seen.insert(i).second) throw std::invalid_argument("bad index");
     v.push_back(i);
   }
   return v;
@@ -159,8 +161,11 @@ inline CertificateCheck check_reach_certificate(const Matrix<Rational>& A, const
     if (c.at("n").get<Index>() != n || dk < 1 || dk > n) return reject("n or d_k do not fit the target");
 
     if (c.contains("zero_entry")) {
-      const Index i = c["zero_entry"][0].get<Index>() - 1, j = c["zero_entry"][1].get<Index>() - 1;
-      if (i < 0 || j < 0 || i >= n || j >= n || A(i, j) != 0) return reject("the claimed zero entry is not zero");
+      const json& z = c.at("zero_entry");
+      if (!z.is_array() || z.size() != 2) return reject("zero_entry must be [row, column]");
+      const Index row = z.at(0).get<Index>(), column = z.at(1).get<Index>();
+      if (row < 1 || column < 1 || row > n || column > n || A(row - 1, column - 1) != 0)
+        return reject("the claimed zero entry is not zero");
       if (verdict != "unreachable") return reject("a zero entry makes the target unreachable");
     } else {
       const Index lower = c.at("floor_lower").get<Index>(), upper = c.at("floor_upper").get<Index>();
