@@ -138,6 +138,9 @@ TEST_CASE("attnrank::check_reach_certificate rejects what it should") {
     nlohmann::json precise = cert;  // 2^32 - 1 bits would exhaust memory
     precise["lower_proof"]["bits"] = 4294967295u;
     CHECK_THAT(check_reach_certificate(A, redigest(precise)).reason, Catch::Contains("precision is out of range"));
+    nlohmann::json huge = cert;  // a float where an integer belongs: casting 2.3e125 to long was UB
+    huge["dk"] = 2.33e125;
+    CHECK_THAT(check_reach_certificate(A, redigest(huge)).reason, Catch::Contains("expected an integer"));
   }
 }
 

@@ -58,7 +58,7 @@ inline CertificateCheck check_embeddings_certificate(const Matrix<Rational>& A, 
     if (c.at("target_fingerprint").get<std::string>() != target_fingerprint(A)) return reject("the certificate is for a different target");
     if (c.at("x_fingerprint").get<std::string>() != target_fingerprint(X)) return reject("the certificate is for different embeddings X");
     validate_target(A, "target");
-    const Index n = A.rows(), dk = c.at("dk").get<Index>();
+    const Index n = A.rows(), dk = detail::json_integer(c.at("dk"));
     if (X.rows() != n || dk < 1 || dk > X.cols()) return reject("X or d_k do not fit the target");
     const Matrix<Rational> N = kernel_basis(Matrix<Rational>(X.transpose()));
     if ((N.cols() == 0) != c.at("x_full_row_rank").get<bool>()) return reject("X's row rank is not as claimed");
@@ -75,8 +75,8 @@ inline CertificateCheck check_embeddings_certificate(const Matrix<Rational>& A, 
       return CertificateCheck{true, "verified: X has full row rank, so the free certificate decides; " + inner.reason};
     }
     const std::string verdict = c.at("verdict").get<std::string>(), constraints = c.at("constraints").get<std::string>();
-    const Index lower = c.at("rank_lower").get<Index>(), upper = c.at("rank_upper").get<Index>();
-    const PrecisionScope scope(std::max(128u, c.at("lower_proof").value("bits", 128u)));
+    const Index lower = detail::json_integer(c.at("rank_lower")), upper = detail::json_integer(c.at("rank_upper"));
+    const PrecisionScope scope(std::max(128u, detail::json_bits(c.at("lower_proof"), 128u)));
     const AdmissibleScores a = admissible_scores(A, N, {});
     if (constraints == "violated (certified)" && !a.violated) return reject("the constraints are not certainly violated");
     if (constraints == "hold (exact)" && !a.hold_exact) return reject("the constraints do not hold exactly");

@@ -66,11 +66,28 @@ inline std::string digest_of(json cert) {
   return fnv1a_hex(cert.dump());
 }
 
+/// An integer field of a certificate. nlohmann's get<long> of a non-integer
+/// number casts it (2.3e125 to long is undefined behaviour: fuzz_certificate), so
+/// anything but a JSON integer is rejected here first.
+inline std::int64_t json_integer(const json& v) {
+  if (!v.is_number_integer()) throw std::invalid_argument("expected an integer, got " + v.dump());
+  return v.get<std::int64_t>();
+}
+
+/// A precision field of a certificate (absent: `fallback`), within the toolkit's range.
+inline unsigned json_bits(const json& parent, unsigned fallback) {
+  if (!parent.contains("bits")) return fallback;
+  const std::int64_t bits = json_integer(parent.at("bits"));
+  if (bits < std::int64_t{min_precision_bits} || bits > std::int64_t{max_precision_bits})
+    throw std::invalid_argument("a precision is out of range");
+  return static_cast<unsigned>(bits);
+}
+
 inline std::vector<Eigen::Index> zero_based(const json& a, Eigen::Index n) {
   std::vector<Eigen::Index> v;
   std::set<Eigen::Index> seen;
   for (const json& x : a) {
-    const auto one_based = x.get<Eigen::Index>();  // checked before - 1: it may be INT64_MIN
+    const auto one_based = json_integer(x);  // checked before - 1: it may be INT64_MIN
     if (one_based < 1 || one_based > n) throw std::invalid_argument("bad index");
     const Eigen::Index i = one_based - 1;
     if (!seen.insert(i).second) throw std::invalid_argument("bad index");
@@ -156,19 +173,19 @@ inline CertificateCheck check_reach_certificate(const Matrix<Rational>& A, const
       return reject("the certificate is for a different target");
     validate_target(A, "target");
     const Index n = A.rows();
-    const Index dk = c.at("dk").get<Index>();
+    const Index dk = detail::json_integer(c.at("dk"));
     const std::string verdict = c.at("verdict").get<std::string>();
-    if (c.at("n").get<Index>() != n || dk < 1 || dk > n) return reject("n or d_k do not fit the target");
+    if (detail::json_integer(c.at("n")) != n || dk < 1 || dk > n) return reject("n or d_k do not fit the target");
 
     if (c.contains("zero_entry")) {
       const json& z = c.at("zero_entry");
       if (!z.is_array() || z.size() != 2) return reject("zero_entry must be [row, column]");
-      const Index row = z.at(0).get<Index>(), column = z.at(1).get<Index>();
+      const Index row = detail::json_integer(z.at(0)), column = detail::json_integer(z.at(1));
       if (row < 1 || column < 1 || row > n || column > n || A(row - 1, column - 1) != 0)
         return reject("the claimed zero entry is not zero");
       if (verdict != "unreachable") return reject("a zero entry makes the target unreachable");
     } else {
-      const Index lower = c.at("floor_lower").get<Index>(), upper = c.at("floor_upper").get<Index>();
+      const Index lower = detail::json_integer(c.at("floor_lower")), upper = detail::json_integer(c.at("floor_upper"));
       if (lower < 0 || upper > std::max<Index>(n - 1, 0) || lower > upper) return reject("floor bounds out of order");
       // floor >= lower: the minor, re-proven in MPFI from the target (or, for big
       // minors, in double balls).
@@ -179,9 +196,7 @@ inline CertificateCheck check_reach_certificate(const Matrix<Rational>& A, const
       if (lower > 0) {
         bool proven = false;
         if (lower <= 200) {
-          const unsigned bits = lp.value("bits", 53u);
-          if (bits < min_precision_bits || bits > max_precision_bits) return reject("the minor's precision is out of range");
-          const PrecisionScope scope(std::max(64u, bits));
+          const PrecisionScope scope(std::max(64u, detail::json_bits(lp, 53u)));
           proven = certify_nonsingular_minor(centered_log(A), rows, cols).has_value();
         } else {
           std::vector<Index> all = detail::iota_indices(n);
@@ -238,9 +253,7 @@ inline CertificateCheck check_reach_certificate(const Matrix<Rational>& A, const
       double recomputed = INFINITY;
       if (w.contains("bits")) {
         const Matrix<Rational> Q = detail::rational_matrix_from_json(w.at("Q"), n, wk), K = detail::rational_matrix_from_json(w.at("K"), n, wk);
-        const unsigned bits = w.at("bits").get<unsigned>();
-        if (bits < min_precision_bits || bits > max_precision_bits) return reject("the witness's precision is out of range");
-        recomputed = certified_witness_error(A, Q, K, bits);
+        recomputed = certified_witness_error(A, Q, K, detail::json_bits(w, 53u));
       } else {
         const Eigen::MatrixXd Q = detail::matrix_from_json(w.at("Q"), n, wk), K = detail::matrix_from_json(w.at("K"), n, wk);
         recomputed = certified_witness_error(A, Q, K, 64);
