@@ -2,11 +2,12 @@
 // Matrix products in every tier: multiply(A, B) = A B and
 // multiply_transposed(A, B) = A B^T.
 //
-// double uses Eigen's blocked GEMM. Real and Interval use a kernel on the raw
-// MPFR/MPFI values that reuses two temporaries per product (Eigen's generic
-// kernel would allocate a Boost temporary per multiply-add). Each entry is the
-// plain sum of products in k order, every operation rounded as MPFR/MPFI does: so
-// for Interval the result encloses the exact product of the (real) inputs.
+// double uses Eigen's blocked GEMM. Real and Interval compute each entry as one
+// dot product on a fixed-point accumulator (detail/fixed_point_dot.hpp): exact
+// significand products summed exactly as integers, rounded once. For Real the
+// entry is the correctly rounded exact sum; for Interval its ends are the ends of
+// the exact interval product rounded outward, so it encloses the exact product of
+// the (real) inputs. (Past a 2^16384 span of magnitudes, see that header.)
 // Rational uses Eigen (exact).
 
 #include <attnrank/scalar_traits.hpp>

@@ -14,10 +14,14 @@
 // for any finite scores: MPFR's exponent range covers exp(+-1e8); beyond it e_k
 // becomes [0, tiny] or [huge, +inf] and a_j still encloses the true value.
 // In double no exp overflows (all shifted scores are <= 0 up to rounding of m).
+// double and Real, which promise no enclosure, take the plain a_j = e_j / sum_k e_k
+// instead: one division per entry rather than two, and a few roundings of error.
 
+#include <attnrank/detail/parallel.hpp>
 #include <attnrank/scalar_traits.hpp>
 
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 namespace attnrank {
@@ -31,27 +35,39 @@ Matrix<T> softmax_rows(const Matrix<T>& S) {
   using std::exp;
   const Eigen::Index n = S.cols();
   Matrix<T> A(S.rows(), n);
-  std::vector<T> e(static_cast<std::size_t>(n)), prefix(static_cast<std::size_t>(n) + 1),
-      suffix(static_cast<std::size_t>(n) + 1);
-  for (Eigen::Index r = 0; r < S.rows(); ++r) {
-    Eigen::Index top = 0;
-    for (Eigen::Index k = 1; k < n; ++k)
-      if (scalar_traits<T>::approx_less(S(r, top), S(r, k))) top = k;
-    const T m = scalar_traits<T>::center(S(r, top));
-    for (Eigen::Index k = 0; k < n; ++k) {
-      const T shifted = S(r, k) - m;
-      e[static_cast<std::size_t>(k)] = exp(shifted);
+  // Rows are independent: the multiple-precision tiers deal them to threads (an
+  // MPFR exponential costs about as much as 50 multiply-adds); doubles stay here.
+  const double operations = std::is_arithmetic_v<T> ? 0.0 : 50.0 * static_cast<double>(S.rows()) * static_cast<double>(n);
+  detail::for_row_blocks(S.rows(), operations, [&](long begin, long end) {
+    std::vector<T> e(static_cast<std::size_t>(n)), prefix, suffix;
+    for (Eigen::Index r = begin; r < end; ++r) {
+      Eigen::Index top = 0;
+      for (Eigen::Index k = 1; k < n; ++k)
+        if (scalar_traits<T>::approx_less(S(r, top), S(r, k))) top = k;
+      const T m = scalar_traits<T>::center(S(r, top));
+      for (Eigen::Index k = 0; k < n; ++k) {
+        const T shifted = S(r, k) - m;
+        e[static_cast<std::size_t>(k)] = exp(shifted);
+      }
+      if constexpr (!std::is_same_v<T, Interval>) {
+        T sum = 0;
+        for (const T& v : e) sum += v;
+        for (std::size_t j = 0; j < e.size(); ++j) A(r, static_cast<Eigen::Index>(j)) = e[j] / sum;
+      } else {
+        prefix.resize(e.size() + 1);
+        suffix.resize(e.size() + 1);
+        prefix[0] = 0;
+        for (std::size_t k = 0; k < e.size(); ++k) prefix[k + 1] = prefix[k] + e[k];
+        suffix[e.size()] = 0;
+        for (std::size_t k = e.size(); k-- > 0;) suffix[k] = suffix[k + 1] + e[k];
+        for (std::size_t j = 0; j < e.size(); ++j) {
+          const T rest = prefix[j] + suffix[j + 1];
+          const T ratio = rest / e[j];
+          A(r, static_cast<Eigen::Index>(j)) = 1 / (1 + ratio);
+        }
+      }
     }
-    prefix[0] = 0;
-    for (std::size_t k = 0; k < e.size(); ++k) prefix[k + 1] = prefix[k] + e[k];
-    suffix[e.size()] = 0;
-    for (std::size_t k = e.size(); k-- > 0;) suffix[k] = suffix[k + 1] + e[k];
-    for (std::size_t j = 0; j < e.size(); ++j) {
-      const T rest = prefix[j] + suffix[j + 1];
-      const T ratio = rest / e[j];
-      A(r, static_cast<Eigen::Index>(j)) = 1 / (1 + ratio);
-    }
-  }
+  });
   return A;
 }
 

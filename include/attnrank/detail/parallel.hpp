@@ -1,0 +1,72 @@
+#pragma once
+// Row blocks on threads, for the multiple-precision tiers. The rows of a product
+// and of a softmax are independent, and an MPFR multiply-add or exponential costs
+// tens of nanoseconds to microseconds, so dealing rows to the machine's cores pays
+// from a few thousand operations on. Doubles do not come here: Eigen and the
+// directed-rounding product have their own threading.
+//
+// Threads read shared inputs and write disjoint rows; MPFR keeps its flags,
+// exponent range and constant caches per thread (Debian builds it thread-safe),
+// and each worker frees its caches before it ends. Boost's default precision is
+// one global value, read (never written) by the workers: callers must not change
+// it from another thread while a computation runs, as before.
+//
+// ATTNRANK_THREADS=k (environment) caps the threads at k; 1 turns threading off.
+
+#include <mpfr.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <exception>
+#include <thread>
+#include <vector>
+
+namespace attnrank::detail {
+
+/// The number of threads row-parallel loops may use.
+inline unsigned row_threads() {
+  static const unsigned count = [] {
+    unsigned n = std::max(1u, std::thread::hardware_concurrency());
+    if (const char* cap = std::getenv("ATTNRANK_THREADS")) {
+      const long k = std::strtol(cap, nullptr, 10);
+      if (k >= 1) n = std::min<unsigned>(n, static_cast<unsigned>(k));
+    }
+    return n;
+  }();
+  return count;
+}
+
+/// Calls body(begin, end) on disjoint blocks covering [0, rows), on up to
+/// row_threads() threads (the caller's among them) when `operations` (a cost in
+/// multi-precision operations) is worth it; otherwise body(0, rows) here.
+/// An exception from any block is rethrown after every thread has joined.
+template <class Body>
+void for_row_blocks(long rows, double operations, const Body& body) {
+  constexpr double worth_a_thread = 4096;  // ~0.2 ms of MPFR work: thread start-up is ~50 us
+  const long parts = std::min<long>({static_cast<long>(row_threads()), rows,
+                                     static_cast<long>(operations / worth_a_thread) + 1});
+  if (parts <= 1) {
+    body(0L, rows);
+    return;
+  }
+  std::vector<std::exception_ptr> failures(static_cast<std::size_t>(parts));
+  const auto block = [&](long p) {
+    try {
+      body(rows * p / parts, rows * (p + 1) / parts);
+    } catch (...) {
+      failures[static_cast<std::size_t>(p)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (long p = 1; p < parts; ++p)
+    workers.emplace_back([&block, p] {
+      block(p);
+      mpfr_free_cache();  // this thread's constant caches (log 2, pi, ...)
+    });
+  block(0);
+  for (std::thread& w : workers) w.join();
+  for (const std::exception_ptr& f : failures)
+    if (f) std::rethrow_exception(f);
+}
+
+}  // namespace attnrank::detail
