@@ -37,6 +37,16 @@ inline const mp_limb_t* significand(mpfr_srcptr x) {
   return static_cast<const mp_limb_t*>(mpfr_custom_get_significand(x));
 }
 
+/// out = (-1)^negative {limbs, size} 2^exponent, rounded in mode rnd; returns
+/// MPFR's ternary value. `limbs` may have high zero limbs (size >= 1).
+inline int round_scaled_integer(mpfr_ptr out, const mp_limb_t* limbs, mp_size_t size, bool negative, long exponent,
+                                mpfr_rnd_t rnd) {
+  while (size > 0 && limbs[size - 1] == 0) --size;
+  mpz_t z;
+  mpz_roinit_n(z, limbs, negative ? -size : size);
+  return mpfr_set_z_2exp(out, z, exponent, rnd);
+}
+
 /// The terms of one sum: call `include` for each nonzero product to fix the
 /// scale, then `start`, then `add` each term; `round` writes the result.
 class FixedPointSum {
@@ -97,11 +107,7 @@ class FixedPointSum {
       mpn_neg(magnitude.data(), acc_.data(), width_);
     else
       std::copy(acc_.begin(), acc_.end(), magnitude.begin());
-    mp_size_t size = width_;
-    while (size > 0 && magnitude[static_cast<std::size_t>(size - 1)] == 0) --size;
-    mpz_t z;
-    mpz_roinit_n(z, magnitude.data(), (negative != negate) ? -size : size);
-    return mpfr_set_z_2exp(out, z, base_, rnd);
+    return round_scaled_integer(out, magnitude.data(), width_, negative != negate, base_, rnd);
   }
 
   /// Forgets every term, ready for the next sum.

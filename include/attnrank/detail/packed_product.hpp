@@ -154,12 +154,9 @@ inline void packed_dot(mpfr_ptr out, const PackedRows& a, Eigen::Index i, const 
     mpn_sub_n(positive.data(), negative.data(), positive.data(), width);
   else
     mpn_sub_n(positive.data(), positive.data(), negative.data(), width);
-  mp_size_t size = width;
-  while (size > 0 && positive[static_cast<std::size_t>(size - 1)] == 0) --size;
-  mpz_t z;
-  mpz_roinit_n(z, positive.data(), below ? -size : size);
   const long bits = static_cast<long>(GMP_NUMB_BITS);
-  mpfr_set_z_2exp(out, z, bits * low - 2 * bits * static_cast<long>(stored - 1), MPFR_RNDN);
+  round_scaled_integer(out, positive.data(), width, below, bits * low - 2 * bits * static_cast<long>(stored - 1),
+                       MPFR_RNDN);
 }
 
 /// C = A B for A (r x n) and B (n x c), or A B^T for B (c x n) when
