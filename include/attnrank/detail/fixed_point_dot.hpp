@@ -55,16 +55,14 @@ inline void dot(mpfr_ptr out, const Real* x, const Real* y, Eigen::Index n, DotW
     }
     return;
   }
-  if (sum.empty()) {
-    mpfr_set_zero(out, 1);
-    return;
+  if (!sum.empty()) {
+    sum.start();
+    for (Eigen::Index k = 0; k < n; ++k) {
+      mpfr_srcptr a = x[k].backend().data(), b = y[k].backend().data();
+      if (!mpfr_zero_p(a) && !mpfr_zero_p(b)) sum.add(a, b, false);
+    }
   }
-  sum.start();
-  for (Eigen::Index k = 0; k < n; ++k) {
-    mpfr_srcptr a = x[k].backend().data(), b = y[k].backend().data();
-    if (!mpfr_zero_p(a) && !mpfr_zero_p(b)) sum.add(a, b, false);
-  }
-  sum.round(out, MPFR_RNDN, false);
+  sum.round(out, MPFR_RNDN, false);  // +0 when every term was zero
 }
 
 /// The endpoints whose products bound [a] [b] below (lx ly) and above (hx hy);
@@ -102,7 +100,7 @@ inline void dot(mpfi_ptr out, const Interval* x, const Interval* y, Eigen::Index
   w.pairs.resize(static_cast<std::size_t>(n));
   bool plain = false;
   const auto regular = [](mpfr_srcptr a, mpfr_srcptr b) { return !mpfr_zero_p(a) && !mpfr_zero_p(b); };
-  for (Eigen::Index k = 0; k < n && !plain; ++k) {
+  for (Eigen::Index k = 0; k < n; ++k) {
     mpfi_srcptr a = x[k].backend().data(), b = y[k].backend().data();
     if (!mpfr_number_p(&a->left) || !mpfr_number_p(&a->right) || !mpfr_number_p(&b->left) ||
         !mpfr_number_p(&b->right)) {

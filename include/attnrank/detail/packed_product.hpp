@@ -170,13 +170,16 @@ inline void packed_product(const Matrix<Real>& A, const Matrix<Real>& B, bool b_
   // precisions, or two rows spanning too much)? Then it needs row-major copies,
   // made here, before the threads start.
   bool per_entry = !packed;
-  const auto widest = [&per_entry](const PackedRows& p, Eigen::Index count) {
+  const auto widest = [](const PackedRows& p, Eigen::Index count) {
     long spread = 0;
-    for (Eigen::Index i = 0; i < count; ++i) {
-      per_entry = per_entry || p.row(i).special;
+    for (Eigen::Index i = 0; i < count; ++i)
       if (p.row(i).nonzero) spread = std::max(spread, p.row(i).top - p.row(i).bottom);
-    }
     return spread;
+  };
+  const auto any_special = [](const PackedRows& p, Eigen::Index count) {
+    for (Eigen::Index i = 0; i < count; ++i)
+      if (p.row(i).special) return true;
+    return false;
   };
   // Limbs of the accumulators for rows i and j: the products' offsets, the
   // products themselves, and a carry limb.
@@ -186,10 +189,8 @@ inline void packed_product(const Matrix<Real>& A, const Matrix<Real>& B, bool b_
   const long bits = static_cast<long>(GMP_NUMB_BITS);
   // (This path is exact at any spread; the cap only bounds the accumulators.)
   const auto fits = [&](long word_spread) { return bits * word_spread <= FixedPointSum::max_span_bits; };
-  if (packed) {
-    const long spread = widest(pa, rows) + widest(pb, cols);  // (widest also notes infinities and NaN)
-    if (!fits(spread)) per_entry = true;
-  }
+  if (packed)
+    per_entry = any_special(pa, rows) || any_special(pb, cols) || !fits(widest(pa, rows) + widest(pb, cols));
   using RowMajor = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   RowMajor a_rows, bt_rows;
   if (per_entry) {
