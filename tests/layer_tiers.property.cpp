@@ -36,8 +36,11 @@ Matrix<double> double_error_bound(const test::RandomLayer& l, const LayerTrace<d
     const Matrix<double> dScaled = (dS + 2 * u * Sb) / std::sqrt(static_cast<double>(s.d_k));
     const Matrix<double>& A = t.heads[static_cast<std::size_t>(i)].A;
     Matrix<double> dA(A.rows(), A.cols());
-    for (Eigen::Index r = 0; r < A.rows(); ++r)
-      dA.row(r) = A.row(r) * (std::expm1(2 * dScaled.row(r).maxCoeff()) + gamma(n + 5));
+    const Matrix<double>& scaled = t.heads[static_cast<std::size_t>(i)].scaled;
+    for (Eigen::Index r = 0; r < A.rows(); ++r) {
+      const double shift = u * (scaled.row(r).maxCoeff() - scaled.row(r).minCoeff());
+      dA.row(r) = A.row(r) * (std::expm1(2 * (dScaled.row(r).maxCoeff() + shift)) + gamma(n + 8));
+    }
     dC.middleCols(i * s.d_v, s.d_v) = dA * Vi + A * dVi + gamma(n) * A * Vi;
     Cb.middleCols(i * s.d_v, s.d_v) = A * Vi;
   }

@@ -95,4 +95,14 @@ TEST_CASE("attnrank::softmax_rows [mpfr]") {
       RC_ASSERT(diff < Real("1e-50"));
     }
   });
+  SECTION("scores of 1e12, whose exp is beyond MPFR's exponent range, give the right weights") {
+    PrecisionScope scope(100);
+    Matrix<Real> S(1, 3);
+    S << Real("1e12"), Real(0), Real("1e12") - 1;
+    const Matrix<Real> A = softmax_rows(S);
+    const Real e = exp(Real(-1));
+    CHECK(abs(Real(A(0, 0) - 1 / (1 + e))) < Real("1e-28"));
+    CHECK(A(0, 1) == 0);
+    CHECK(abs(Real(A(0, 2) - e / (1 + e))) < Real("1e-28"));
+  }
 }

@@ -3,7 +3,7 @@
 mpmath at 50 digits, on the CSV inputs written by `layer_bench --write-inputs`.
 
 Usage: layer_peers.py DIR HEADS [--mpmath-repeats R]   (R = 0 skips mpmath)
-Prints JSON: {"numpy_ms": best-of-N milliseconds, "mpmath_ms": ..., "blas": ...}.
+Prints JSON: {"numpy_ms": best of 5 loop means, "mpmath_ms": best of R single runs, "blas": ...}.
 Peers run at their best as a user would: NumPy on OpenBLAS (libopenblas0-pthread),
 mpmath on the gmpy2 backend (python3-gmpy2), mpmath's own matrix product.
 Needs Debian's python3-numpy, python3-mpmath, python3-gmpy2; run with /usr/bin/python3.
@@ -62,6 +62,23 @@ def mpmath_forward(x, wq, wk, wv, wo, heads):
     return concat * wo
 
 
+def best_mean_ms(fn, repetitions=5, min_seconds=0.2):
+    """Best of `repetitions` loop means, each loop at least min_seconds long: the
+    statistic compare-layer takes from Google Benchmark for attnrank's double tier
+    (--benchmark_repetitions, the smallest per-repetition mean)."""
+    best = float('inf')
+    for _ in range(repetitions):
+        calls, start = 0, time.perf_counter()
+        while True:
+            fn()
+            calls += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= min_seconds:
+                break
+        best = min(best, elapsed / calls)
+    return best * 1e3
+
+
 def best_ms(fn, repeats):
     best = float('inf')
     for _ in range(repeats):
@@ -77,7 +94,7 @@ def main():
     names = ['x', 'wq', 'wk', 'wv', 'wo']
     exact = [read(f'{d}/{n}.csv') for n in names]
     arrays = [np.array([[float(c) for c in row] for row in m]) for m in exact]
-    np_ms = best_ms(lambda: numpy_forward(*arrays, heads), 20)
+    np_ms = best_mean_ms(lambda: numpy_forward(*arrays, heads))
     mp.dps = 50
     mats = [mp.matrix([[mp.mpf(c.numerator) / c.denominator for c in row] for row in m]) for m in exact]
     mp_ms = best_ms(lambda: mpmath_forward(*mats, heads), mp_repeats) if mp_repeats > 0 else None

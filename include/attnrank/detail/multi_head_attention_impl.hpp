@@ -8,11 +8,13 @@ inline std::string shape_text(Eigen::Index r, Eigen::Index c) {
   return std::to_string(r) + " x " + std::to_string(c);
 }
 
-/// Moves a matrix from the linear tier L to the non-linear tier N.
+/// Moves a matrix from the linear tier L to the non-linear tier N. When the tiers
+/// are the same it is the matrix itself (a reference, not a copy: in double a
+/// copy of W^O costs as much as a head's products).
 template <class N, class L>
-Matrix<N> to_tier(const Matrix<L>& m) {
+decltype(auto) to_tier(const Matrix<L>& m) {
   if constexpr (std::is_same_v<N, L>) {
-    return m;
+    return (m);
   } else {
     static_assert(std::is_same_v<L, Rational>, "the linear tier differs from the non-linear one only on the exact path");
     return from_rational<N>(m);
