@@ -1,4 +1,5 @@
-// Tests for the fixed-point dot products of detail/fixed_point_dot.hpp against
+// Tests for the fixed-point dot products of detail/fixed_point_dot.hpp (and the
+// packed products of detail/packed_product.hpp, through multiply) against
 // exact rational sums: the MPFR dot is the correctly rounded sum, and the MPFI
 // dot's ends are the exact interval dot product's ends rounded outward, whenever
 // the terms span at most max_span_bits; beyond that both stay within the
@@ -170,6 +171,53 @@ TEST_CASE("detail::dot [mpfr]") {
   }
 }
 
+/// [lo, lo + width] at `bits` bits, width zero, tiny or large: sometimes across zero.
+void random_interval(Interval& v, mpfr_prec_t bits) {
+  Real lo, width;
+  random_value(lo.backend().data(), bits);
+  random_value(width.backend().data(), bits);
+  mpfr_abs(width.backend().data(), width.backend().data(), MPFR_RNDN);
+  if (*rc::gen::inRange(0, 3) == 0) mpfr_set_zero(width.backend().data(), 1);
+  mpfi_set_prec(v.backend().data(), bits);
+  mpfr_set(&v.backend().data()->left, lo.backend().data(), MPFR_RNDD);
+  mpfr_add(&v.backend().data()->right, lo.backend().data(), width.backend().data(), MPFR_RNDU);
+  if (mpfr_zero_p(&v.backend().data()->left)) mpfr_set_zero(&v.backend().data()->left, 1);
+  if (mpfr_zero_p(&v.backend().data()->right)) mpfr_set_zero(&v.backend().data()->right, -1);
+}
+
+/// Adds the exact product [a] [b] to [low, high] and accounts for it.
+void include_term(const Interval& x, const Interval& y, Rational& low, Rational& high, Rational& largest, Span& span,
+                  bool& straddles_both) {
+  mpfi_srcptr a = x.backend().data(), b = y.backend().data();
+  const Rational al = exact(&a->left), ah = exact(&a->right), bl = exact(&b->left), bh = exact(&b->right);
+  const Rational products[] = {al * bl, al * bh, ah * bl, ah * bh};
+  low += *std::min_element(std::begin(products), std::end(products));
+  high += *std::max_element(std::begin(products), std::end(products));
+  for (const Rational& p : products) largest = std::max(largest, Rational(abs(p)));
+  for (mpfr_srcptr u : {&a->left, &a->right})
+    for (mpfr_srcptr v : {&b->left, &b->right}) span.include(u, v);
+  straddles_both = straddles_both || (al < 0 && ah > 0 && bl < 0 && bh > 0);
+}
+
+/// out encloses [low, high]; when the sum was exact (no term straddling on both
+/// sides, span within max_span_bits) it is [low, high] rounded outward.
+void check_interval_entry(mpfi_srcptr r, const Rational& low, const Rational& high, const Rational& largest,
+                          const Span& span, bool straddles_both, long n) {
+  const Rational lower = exact(&r->left), upper = exact(&r->right);
+  RC_ASSERT(lower <= low);
+  RC_ASSERT(upper >= high);
+  RC_ASSERT(!mpfr_signbit(&r->left) || !mpfr_zero_p(&r->left));  // MPFI's zero convention
+  RC_ASSERT(mpfr_signbit(&r->right) || !mpfr_zero_p(&r->right));
+  if (straddles_both) return;  // MPFI's loop answers, with its own rounding errors
+  if (span.exact()) {
+    RC_ASSERT(lower == rounded(low, &r->left, MPFR_RNDD));
+    RC_ASSERT(upper == rounded(high, &r->right, MPFR_RNDU));
+  } else {
+    RC_ASSERT(low - lower <= 2 * half_ulp(&r->left) + truncation_bound(n, largest));
+    RC_ASSERT(upper - high <= 2 * half_ulp(&r->right) + truncation_bound(n, largest));
+  }
+}
+
 TEST_CASE("detail::dot [mpfi]") {
   rc::prop("the fixed-point MPFI dot is the exact interval dot product rounded outward", [] {
     const auto n = *rc::gen::inRange(0, 30);
@@ -178,50 +226,17 @@ TEST_CASE("detail::dot [mpfi]") {
     Rational low = 0, high = 0, largest = 0;
     Span span;
     bool straddles_both = false;
-    Real lo, width;
     for (std::size_t k = 0; k < x.size(); ++k) {
-      for (Interval* v : {&x[k], &y[k]}) {
-        // [lo, lo + width] with width zero, tiny or large; sometimes across zero.
-        random_value(lo.backend().data(), bits);
-        random_value(width.backend().data(), bits);
-        mpfr_abs(width.backend().data(), width.backend().data(), MPFR_RNDN);
-        if (*rc::gen::inRange(0, 3) == 0) mpfr_set_zero(width.backend().data(), 1);
-        mpfi_set_prec(v->backend().data(), bits);
-        mpfr_set(&v->backend().data()->left, lo.backend().data(), MPFR_RNDD);
-        mpfr_add(&v->backend().data()->right, lo.backend().data(), width.backend().data(), MPFR_RNDU);
-        if (mpfr_zero_p(&v->backend().data()->left)) mpfr_set_zero(&v->backend().data()->left, 1);
-        if (mpfr_zero_p(&v->backend().data()->right)) mpfr_set_zero(&v->backend().data()->right, -1);
-      }
-      mpfi_srcptr a = x[k].backend().data(), b = y[k].backend().data();
-      const Rational al = exact(&a->left), ah = exact(&a->right), bl = exact(&b->left), bh = exact(&b->right);
-      const Rational products[] = {al * bl, al * bh, ah * bl, ah * bh};
-      low += *std::min_element(std::begin(products), std::end(products));
-      high += *std::max_element(std::begin(products), std::end(products));
-      for (const Rational& p : products) largest = std::max(largest, Rational(abs(p)));
-      for (mpfr_srcptr u : {&a->left, &a->right})
-        for (mpfr_srcptr v : {&b->left, &b->right}) span.include(u, v);
-      straddles_both = straddles_both || (al < 0 && ah > 0 && bl < 0 && bh > 0);
+      for (Interval* v : {&x[k], &y[k]}) random_interval(*v, bits);
+      include_term(x[k], y[k], low, high, largest, span, straddles_both);
     }
     Interval out, term;
     mpfi_set_prec(out.backend().data(), bits);
     detail::DotWorkspace workspace;
     detail::dot(out.backend().data(), x.data(), y.data(), n, workspace, term.backend().data());
-    mpfi_srcptr r = out.backend().data();
-    const Rational lower = exact(&r->left), upper = exact(&r->right);
-    RC_ASSERT(lower <= low);
-    RC_ASSERT(upper >= high);
-    RC_ASSERT(!mpfr_signbit(&r->left) || !mpfr_zero_p(&r->left));  // MPFI's zero convention
-    RC_ASSERT(mpfr_signbit(&r->right) || !mpfr_zero_p(&r->right));
     RC_CLASSIFY(straddles_both, "MPFI's loop");
     RC_CLASSIFY(!span.exact(), "wide span");
-    if (straddles_both) return;  // MPFI's loop answers, with its own rounding errors
-    if (span.exact()) {
-      RC_ASSERT(lower == rounded(low, &r->left, MPFR_RNDD));
-      RC_ASSERT(upper == rounded(high, &r->right, MPFR_RNDU));
-    } else {
-      RC_ASSERT(low - lower <= 2 * half_ulp(&r->left) + truncation_bound(n, largest));
-      RC_ASSERT(upper - high <= 2 * half_ulp(&r->right) + truncation_bound(n, largest));
-    }
+    check_interval_entry(out.backend().data(), low, high, largest, span, straddles_both, n);
   });
 
   rc::prop("dust below the span still rounds each end outward", [] {
@@ -313,6 +328,52 @@ TEST_CASE("multiply [mpfr]: packed rows") {
     const Matrix<Real> C = multiply(A, B);
     CHECK(mpfr_inf_p(C(0, 0).backend().data()));
     CHECK(C(1, 0) == 39);
+  }
+}
+
+TEST_CASE("multiply [mpfi]: packed rows") {
+  rc::prop("every entry of A B and A B^T is the exact interval product rounded outward (or within the bound)", [] {
+    const auto r = *rc::gen::inRange<Eigen::Index>(1, 5), n = *rc::gen::inRange<Eigen::Index>(0, 7),
+               c = *rc::gen::inRange<Eigen::Index>(1, 5);
+    const bool transposed = *rc::gen::arbitrary<bool>();
+    // One precision for all (the packed path) or mixed ones (the per-entry dot);
+    // intervals across zero in some rows of both sides send those pairs there too.
+    const bool mixed = *rc::gen::inRange(0, 4) == 0;
+    const mpfr_prec_t common = random_precision();
+    Matrix<Interval> A(r, n), B = transposed ? Matrix<Interval>(c, n) : Matrix<Interval>(n, c);
+    for (Matrix<Interval>* M : {&A, &B})
+      for (auto& v : M->reshaped()) random_interval(v, mixed ? random_precision() : common);
+    Matrix<Interval> C;
+    {
+      PrecisionScope scope(static_cast<unsigned>(random_precision()));
+      C = transposed ? multiply_transposed(A, B) : multiply(A, B);
+    }
+    RC_ASSERT(C.rows() == r);
+    RC_ASSERT(C.cols() == c);
+    bool any_straddle = false;
+    for (Eigen::Index i = 0; i < r; ++i)
+      for (Eigen::Index j = 0; j < c; ++j) {
+        Rational low = 0, high = 0, largest = 0;
+        Span span;
+        bool straddles_both = false;
+        for (Eigen::Index k = 0; k < n; ++k)
+          include_term(A(i, k), transposed ? B(j, k) : B(k, j), low, high, largest, span, straddles_both);
+        any_straddle = any_straddle || straddles_both;
+        check_interval_entry(C(i, j).backend().data(), low, high, largest, span, straddles_both, n);
+      }
+    RC_CLASSIFY(mixed, "mixed precisions");
+    RC_CLASSIFY(any_straddle, "a term straddling on both sides");
+  });
+  SECTION("an infinite endpoint in a row gives MPFI's answer for that row only") {
+    Matrix<Interval> A(2, 2), B(2, 1);
+    A << 1, 2, 3, 4;
+    mpfr_set_inf(&A(0, 1).backend().data()->right, 1);
+    B << 5, 6;
+    const Matrix<Interval> C = multiply(A, B);
+    CHECK(mpfr_inf_p(&C(0, 0).backend().data()->right));
+    CHECK(mpfr_cmp_ui(&C(0, 0).backend().data()->left, 17) == 0);
+    CHECK(mpfr_cmp_ui(&C(1, 0).backend().data()->left, 39) == 0);
+    CHECK(mpfr_cmp_ui(&C(1, 0).backend().data()->right, 39) == 0);
   }
 }
 
