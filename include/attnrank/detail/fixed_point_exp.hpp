@@ -20,8 +20,8 @@
 //     is the correctly rounded exp(x), the same number mpfr_exp returns (Ziv's
 //     test; it fails with probability ~2^(precision - F + 7) <= 2^-57, and then
 //     mpfr_exp answers);
-//   - `exp_rounded_down` / `_up` round y - E down / y + E up: proven bounds, as
-//     the interval tier needs.
+//   - `exp_bound` rounds y - E down (MPFR_RNDD) or y + E up (MPFR_RNDU): proven
+//     bounds within an ulp of exp(x)'s own roundings, as the interval tier needs.
 // Outside |x| < 2^20, for precisions above 960 bits, zeros, infinities and NaN,
 // MPFR's own exp answers.
 
