@@ -284,24 +284,39 @@ TEST_CASE("detail::dot [mpfi]") {
   }
 }
 
+/// A random product: A (r x n) and B (n x c, or c x n when `transposed`), filled
+/// by fill(v, bits) at one precision for all (the packed path) or mixed ones (the
+/// per-entry dot), and C = A B (or A B^T) at yet another output precision.
+template <class T>
+struct ProductCase {
+  Matrix<T> A, B, C;
+  bool transposed = false, mixed = false;
+};
+
+template <class T, class Fill>
+ProductCase<T> gen_product_case(Fill fill) {
+  const auto r = *rc::gen::inRange<Eigen::Index>(1, 5), n = *rc::gen::inRange<Eigen::Index>(0, 7),
+             c = *rc::gen::inRange<Eigen::Index>(1, 5);
+  ProductCase<T> p;
+  p.transposed = *rc::gen::arbitrary<bool>();
+  p.mixed = *rc::gen::inRange(0, 4) == 0;
+  const mpfr_prec_t common = random_precision();
+  p.A = Matrix<T>(r, n);
+  p.B = p.transposed ? Matrix<T>(c, n) : Matrix<T>(n, c);
+  for (Matrix<T>* M : {&p.A, &p.B})
+    for (auto& v : M->reshaped()) fill(v, p.mixed ? random_precision() : common);
+  PrecisionScope scope(static_cast<unsigned>(random_precision()));
+  p.C = p.transposed ? multiply_transposed(p.A, p.B) : multiply(p.A, p.B);
+  RC_ASSERT(p.C.rows() == r);
+  RC_ASSERT(p.C.cols() == c);
+  return p;
+}
+
 TEST_CASE("multiply [mpfr]: packed rows") {
   rc::prop("every entry of A B and A B^T is the correctly rounded exact sum (or within the bound)", [] {
-    const auto r = *rc::gen::inRange<Eigen::Index>(1, 5), n = *rc::gen::inRange<Eigen::Index>(0, 7),
-               c = *rc::gen::inRange<Eigen::Index>(1, 5);
-    const bool transposed = *rc::gen::arbitrary<bool>();
-    // One precision for all (the packed path) or mixed ones (the per-entry dot).
-    const bool mixed = *rc::gen::inRange(0, 4) == 0;
-    const mpfr_prec_t common = random_precision();
-    Matrix<Real> A(r, n), B = transposed ? Matrix<Real>(c, n) : Matrix<Real>(n, c);
-    for (Matrix<Real>* M : {&A, &B})
-      for (auto& v : M->reshaped()) random_value(v.backend().data(), mixed ? random_precision() : common);
-    Matrix<Real> C;
-    {
-      PrecisionScope scope(static_cast<unsigned>(random_precision()));
-      C = transposed ? multiply_transposed(A, B) : multiply(A, B);
-    }
-    RC_ASSERT(C.rows() == r);
-    RC_ASSERT(C.cols() == c);
+    const auto [A, B, C, transposed, mixed] =
+        gen_product_case<Real>([](Real& v, mpfr_prec_t bits) { random_value(v.backend().data(), bits); });
+    const Eigen::Index r = C.rows(), c = C.cols(), n = A.cols();
     for (Eigen::Index i = 0; i < r; ++i)
       for (Eigen::Index j = 0; j < c; ++j) {
         Rational sum = 0, largest = 0;
@@ -333,23 +348,10 @@ TEST_CASE("multiply [mpfr]: packed rows") {
 
 TEST_CASE("multiply [mpfi]: packed rows") {
   rc::prop("every entry of A B and A B^T is the exact interval product rounded outward (or within the bound)", [] {
-    const auto r = *rc::gen::inRange<Eigen::Index>(1, 5), n = *rc::gen::inRange<Eigen::Index>(0, 7),
-               c = *rc::gen::inRange<Eigen::Index>(1, 5);
-    const bool transposed = *rc::gen::arbitrary<bool>();
-    // One precision for all (the packed path) or mixed ones (the per-entry dot);
-    // intervals across zero in some rows of both sides send those pairs there too.
-    const bool mixed = *rc::gen::inRange(0, 4) == 0;
-    const mpfr_prec_t common = random_precision();
-    Matrix<Interval> A(r, n), B = transposed ? Matrix<Interval>(c, n) : Matrix<Interval>(n, c);
-    for (Matrix<Interval>* M : {&A, &B})
-      for (auto& v : M->reshaped()) random_interval(v, mixed ? random_precision() : common);
-    Matrix<Interval> C;
-    {
-      PrecisionScope scope(static_cast<unsigned>(random_precision()));
-      C = transposed ? multiply_transposed(A, B) : multiply(A, B);
-    }
-    RC_ASSERT(C.rows() == r);
-    RC_ASSERT(C.cols() == c);
+    // Intervals across zero in some rows of both sides send those pairs of rows
+    // to the per-entry dot too.
+    const auto [A, B, C, transposed, mixed] = gen_product_case<Interval>(random_interval);
+    const Eigen::Index r = C.rows(), c = C.cols(), n = A.cols();
     bool any_straddle = false;
     for (Eigen::Index i = 0; i < r; ++i)
       for (Eigen::Index j = 0; j < c; ++j) {
