@@ -63,7 +63,7 @@ fuzz-build: deps
 # The unit, property and CLI suites (the CLI itself sanitized) and the corpus
 # replays; properties at 30 cases each, slow and proof tests left to make test.
 sanitize: fuzz-build
-	cd $(SAN_BUILD) && RC_PARAMS="max_success=30" ctest --output-on-failure -j$(JOBS) -LE "mutation|slow|proofs|package"
+	cd $(SAN_BUILD) && RC_PARAMS="max_success=30" ctest --output-on-failure -j$(JOBS) -LE "mutation|slow|proofs|package|large"
 
 # Each fuzz target for FUZZ_SECONDS (two at a time on two cores), from its seed
 # corpus; reproducers of anything found land in $(SAN_BUILD)/fuzz-crashes.

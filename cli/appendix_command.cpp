@@ -120,10 +120,10 @@ std::string narrate(const TutorialAppendix& t, const Digits& d) {
   }
   const EmbeddingsReach& e = f.dk2_on_worked_example;
   s << "  on the worked example's X (Section 2.2.2): " << to_string(e.result.verdict);
-  if (e.result.witness) {
+  if (std::isfinite(e.weights_max_abs_error)) {
     s << " - head weights (4 x 2, 4 decimals shown) that make 'I love LLMs' attend with this A\n"
       << "    W^Q_i =\n" << matrix_rows(e.WQ, 4, "      ") << "    W^K_i =\n" << matrix_rows(e.WK, 4, "      ")
-      << "    max |softmax((X W^Q_i)(X W^K_i)^T / sqrt 2) - A| <= " << format_upper_bound(e.result.witness->max_abs_error)
+      << "    max |softmax((X W^Q_i)(X W^K_i)^T / sqrt 2) - A| <= " << format_upper_bound(e.weights_max_abs_error)
       << " (certified, for these weights as doubles)\n";
   } else {
     s << "\n";
@@ -211,7 +211,7 @@ json appendix_json(const TutorialAppendix& t, const Digits& d) {
        {{"verdict", to_string(e.result.verdict)},
         {"W_Q", detail::matrix_json(e.WQ)},
         {"W_K", detail::matrix_json(e.WK)},
-        {"max_abs_error", e.result.witness ? json(e.result.witness->max_abs_error) : json(nullptr)}}},
+        {"max_abs_error", std::isfinite(e.weights_max_abs_error) ? json(e.weights_max_abs_error) : json(nullptr)}}},
       {"general_n", general},
       {"practical", practical},
       {"softmax_raises_rank",

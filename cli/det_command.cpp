@@ -24,12 +24,14 @@ std::string exact_text(const Rational& q) {
 
 std::string run_exact(const Matrix<Rational>& A, int digits, bool as_json) {
   const Rational d = exact_determinant(A);
+  // Scientific notation with significant digits: fixed decimals would show a
+  // tiny nonzero determinant (hilbert:8, 2.7e-33) as 0.000...
+  const std::string decimal = format_significant(d, digits);
   if (as_json)
-    return json{{"mode", "exact"}, {"n", A.rows()}, {"det", exact_text(d)}, {"det_decimal", format_fixed(d, digits)}}
-               .dump(2) + "\n";
+    return json{{"mode", "exact"}, {"n", A.rows()}, {"det", exact_text(d)}, {"det_decimal", decimal}}.dump(2) + "\n";
   std::ostringstream s;
   s << "det = " << exact_text(d) << " (exact, " << A.rows() << " x " << A.cols() << ")\n";
-  if (denominator(d) != 1) s << "    = " << format_fixed(d, digits) << " (rounded to " << digits << " decimals)\n";
+  if (denominator(d) != 1) s << "    ~ " << decimal << " (rounded to " << digits << " significant digits)\n";
   return s.str();
 }
 
@@ -70,7 +72,7 @@ void add_det_command(CLI::App& app, std::string& out) {
   cmd->add_option("--bits", opt->bits, "Certified mode: working precision in bits (default 53: doubles)")
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
   cmd->add_option("--digits", opt->digits,
-                  "Digits to print: decimals of the exact value, significant digits of the enclosure (default 17)")
+                  "Significant digits to print, of the exact value and of the enclosure (default 17)")
       ->check(CLI::Range(1, max_digits));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &out] {

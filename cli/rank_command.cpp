@@ -34,19 +34,6 @@ std::string short_double(double x) {
   return s.str();
 }
 
-/// Double values of an exact matrix (nearest), refusing magnitudes beyond double.
-Eigen::MatrixXd to_double_checked(const Matrix<Rational>& A, const std::string& source) {
-  Eigen::MatrixXd D(A.rows(), A.cols());
-  for (Eigen::Index i = 0; i < A.rows(); ++i)
-    for (Eigen::Index j = 0; j < A.cols(); ++j) {
-      D(i, j) = scalar_traits<double>::from_rational(A(i, j));
-      if (!std::isfinite(D(i, j)))
-        throw input_error(source + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) +
-                          ": value is beyond the double range; numeric mode needs doubles (use --mode exact)");
-    }
-  return D;
-}
-
 std::string run_exact(const Matrix<Rational>& A, bool as_json) {
   const ExactRank r = exact_rank(A);
   if (as_json) {
@@ -97,16 +84,25 @@ std::string run_certified(const Matrix<Rational>& A, unsigned bits, bool as_json
 
 std::string run_numeric(const Matrix<Rational>& A, const std::string& source, std::optional<double> tol, long top,
                         bool as_json) {
-  const Eigen::MatrixXd D = to_double_checked(A, source);
+  const DoubleConversion converted = approx_to_double(A, source);
+  const Eigen::MatrixXd& D = converted.values;
   json j{{"mode", "numeric"}, {"rows", A.rows()}, {"cols", A.cols()}, {"certified", false}};
   std::ostringstream s;
+  if (converted.underflows > 0) {
+    const std::string note = std::to_string(converted.underflows) +
+                             (converted.underflows == 1 ? " nonzero entry is" : " nonzero entries are") +
+                             " below the normal double range and rounded to 0 or to a subnormal (first: row " + std::to_string(converted.first_row + 1) + ", column " +
+                             std::to_string(converted.first_col + 1) + ", " + converted.first_value +
+                             "); numeric mode works in doubles, --mode exact or certified does not";
+    j["notes"] = json::array({note});
+    s << "note: " << note << "\n";
+  }
   if (top > 0) {
     const Eigen::Index d = std::min(A.rows(), A.cols());
     if (top + 1 >= d)
       throw input_error("--top " + std::to_string(top) + " needs top + 1 < min(rows, cols) = " + std::to_string(d) +
                         " (drop --top for all singular values)");
     const TopSingularValues t = approx_top_singular_values(D, top + 1);
-    if (t.converged < top + 1) throw std::runtime_error("Lanczos did not converge");
     const LowRankDistance dist = approx_low_rank_distance(D, top);
     const double tolerance = tol ? *tol : t.values(0) * static_cast<double>(std::max(A.rows(), A.cols())) * 2.220446049250313e-16;
     Eigen::Index above = 0;

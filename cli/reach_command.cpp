@@ -19,14 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-json read_json_file(const std::string& path) {
-  const std::string text = read_text_file(path, input_limits());
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw input_error(path + ": not valid JSON (" + std::string(e.what()) + ")");
-  }
-}
+json read_certificate_file(const std::string& path) { return parse_certificate(read_text_file(path, input_limits()), path); }
 
 /// Whether every row of A sums exactly to 1. Softmax normalises rows, so the
 /// verdict is about A / rowsums either way; the output says so when it matters.
@@ -39,14 +32,26 @@ bool rows_sum_to_one(const Matrix<Rational>& A) {
   return true;
 }
 
-std::string narrate(const std::string& name, const ReachResult& r, bool free_scores, bool normalised) {
+/// " a width-k head comes within E (certified)" or why there is no such figure.
+std::string closeness(const ReachResult& r, std::optional<double> witness_error) {
+  if (!witness_error || !std::isfinite(*witness_error)) return "no witness error could be bounded";
+  return "a width-" + std::to_string(r.dk) + " head comes within " + format_upper_bound(*witness_error) +
+         " (certified, witness below)";
+}
+
+/// The verdict in words. Every verdict is about the entries exactly as written
+/// (each decimal is the rational it spells), so the line says so and puts the
+/// witness error beside it: a rounded pattern is almost never exactly producible,
+/// and how close a head comes is what such a reader wants to know.
+std::string narrate(const std::string& name, const ReachResult& r, bool free_scores, bool normalised,
+                    std::optional<double> witness_error) {
   std::ostringstream s;
   s << "target " << name << " (n = " << r.n << "), head width d_k = " << r.dk
     << (free_scores ? ", free Q and K\n" : ", Q = X W^Q and K = X W^K for the given X\n");
   if (!normalised)
     s << "  note: rows do not sum to 1; softmax normalises rows, so everything below is about A / rowsums\n";
   if (r.has_zero_entry) {
-    s << "verdict: unreachable - " << r.reason << ".\n";
+    s << "verdict: unreachable - " << r.reason << "; " << closeness(r, witness_error) << ".\n";
   } else {
     const FloorBounds& f = r.floor;
     s << "  floor    rank(log(A) C): ";
@@ -58,17 +63,24 @@ std::string narrate(const std::string& name, const ReachResult& r, bool free_sco
     s << "\n           upper: " << f.upper_reason << "\n";
     s << "  ceiling  rank(Q K^T) <= d_k = " << r.dk << "\n";
     s << "verdict: " << to_string(r.verdict) << " - ";
-    if (r.verdict == Verdict::unreachable) s << "no head of width " << r.dk << " produces this pattern exactly.\n";
-    else if (r.verdict == Verdict::reachable) s << "a head of width " << r.dk << " produces it exactly.\n";
-    else s << "not settled at this precision.\n";
+    if (r.verdict == Verdict::unreachable)
+      s << "no head of width " << r.dk << " produces these entries exactly, as written; " << closeness(r, witness_error) << ".\n";
+    else if (r.verdict == Verdict::reachable)
+      s << "a head of width " << r.dk << " produces these entries exactly; " << closeness(r, witness_error) << ".\n";
+    else
+      s << "whether a head of width " << r.dk << " produces these entries exactly is not settled at this precision; "
+        << closeness(r, witness_error) << ".\n";
     s << "  because " << r.reason << ".\n";
     if (!r.hint.empty()) s << "  to settle it: " << r.hint << ".\n";
   }
-  if (r.witness)
+  if (witness_error && !std::isfinite(*witness_error))
+    s << "witness at d_k = " << r.dk << ": computed, but its error could not be bounded (nothing is claimed for it)\n";
+  else if (witness_error)
     s << "witness at d_k = " << r.dk
       << (free_scores ? " (truncated SVD of log(A) C)" : " (head weights W^Q, W^K on X; --json lists them)")
-      << ": max |softmax(Q K^T / sqrt(d_k)) - A| <= "
-      << format_upper_bound(r.witness->max_abs_error) << " (certified)\n";
+      << ": max |softmax(Q K^T / sqrt(d_k)) - A| <= " << format_upper_bound(*witness_error) << " (certified)\n";
+  else
+    s << "witness: none (the embeddings X are beyond the double range, so no double weights act on them)\n";
   return s.str();
 }
 
@@ -76,8 +88,7 @@ std::string narrate(const std::string& name, const ReachResult& r, bool free_sco
 /// spectrum of log(A) C (numeric: a picture, not a proof).
 std::string reach_svg(const Matrix<Rational>& A, const ReachResult& r, const std::string& name) {
   const Eigen::Index n = A.rows();
-  Eigen::MatrixXd target = A.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); });
-  target = (target.array().colwise() / target.rowwise().sum().array()).matrix();
+  const Eigen::MatrixXd target = approx_normalized_target(A);
   std::optional<Eigen::MatrixXd> approx;
   if (r.witness) {
     Eigen::MatrixXd S = r.witness->Q * r.witness->K.transpose() / std::sqrt(static_cast<double>(r.dk));
@@ -88,7 +99,7 @@ std::string reach_svg(const Matrix<Rational>& A, const ReachResult& r, const std
   if (!r.has_zero_entry) {
     const Eigen::MatrixXd L = centered_log_ball(A).mid;
     // A full SVD up to n = 1024; beyond, the leading values by Lanczos.
-    spectrum = n <= 1024 ? Eigen::VectorXd(Eigen::BDCSVD<Eigen::MatrixXd>(L).singularValues())
+    spectrum = n <= 1024 ? approx_rank(L).singular_values
                          : approx_top_singular_values(L, std::min<Eigen::Index>(n - 1, 2 * r.dk + 16)).values;
   }
   const std::string caption = std::filesystem::path(name).filename().string() + ": " + to_string(r.verdict) + " at d_k = " + std::to_string(r.dk) +
@@ -122,7 +133,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
     const Matrix<Rational> A = read_matrix_argument(opt->target, input_limits());
     validate_target(A, opt->target);
     if (!opt->check.empty()) {
-      const json cert = read_json_file(opt->check);
+      const json cert = read_certificate_file(opt->check);
       const CertificateCheck c = opt->x.empty() ? check_reach_certificate(A, cert)
                                                 : check_embeddings_certificate(A, read_matrix(opt->x, input_limits()), cert);
       if (!c.valid) throw input_error(opt->check + ": certificate rejected: " + c.reason);
@@ -151,8 +162,16 @@ void add_reach_command(CLI::App& app, std::string& out) {
       if (!(f << cert.dump(1) << "\n")) throw input_error(opt->certificate + ": cannot write the certificate");
     }
     if (!opt->svg.empty()) write_text_file(opt->svg, reach_svg(A, r, opt->target));
+    // The error of the witness the text and "max_abs_error" describe: the head
+    // weights on X for the embeddings question, Q and K for the free one.
+    std::optional<double> witness_error;
+    if (emb) {
+      if (std::isfinite(emb->weights_max_abs_error)) witness_error = emb->weights_max_abs_error;
+    } else if (r.witness) {
+      witness_error = r.witness->max_abs_error;
+    }
     if (!opt->json) {
-      out = narrate(opt->target, r, !emb, rows_sum_to_one(A));
+      out = narrate(opt->target, r, !emb, rows_sum_to_one(A), witness_error);
       if (emb) {
         out += "question: fixed embeddings X from " + opt->x + " (scores X W^Q W^K^T X^T / sqrt(d_k))";
         out += emb->x_full_row_rank ? " - X has full row rank, so every score matrix is reachable through X and the free answer above is the answer.\n"
@@ -166,7 +185,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
            {"verdict", to_string(r.verdict)},
            {"reason", r.reason},
            {"rows_sum_to_one", rows_sum_to_one(A)},
-           {"max_abs_error", r.witness ? json(r.witness->max_abs_error) : json(nullptr)},
+           {"max_abs_error", witness_error && std::isfinite(*witness_error) ? json(*witness_error) : json(nullptr)},
            {"certificate", cert}};
     if (r.has_zero_entry) {
       j["floor_lower"] = nullptr;

@@ -65,9 +65,15 @@ void add_sweep_command(CLI::App& app, std::string& out) {
     nlohmann::json rows = nlohmann::json::array();
     std::ostringstream s;
     s << "d_k = 1 head, keys k = (" << opt->keys << "): row weights softmax(q k), certified to " << opt->digits << " decimals\n";
+    // Labels carry every digit the queries have (at least two decimals, as the
+    // tutorial prints them); a query without a terminating decimal shows as p/q.
+    int label_decimals = 2;
+    for (const Rational& q : qs)
+      if (const auto d = terminating_decimals(q)) label_decimals = std::max(label_decimals, std::min(*d, max_digits));
+    const auto label = [&](const Rational& q) { return terminating_decimals(q) ? format_fixed(q, label_decimals) : q.str(); };
     for (std::size_t r = 0; r < qs.size(); ++r) {
       nlohmann::json weights = nlohmann::json::array();
-      s << "  q = " << format_fixed(qs[r], 2) << ":";
+      s << "  q = " << label(qs[r]) << ":";
       for (std::size_t j = 0; j < keys.size(); ++j) {
         const Interval& w = W(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(j));
         const std::string text = certified_or_enclosure(w, opt->digits);

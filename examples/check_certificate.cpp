@@ -3,7 +3,6 @@
 // nothing in the file but its claims. Usage: check_certificate TARGET.csv CERT.json
 #include <attnrank/reach_certificate.hpp>
 
-#include <fstream>
 #include <iostream>
 
 int main(int argc, char** argv) {
@@ -14,9 +13,8 @@ int main(int argc, char** argv) {
   }
   try {
     const Matrix<Rational> A = read_matrix(argv[1]);
-    std::ifstream file(argv[2]);
-    if (!file) throw input_error(std::string(argv[2]) + ": cannot read");
-    const nlohmann::json certificate = nlohmann::json::parse(file);
+    // The strict reader: a key stated twice or a number beyond double is refused.
+    const nlohmann::json certificate = parse_certificate(read_text_file(argv[2]), argv[2]);
     std::cout << "claim: " << certificate.value("verdict", "?") << " at d_k = " << certificate.value("dk", 0) << "\n";
     const CertificateCheck check = check_reach_certificate(A, certificate);
     std::cout << (check.valid ? "valid: " : "rejected: ") << check.reason << "\n";

@@ -1,5 +1,5 @@
 // Fuzz target: the certificate JSON reader and checker (reach_certificate.hpp).
-// The input is JSON. So that mutations reach the mathematics instead of dying at
+// The input is JSON, read by parse_certificate. So that mutations reach the mathematics instead of dying at
 // the digest, the harness re-stamps the digest and the target's fingerprint.
 // Oracle: malformed certificates are rejected, never a crash; and the checker
 // never accepts a certificate that contradicts the true floor of the target
@@ -37,8 +37,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const Target targets[] = {make_target("diag:3:0.8"), make_target("diag:4:1/4"), make_target("hilbert:3")};
   if (size == 0) return 0;
   const Target& t = targets[data[0] % 3];
-  nlohmann::json c = nlohmann::json::parse(data + 1, data + size, nullptr, false);
-  if (c.is_discarded()) return 0;
+  nlohmann::json c;
+  try {  // the strict reader: duplicate keys and out-of-range numbers are input errors
+    c = parse_certificate(std::string(reinterpret_cast<const char*>(data + 1), size - 1), "<fuzz>");
+  } catch (const input_error& e) {
+    fuzz::require(std::string(e.what()).rfind("<fuzz>: ", 0) == 0, "a reading error that does not name its source");
+    return 0;
+  }
   if (c.is_object()) {
     c["target_fingerprint"] = target_fingerprint(t.A);
     c["digest"] = detail::digest_of(c);

@@ -169,6 +169,39 @@ TEST_CASE("attnrank::certified_determinant") {
   SECTION("a non-square matrix is an input error") {
     CHECK_THROWS_AS(certified_determinant(Matrix<Rational>(2, 3)), input_error);
   }
+  SECTION("the audit's singular 6 x 6 (rank 4): a true enclosure at every precision, never NaN") {
+    const Matrix<Rational> A = parse_matrix(
+        "31,37,-33,-26,2,-50\n22,-5,-4,20,61,-30\n55,-8,6,-5,-1,-11\n-4,24,-10,-10,16,-22\n-3,32,-12,-23,-7,-19\n"
+        "-27,-7,39,3,0,38\n", "the audit matrix");
+    REQUIRE(exact_determinant(A) == 0);
+    for (unsigned bits : {53u, 64u, 68u, 128u, 256u}) {
+      INFO("bits " << bits);
+      const DeterminantEnclosure d = certified_determinant(A, bits);
+      CHECK(scalar_traits<Interval>::is_finite(d.det));
+      CHECK(scalar_traits<Interval>::contains(d.det, Rational(0)));
+      CHECK_FALSE(std::isnan(d.eps));
+      CHECK_FALSE(std::signbit(d.eps));
+    }
+  }
+  SECTION("entries near the double overflow: a true enclosure (products overflow to inf - inf)") {
+    Eigen::MatrixXd A(3, 3);
+    A << 1e300, -1e300, 3e299, 2e300, 1e300, -1e300, -1e300, 3e300, 1e300;
+    const DeterminantEnclosure d = certified_determinant(A);
+    CHECK_FALSE(mpfi_nan_p(d.det.backend().data()));
+    CHECK(scalar_traits<Interval>::contains(d.det, exact_determinant(exact_of(A))));
+  }
+}
+
+TEST_CASE("attnrank::detail::det_from_near_identity: NaN is never an enclosure") {
+  const PrecisionScope scope(64);
+  const Interval nan = Interval(std::numeric_limits<double>::quiet_NaN());
+  const Interval small = Interval(0.25), one = Interval(1);
+  CHECK(detail::det_from_near_identity(Interval(0), small, 3, 1, one).has_value());
+  CHECK_FALSE(detail::det_from_near_identity(nan, small, 3, 1, one).has_value());
+  CHECK_FALSE(detail::det_from_near_identity(Interval(0), nan, 3, 1, one).has_value());
+  CHECK_FALSE(detail::det_from_near_identity(Interval(0), small, 3, 1, nan).has_value());
+  CHECK_FALSE(detail::det_from_near_identity(Interval(0), one, 3, 1, one).has_value());  // eps must be < 1
+  CHECK_FALSE(detail::det_from_near_identity(Interval(0), small, 3, 1, Interval(0)).has_value());
 }
 
 TEST_CASE("attnrank::certified_determinant properties", "[property]") {
@@ -178,6 +211,23 @@ TEST_CASE("attnrank::certified_determinant properties", "[property]") {
     const unsigned bits = gen_bits();
     const DeterminantEnclosure d = certified_determinant(A, bits);
     RC_ASSERT(scalar_traits<Interval>::contains(d.det, exact_determinant(A)));
+  });
+  rc::prop("singular and nearly singular integer matrices get a true enclosure, never NaN", [] {
+    // The audit's failures: integer matrices of rank n - 1 or n - 2 (pivots that
+    // are rounding residue, inverses of 10^18), and the same matrix off by 1/10^k.
+    const auto n = *rc::gen::inRange<Eigen::Index>(2, 11);
+    const auto r = *rc::gen::inRange<Eigen::Index>(std::max<Eigen::Index>(0, n - 3), n);
+    const auto to_rational_matrix = [](const Matrix<Integer>& Z) { return Matrix<Rational>(Z.unaryExpr([](const Integer& z) { return Rational(z); })); };
+    Matrix<Rational> A = to_rational_matrix(gen_integer_matrix(n, r, 8)) * to_rational_matrix(gen_integer_matrix(r, n, 8));
+    if (*rc::gen::arbitrary<bool>())
+      A(*rc::gen::inRange<Eigen::Index>(0, n), *rc::gen::inRange<Eigen::Index>(0, n)) +=
+          Rational(1, boost::multiprecision::pow(Integer(10), *rc::gen::inRange(1u, 30u)));
+    const unsigned bits = *rc::gen::element(53u, 64u, 68u, 128u, 256u);
+    const DeterminantEnclosure d = certified_determinant(A, bits);
+    RC_ASSERT(!mpfi_nan_p(d.det.backend().data()));
+    RC_ASSERT(!std::isnan(d.eps));
+    RC_ASSERT(scalar_traits<Interval>::contains(d.det, exact_determinant(A)));
+    if (d.preconditioned) RC_ASSERT(!scalar_traits<Interval>::contains(d.det, Rational(0)));
   });
   rc::prop("det(A B) overlaps det(A) det(B)", [] {
     const auto n = *rc::gen::inRange<Eigen::Index>(1, 7);

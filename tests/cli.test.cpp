@@ -251,3 +251,87 @@ TEST_CASE("attnrank reach --x: certificates need the same X") {
   expect_input_error("reach --check " + cert + " diag:3:0.8", "check it with the same X (--x)");
   expect_input_error("reach --check " + cert + " diag:3:0.8 --x " + file("x31b.csv", "1\n2\n4\n"), "different embeddings X");
 }
+
+TEST_CASE("attnrank: the outside audit's classes, end to end") {
+  const std::string inputs = ATTNRANK_SOURCE_DIR "/tests/cli/inputs/";
+  SECTION("a singular certified determinant is a true enclosure, never [nan, nan]") {
+    for (const char* bits : {"53", "64", "128"}) {
+      INFO("--bits " << bits);
+      const Run r = attnrank_cli("det " + inputs + "audit-singular.csv --mode certified --json --bits " + bits);
+      REQUIRE(r.code == 0);
+      const auto j = nlohmann::json::parse(r.out);
+      CHECK(parse_rational(j["det_lower"].get<std::string>()) <= 0);
+      CHECK(0 <= parse_rational(j["det_upper"].get<std::string>()));
+      CHECK_THAT(r.out, !Catch::Contains("nan"));
+    }
+  }
+  SECTION("targets beyond the double range: finite witnesses, valid certificates, no nan in the picture") {
+    const std::string tiny = file("tiny.csv", "3e-4000,1,1\n1,3e-4000,1\n1,1,3e-4000\n");
+    for (const std::string& target : {inputs + "scaled-rows.csv", tiny}) {
+      INFO(target);
+      const std::string svg = (scratch() / "beyond.svg").string(), cert = (scratch() / "beyond.json").string();
+      const Run r = attnrank_cli("reach " + target + " --dk 1 --json --svg " + svg + " --certificate " + cert);
+      REQUIRE(r.code == 0);
+      const auto j = nlohmann::json::parse(r.out);
+      REQUIRE(j["max_abs_error"].is_number());
+      CHECK(j["max_abs_error"].get<double>() < 1);
+      CHECK_THAT(slurp(svg), !Catch::Contains("nan"));
+      CHECK(attnrank_cli("reach " + target + " --check " + cert).code == 0);
+    }
+    const auto scaled = nlohmann::json::parse(attnrank_cli("reach " + inputs + "scaled-rows.csv --dk 1 --json").out);
+    CHECK(scaled["verdict"] == "reachable");
+    CHECK(scaled["max_abs_error"].get<double>() < 1e-15);  // rows are rescaled exactly before any double
+  }
+  SECTION("fixed embeddings: the JSON and certificate numbers are each for their own object") {
+    const std::string a = inputs + "two.csv", x = inputs + "x-2x4.csv", cert = (scratch() / "emb.json").string();
+    const auto j = nlohmann::json::parse(attnrank_cli("reach " + a + " --dk 1 --x " + x + " --json --certificate " + cert).out);
+    CHECK(j["max_abs_error"] == j["certificate"]["weights"]["max_abs_error"]);  // the text and key describe the weights
+    const Run check = attnrank_cli("reach " + a + " --check " + cert + " --x " + x);
+    CHECK(check.code == 0);
+    const std::string worked = ATTNRANK_SOURCE_DIR "/examples/data/worked-example/x.csv";
+    REQUIRE(attnrank_cli("reach diag:3:0.8 --dk 2 --x " + worked + " --certificate " + cert).code == 0);
+    CHECK(attnrank_cli("reach diag:3:0.8 --check " + cert + " --x " + worked).code == 0);
+  }
+  SECTION("verdicts say they are about the entries as written, with the witness error beside them") {
+    // softmax of rank-2 scores written with 17 digits: exactly, no head of width 2
+    // makes these decimals; a width-2 head comes within ~1e-16.
+    const std::string t = file("rounded.csv",
+                               "0.21194155761708544,0.57611688476582912,0.21194155761708544\n"
+                               "0.33333333333333333,0.33333333333333333,0.33333333333333334\n"
+                               "0.09003057317038046,0.24472847105479767,0.66524095577482187\n");
+    for (const char* bits : {"53", "256"}) {
+      const Run r = attnrank_cli(std::string("reach ") + t + " --dk 1 --bits " + bits);
+      REQUIRE(r.code == 0);
+      INFO(r.out);
+      CHECK_THAT(r.out, Catch::Contains("these entries exactly") && Catch::Contains("head comes within"));
+      if (r.out.find("to settle it:") != std::string::npos)
+        CHECK_THAT(r.out, Catch::Contains("settles exact producibility only"));
+    }
+  }
+  SECTION("large n: the diagonal target at the tutorial's practical size answers, never an internal error") {
+    const Run r = attnrank_cli("reach diag:512:0.8 --dk 64 --json");
+    REQUIRE(r.code == 0);
+    CHECK(nlohmann::json::parse(r.out)["verdict"] == "unreachable");
+    CHECK(attnrank_cli("reach diag:400:0.8 --dk 12 --full-floor").code == 0);
+  }
+  SECTION("small wrong things: sweep labels, tiny exact determinants") {
+    const Run s = attnrank_cli("sweep --q -2.9935,-2.9931 --digits 6");
+    CHECK_THAT(s.out, Catch::Contains("q = -2.9935:") && Catch::Contains("q = -2.9931:"));
+    CHECK_THAT(attnrank_cli("sweep --q 1/3,1").out, Catch::Contains("q = 1/3:") && Catch::Contains("q = 1.00:"));
+    CHECK_THAT(attnrank_cli("det hilbert:8").out, Catch::Contains("~ 2.7370501137915130e-33 (rounded to 17 significant digits)"));
+    CHECK(nlohmann::json::parse(attnrank_cli("det hilbert:8 --json").out)["det_decimal"] == "2.7370501137915130e-33");
+  }
+}
+
+TEST_CASE("attnrank out of memory: a message and exit 1, never an abort") {
+  // Under a 600 MB address-space limit an exact rank of hilbert:3000 cannot get
+  // its GMP limbs (or Eigen its arrays); either way the process must say so.
+  const std::string cmd = "ulimit -v 600000; exec " + std::string(ATTNRANK_CLI) + " rank hilbert:3000";
+  const auto out = scratch() / "oom.out", err = scratch() / "oom.err";
+  const int status = std::system(("bash -c '" + cmd + "' >" + out.string() + " 2>" + err.string()).c_str());
+  INFO(slurp(err));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK_THAT(slurp(err), Catch::StartsWith("attnrank: out of memory") && Catch::Contains("rank hilbert:3000"));
+  CHECK(slurp(out).empty());
+}

@@ -15,15 +15,10 @@ using namespace attnrank;
 
 namespace {
 
-/// A positive rational target whose floor is delicate on purpose:
-///  * 2^E (E small integers of rank r): log A = E log 2, floor = rank(E C) exactly;
-///  * 2^E (1 + d F) with d = 10^-k, k in 4..60: the floor is higher, but only by
-///    singular values of order d, which 64 bits cannot see and 512 bits can;
-///  * plain random weights (full floor, well separated).
-Matrix<Rational> delicate_target(std::mt19937_64& rng, int& kind) {
-  std::uniform_int_distribution<int> size(2, 8), small(-2, 2), digits(4, 60), pick(0, 2), weight(1, 99);
+/// The kinds 0..2 of delicate_target below.
+Matrix<Rational> base_target(std::mt19937_64& rng, int kind) {
+  std::uniform_int_distribution<int> size(2, 8), small(-2, 2), digits(4, 60), weight(1, 99);
   const Eigen::Index n = size(rng);
-  kind = pick(rng);
   Matrix<Rational> A(n, n);
   if (kind == 2) {
     for (Eigen::Index i = 0; i < n; ++i)
@@ -44,6 +39,32 @@ Matrix<Rational> delicate_target(std::mt19937_64& rng, int& kind) {
       if (kind == 1) a *= 1 + d * small(rng);
       A(i, j) = a;
     }
+  return A;
+}
+
+/// A positive rational target whose floor is delicate on purpose:
+///  0. 2^E (E small integers of rank r): log A = E log 2, floor = rank(E C) exactly;
+///  1. 2^E (1 + d F) with d = 10^-k, k in 4..60: the floor is higher, but only by
+///     singular values of order d, which 64 bits cannot see and 512 bits can;
+///  2. plain random weights (full floor, well separated);
+///  3. one of these with rows scaled by 10^400 or 10^-400 (a row constant in log
+///     space, so the floor is unchanged), and
+///  4. one of these with entries of 3e-4000 (log about -9210): valid exact
+///     decimals beyond the double range, the audit's classes.
+Matrix<Rational> delicate_target(std::mt19937_64& rng, int& kind) {
+  std::uniform_int_distribution<int> pick(0, 4), base_kind(0, 2), scale(-1, 1), coin(0, 3);
+  kind = pick(rng);
+  if (kind <= 2) return base_target(rng, kind);
+  Matrix<Rational> A = base_target(rng, base_kind(rng));
+  const Rational big = Rational(boost::multiprecision::pow(Integer(10), 400u));
+  const Rational tiny = Rational(3) / Rational(boost::multiprecision::pow(Integer(10), 4000u));
+  for (Eigen::Index i = 0; i < A.rows(); ++i) {
+    const int s = scale(rng);
+    for (Eigen::Index j = 0; j < A.cols(); ++j) {
+      if (kind == 3 && s != 0) A(i, j) *= s > 0 ? big : Rational(1) / big;
+      if (kind == 4 && coin(rng) == 0) A(i, j) = tiny;
+    }
+  }
   return A;
 }
 

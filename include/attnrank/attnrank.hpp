@@ -9,6 +9,7 @@
 #include <attnrank/matrix_spec.hpp>
 #include <attnrank/multi_head_attention.hpp>
 #include <attnrank/numeric_rank.hpp>
+#include <attnrank/out_of_memory.hpp>
 #include <attnrank/parse.hpp>
 #include <attnrank/product.hpp>
 #include <attnrank/scalar_traits.hpp>

@@ -35,6 +35,43 @@ inline std::string format_fixed(const Rational& q, int decimals) {
   return (negative && rounded != 0) ? "-" + digits : digits;
 }
 
+/// The number of digits after the point that q's decimal expansion needs, or
+/// nothing when it does not terminate (a prime other than 2 and 5 divides the
+/// denominator): 0 for 3, 4 for -2.9935, nothing for 1/3.
+inline std::optional<int> terminating_decimals(const Rational& q) {
+  Integer den = boost::multiprecision::denominator(q);
+  int twos = 0, fives = 0;
+  while (den % 2 == 0) den /= 2, ++twos;
+  while (den % 5 == 0) den /= 5, ++fives;
+  if (den != 1) return std::nullopt;
+  return std::max(twos, fives);
+}
+
+/// q rounded once, exactly, to `significant` digits in scientific notation
+/// (ties away from zero): "2.7370292894770048e-33", "-4.0e+00", "0". For exact
+/// values whose magnitude fixed-point cannot show.
+inline std::string format_significant(const Rational& q, int significant) {
+  if (q == 0) return "0";
+  significant = std::max(significant, 1);
+  const bool negative = q < 0;
+  const Rational a = negative ? Rational(-q) : q;
+  const auto ten_to = [](long e) { return e >= 0 ? Rational(detail::pow10(static_cast<int>(e))) : Rational(1) / Rational(detail::pow10(static_cast<int>(-e))); };
+  // 10^e <= a < 10^(e+1): start from the digit counts, then step to the exact e.
+  long e = static_cast<long>(mpz_sizeinbase(boost::multiprecision::numerator(a).backend().data(), 10)) -
+           static_cast<long>(mpz_sizeinbase(boost::multiprecision::denominator(a).backend().data(), 10));
+  while (a < ten_to(e)) --e;
+  while (a >= ten_to(e + 1)) ++e;
+  const Rational scaled = a * ten_to(significant - 1 - e);
+  const Integer num = boost::multiprecision::numerator(scaled), den = boost::multiprecision::denominator(scaled);
+  Integer m = (2 * num + den) / (2 * den);  // round half away from zero
+  if (m == detail::pow10(significant)) m /= 10, ++e;
+  const std::string digits = m.str();
+  std::string out = (negative ? "-" : "") + digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  const std::string ex = std::to_string(e < 0 ? -e : e);
+  return out + (e < 0 ? "e-" : "e+") + (ex.size() < 2 ? "0" + ex : ex);
+}
+
 /// The decimal digits of x itself (double or MPFR); "nan"/"inf"/"-inf" if not finite.
 template <class T>
 std::string format_fixed_point(const T& x, int decimals) {

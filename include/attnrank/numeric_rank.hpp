@@ -11,18 +11,38 @@
 //  * approx_top_singular_values: the k largest by Lanczos (Spectra's
 //    SymEigsSolver on the Gram matrix A^T A or A A^T), for big matrices where a
 //    full SVD is wasteful.
+//  * approx_truncated_svd: the k leading singular triplets, by Lanczos when that
+//    is cheaper than a full SVD, with convergence checked: a failed or
+//    unconverged Lanczos run is retried with a wider subspace, then replaced by
+//    a dense BDCSVD, so it always returns k triplets (never throws on hard
+//    spectra such as n - 1 equal singular values or rank 1).
 //  * approx_low_rank_distance: Eckart-Young, the distance from A to the nearest
 //    matrix of rank <= k: sigma_(k+1) in the spectral norm and
 //    sqrt(sum_(i>k) sigma_i^2) in the Frobenius norm.
 
+#include <attnrank/decimal.hpp>
 #include <attnrank/error.hpp>
 
 #include <Eigen/Core>
 #include <Eigen/SVD>
 
 #include <optional>
+#include <string>
 
 namespace attnrank {
+
+/// A rational matrix as the nearest doubles, for the numeric algorithms, with
+/// what the rounding did that a reader must know: entries whose magnitude is
+/// beyond the double range are refused (input_error naming `source`, row and
+/// column), and nonzero entries below the normal range (they become 0 or lose
+/// digits as subnormals) are counted, the first one named.
+struct DoubleConversion {
+  Eigen::MatrixXd values;
+  Eigen::Index underflows = 0;  ///< nonzero entries with |x| < 2^-1022
+  Eigen::Index first_row = -1, first_col = -1;
+  std::string first_value;  ///< the first such entry, in scientific notation
+};
+DoubleConversion approx_to_double(const Matrix<Rational>& A, const std::string& source);
 
 struct NumericRank {
   Eigen::VectorXd singular_values;  ///< all, descending
@@ -42,8 +62,19 @@ struct TopSingularValues {
   Eigen::Index converged = 0;  ///< how many Lanczos converged (== k on success)
 };
 
-/// The k largest singular values of A by Lanczos (1 <= k < min(m, n)).
+/// The k largest singular values of A by Lanczos (1 <= k < min(m, n)); the
+/// dense SVD answers when Lanczos does not converge (converged == k always).
 TopSingularValues approx_top_singular_values(const Eigen::MatrixXd& A, Eigen::Index k);
+
+struct TruncatedSvd {
+  Eigen::MatrixXd U, V;  ///< m x k and n x k, orthonormal columns
+  Eigen::VectorXd s;     ///< the k largest singular values, descending
+  std::string method;    ///< "dense", "lanczos" or "dense after lanczos failed"
+};
+
+/// The k leading singular triplets of A (0 <= k <= min(m, n)), A ~ U diag(s) V^T.
+/// Uncertified. Throws input_error on non-finite entries or k out of range.
+TruncatedSvd approx_truncated_svd(const Eigen::MatrixXd& A, Eigen::Index k);
 
 struct LowRankDistance {
   double spectral = 0;   ///< ||A - A_k||_2 = sigma_(k+1)

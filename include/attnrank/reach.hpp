@@ -81,6 +81,8 @@ struct Witness {
   /// only its doubles, and max_abs_error is certified for these exact values.
   Matrix<Rational> Q_exact, K_exact;
   unsigned bits = 53;
+  /// The MPFI precision max_abs_error was computed at (a checker recomputes it there).
+  unsigned error_bits = 64;
 };
 
 struct ReachResult {

@@ -18,6 +18,7 @@
 // linear constraint with rational coefficients holds iff it holds for every E_t.
 
 #include <attnrank/exact_rank.hpp>
+#include <attnrank/numeric_rank.hpp>
 #include <attnrank/reach.hpp>
 
 #include <Eigen/QR>
@@ -29,9 +30,19 @@ namespace attnrank {
 
 struct EmbeddingsReach {
   ReachResult result;                  ///< verdict, bounds on rank(S), reason, hint
-  bool x_full_row_rank = false;        ///< then the free question was decided
+  bool x_full_row_rank = false;
+  /// X has full row rank or the target has a zero entry: the free question
+  /// decides (result is reach's), and the certificate is a free one.
+  bool free_question_decides = false;
   std::string constraints = "none";    ///< "none", "hold (exact)", "violated (certified)", "unknown"
-  Eigen::MatrixXd WQ, WK;              ///< d_model x d_k head weights (the witness)
+  /// The witness: d_model x d_k head weights, and a certified bound on
+  /// max |softmax((X W^Q)(X W^K)^T / sqrt(d_k)) - Â| computed for exactly these
+  /// doubles and the exact X, in MPFI at weights_error_bits. (result.witness holds
+  /// Q = X W^Q and K = X W^K rounded to doubles, with their own certified bound.)
+  /// Empty, with an infinite bound, when X is beyond the double range.
+  Eigen::MatrixXd WQ, WK;
+  double weights_max_abs_error = INFINITY;
+  unsigned weights_error_bits = 64;
 };
 
 /// Decides whether a head of width dk on the embeddings X produces A.
@@ -159,8 +170,14 @@ inline EmbeddingsReach reach_with_embeddings(const Matrix<Rational>& A, const Ma
     // Full row rank: every n x n matrix is X M X^T, so the free question decides.
     // A zero entry: unreachable whatever the scores.
     out.x_full_row_rank = N.cols() == 0;
-    out.result = reach(A, free_dk, o);
+    out.free_question_decides = true;
+    ReachOptions free_options = o;
+    free_options.witness = false;  // the witness below acts through X
+    out.result = reach(A, free_dk, free_options);
     out.result.dk = dk;
+    if (dk > n && out.result.verdict == Verdict::reachable)
+      out.result.reason = "floor <= " + std::to_string(out.result.floor.upper) + " < n = " + std::to_string(n) +
+                          " < d_k = " + std::to_string(dk) + ": every score matrix of rank <= n is reachable through X";
   } else {
     const PrecisionScope scope(std::max(o.bits, 128u));
     ReachResult& r = out.result;
@@ -211,29 +228,30 @@ inline EmbeddingsReach reach_with_embeddings(const Matrix<Rational>& A, const Ma
   // Witness weights: M = X^+ S X^+T (S from the free centering when undecided),
   // truncated to rank dk.
   const Eigen::MatrixXd Xd = X.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); });
-  if (witness_scores.size() == 0) {  // the free centering, log(A) C (zeros as 1e-12 of the row max)
-    Eigen::MatrixXd Ld = A.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); });
-    for (Index i = 0; i < n; ++i) {
-      const double top = Ld.row(i).maxCoeff();
-      for (Index j = 0; j < n; ++j) Ld(i, j) = std::log(Ld(i, j) > 0 ? Ld(i, j) : 1e-12 * top);
-    }
-    const Eigen::VectorXd mean = Ld.rowwise().mean();
-    Ld.colwise() -= mean;
-    witness_scores = Ld;
-  }
+  out.result.witness.reset();
+  if (!Xd.allFinite()) return out;  // no double weights can act on X: no witness
+  if (witness_scores.size() == 0) witness_scores = approx_centered_log(A);
   const Eigen::MatrixXd Xp = Xd.completeOrthogonalDecomposition().pseudoInverse();
   const Eigen::MatrixXd M = Xp * witness_scores * Xp.transpose() * std::sqrt(static_cast<double>(dk));
-  const Eigen::BDCSVD<Eigen::MatrixXd> svd(M, Eigen::ComputeThinU | Eigen::ComputeThinV);
-  const Index k = std::min<Index>(dk, svd.singularValues().size());
-  const Eigen::VectorXd root = svd.singularValues().head(k).cwiseSqrt();
+  const Index k = std::min<Index>(dk, M.rows());
+  if (!M.allFinite()) return out;
+  const TruncatedSvd svd = approx_truncated_svd(M, k);
+  const Eigen::VectorXd root = svd.s.cwiseSqrt();
   out.WQ = Eigen::MatrixXd::Zero(X.cols(), dk);
   out.WK = Eigen::MatrixXd::Zero(X.cols(), dk);
-  out.WQ.leftCols(k) = svd.matrixU().leftCols(k) * root.asDiagonal();
-  out.WK.leftCols(k) = svd.matrixV().leftCols(k) * root.asDiagonal();
+  out.WQ.leftCols(k) = svd.U * root.asDiagonal();
+  out.WK.leftCols(k) = svd.V * root.asDiagonal();
+  if (!out.WQ.allFinite() || !out.WK.allFinite()) return out;
+  // Each bound is computed for the object it is stated for: the weights on the
+  // exact X, and the rounded products Q, K that the free certificate carries.
+  const unsigned error_bits = std::max(o.bits, 64u);
+  out.weights_error_bits = error_bits;
+  out.weights_max_abs_error = detail::certified_embedding_error(A, X, out.WQ, out.WK, error_bits);
   Witness w;
   w.Q = Xd * out.WQ;
   w.K = Xd * out.WK;
-  w.max_abs_error = detail::certified_embedding_error(A, X, out.WQ, out.WK, std::max(o.bits, 64u));
+  w.error_bits = error_bits;
+  w.max_abs_error = certified_witness_error(A, w.Q, w.K, error_bits);
   out.result.witness = std::move(w);
   return out;
 }

@@ -1,30 +1,51 @@
 #pragma once
 // Certificates for the fixed-embeddings question (reach_embeddings.hpp).
 //
-// When X has full row rank the question is the free one, and the certificate is
-// the free certificate (reach_certificate.hpp) tagged with X's fingerprint.
-// Otherwise it states the constraints' status, the minor of the admissible score
-// matrix S behind the lower bound, the bases and kernel behind the upper bound,
-// and the head weights W^Q, W^K with their error bound; the checker recomputes
-// the null space of X, S and the constraints from A and X alone.
+// When X has full row rank (or the target has a zero entry) the question is the
+// free one, and the certificate carries the free claims (reach_certificate.hpp)
+// with d_k up to d_model, tagged with X's fingerprint. Otherwise it states the
+// constraints' status, the minor of the admissible score matrix S behind the
+// lower bound and the kernel behind the upper bound. Both carry the head weights
+// W^Q, W^K with the error bound computed for exactly those weights on X and the
+// precision it was computed at. The checker accepts exactly these fields and
+// recomputes the null space of X, S, the constraints and every bound from A and
+// X alone.
 
 #include <attnrank/reach_certificate.hpp>
 #include <attnrank/reach_embeddings.hpp>
 
 namespace attnrank {
 
+namespace detail {
+
+inline std::vector<const char*> joined(std::vector<const char*> a, const std::vector<const char*>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+/// The head weights re-checked against their stated bound, at the stated precision.
+inline void check_weights(const Matrix<Rational>& A, const Matrix<Rational>& X, const json& w, Eigen::Index dk) {
+  require_fields(w, {"W_Q", "W_K", "error_bits", "max_abs_error"}, {}, "weights");
+  const Eigen::MatrixXd WQ = matrix_from_json(w.at("W_Q"), X.cols(), dk), WK = matrix_from_json(w.at("W_K"), X.cols(), dk);
+  const double stated = json_bound(w.at("max_abs_error"), "weights max_abs_error");
+  if (!(certified_embedding_error(A, X, WQ, WK, json_precision(w.at("error_bits"))) <= stated))
+    throw std::invalid_argument("the head weights miss their stated error bound");
+}
+
+}  // namespace detail
+
 inline nlohmann::json make_embeddings_certificate(const Matrix<Rational>& A, const Matrix<Rational>& X,
                                                   const EmbeddingsReach& e) {
   using nlohmann::json;
-  json c = e.x_full_row_rank ? make_reach_certificate(A, e.result) : json::object();
-  c.erase("digest");
-  c["question"] = "embeddings";
-  c["x_fingerprint"] = target_fingerprint(X);
-  c["x_full_row_rank"] = e.x_full_row_rank;
-  if (!e.x_full_row_rank) {
-    const ReachResult& r = e.result;
-    c["format"] = reach_certificate_format;
-    c["target_fingerprint"] = target_fingerprint(A);
+  const ReachResult& r = e.result;
+  json c{{"format", reach_certificate_format},
+         {"question", "embeddings"},
+         {"target_fingerprint", target_fingerprint(A)},
+         {"x_fingerprint", target_fingerprint(X)},
+         {"x_full_row_rank", e.x_full_row_rank}};
+  if (e.free_question_decides) {
+    detail::add_free_claims(c, r);
+  } else {
     c["n"] = r.n;
     c["dk"] = r.dk;
     c["verdict"] = to_string(r.verdict);
@@ -42,8 +63,12 @@ inline nlohmann::json make_embeddings_certificate(const Matrix<Rational>& A, con
     }
     c["upper_proof"] = {{"kernel", kernel}};
   }
-  c["weights"] = {{"W_Q", detail::matrix_json(e.WQ)}, {"W_K", detail::matrix_json(e.WK)},
-                  {"max_abs_error", e.result.witness ? e.result.witness->max_abs_error : INFINITY}};
+  // Weights whose error could not be bounded (X beyond the double range) prove nothing.
+  if (std::isfinite(e.weights_max_abs_error))
+    c["weights"] = {{"W_Q", detail::matrix_json(e.WQ)},
+                    {"W_K", detail::matrix_json(e.WK)},
+                    {"error_bits", e.weights_error_bits},
+                    {"max_abs_error", e.weights_max_abs_error}};
   c["digest"] = detail::digest_of(c);
   return c;
 }
@@ -51,47 +76,62 @@ inline nlohmann::json make_embeddings_certificate(const Matrix<Rational>& A, con
 inline CertificateCheck check_embeddings_certificate(const Matrix<Rational>& A, const Matrix<Rational>& X,
                                                      const nlohmann::json& c) {
   using Eigen::Index;
+  using namespace detail;
   const auto reject = [](std::string why) { return CertificateCheck{false, std::move(why)}; };
   try {
-    if (!c.is_object() || c.value("question", "") != "embeddings") return reject("not a certificate for fixed embeddings");
-    if (c.value("digest", "") != detail::digest_of(c)) return reject("the digest does not match: the certificate was changed");
-    if (c.at("target_fingerprint").get<std::string>() != target_fingerprint(A)) return reject("the certificate is for a different target");
-    if (c.at("x_fingerprint").get<std::string>() != target_fingerprint(X)) return reject("the certificate is for different embeddings X");
-    validate_target(A, "target");
-    const Index n = A.rows(), dk = detail::json_integer(c.at("dk"));
-    if (X.rows() != n || dk < 1 || dk > X.cols()) return reject("X or d_k do not fit the target");
+    check_format(c);
+    if (!c.contains("question") || c.at("question") != "embeddings") return reject("not a certificate for fixed embeddings");
+    const bool free_decides = !c.contains("constraints");
+    const std::vector<const char*> optional = joined(free_decides ? free_optional_fields : std::vector<const char*>{}, {"weights"});
+    const std::vector<const char*> required =
+        free_decides ? joined(free_required_fields, {"x_fingerprint", "x_full_row_rank"})
+                     : joined(free_required_fields, {"x_fingerprint", "x_full_row_rank", "constraints", "rank_lower",
+                                                     "rank_upper", "lower_proof", "upper_proof"});
+    require_fields(c, required, optional, "the certificate");
+    check_header(c, A);
+    if (json_string(c.at("x_fingerprint"), "x_fingerprint") != target_fingerprint(X))
+      return reject("the certificate is for different embeddings X");
+    const Index n = A.rows(), dk = json_integer(c.at("dk"));
+    if (X.rows() != n) return reject("X has " + std::to_string(X.rows()) + " rows, the target " + std::to_string(n));
+    if (dk < 1 || dk > X.cols()) return reject("d_k = " + std::to_string(dk) + " is outside [1, d_model = " + std::to_string(X.cols()) + "]");
     const Matrix<Rational> N = kernel_basis(Matrix<Rational>(X.transpose()));
-    if ((N.cols() == 0) != c.at("x_full_row_rank").get<bool>()) return reject("X's row rank is not as claimed");
-    const nlohmann::json& w = c.at("weights");
-    const Eigen::MatrixXd WQ = detail::matrix_from_json(w.at("W_Q"), X.cols(), dk), WK = detail::matrix_from_json(w.at("W_K"), X.cols(), dk);
-    if (!(detail::certified_embedding_error(A, X, WQ, WK, 64) <= w.at("max_abs_error").get<double>()))
-      return reject("the head weights miss their stated error bound");
-    if (N.cols() == 0) {
-      nlohmann::json free = c;  // the free certificate inside: drop the embeddings fields, re-digest
-      for (const char* k : {"question", "x_fingerprint", "x_full_row_rank", "weights", "digest"}) free.erase(k);
-      free["digest"] = detail::digest_of(free);
-      const CertificateCheck inner = check_reach_certificate(A, free);
-      if (!inner.valid) return inner;
-      return CertificateCheck{true, "verified: X has full row rank, so the free certificate decides; " + inner.reason};
+    if ((N.cols() == 0) != json_bool(c.at("x_full_row_rank"), "x_full_row_rank")) return reject("X's row rank is not as claimed");
+    if (free_decides && N.cols() != 0 && !c.contains("zero_entry"))
+      return reject("X does not have full row rank and the target has no zero entry: the free question does not decide");
+    if (c.contains("weights")) check_weights(A, X, c.at("weights"), dk);
+    if (free_decides) {
+      check_free_claims(A, c, X.cols());
+      return CertificateCheck{true, "verified: the free question decides (X has full row rank or the target a zero entry); floor bounds, verdict and errors re-proven from the target and X"};
     }
-    const std::string verdict = c.at("verdict").get<std::string>(), constraints = c.at("constraints").get<std::string>();
-    const Index lower = detail::json_integer(c.at("rank_lower")), upper = detail::json_integer(c.at("rank_upper"));
-    const PrecisionScope scope(std::max(128u, detail::json_bits(c.at("lower_proof"), 128u)));
+    const std::string verdict = json_choice(c.at("verdict"), {"reachable", "unreachable", "undecided"}, "verdict");
+    const std::string constraints =
+        json_choice(c.at("constraints"), {"violated (certified)", "hold (exact)", "unknown"}, "constraints");
+    const Index lower = json_integer(c.at("rank_lower")), upper = json_integer(c.at("rank_upper"));
+    if (lower < 0 || lower > upper || upper > n) return reject("rank bounds out of order");
+    const json& lp = c.at("lower_proof");
+    require_fields(lp, {"minor_rows", "minor_cols", "bits"}, {}, "lower_proof");
+    const PrecisionScope scope(std::max(128u, json_bits(lp, 128u)));
     const AdmissibleScores a = admissible_scores(A, N, {});
     if (constraints == "violated (certified)" && !a.violated) return reject("the constraints are not certainly violated");
     if (constraints == "hold (exact)" && !a.hold_exact) return reject("the constraints do not hold exactly");
-    const std::vector<Index> rows = detail::zero_based(c.at("lower_proof").at("minor_rows"), n),
-                             cols = detail::zero_based(c.at("lower_proof").at("minor_cols"), n);
+    if (constraints == "unknown" && a.hold_exact) return reject("the constraints hold exactly, not \"unknown\"");
+    const std::vector<Index> rows = zero_based(lp.at("minor_rows"), n), cols = zero_based(lp.at("minor_cols"), n);
     if (static_cast<Index>(rows.size()) != lower || static_cast<Index>(cols.size()) != lower) return reject("the minor's size is not rank_lower");
     if (lower > 0 && !certify_nonsingular_minor(a.S, rows, cols)) return reject("the minor behind rank_lower could not be proven nonsingular");
-    const nlohmann::json& kj = c.at("upper_proof").at("kernel");
+    const json& up = c.at("upper_proof");
+    require_fields(up, {"kernel"}, {}, "upper_proof");
+    const json& kj = up.at("kernel");
+    if (!kj.is_array()) return reject("upper_proof: kernel must be an array");
     const Index k = static_cast<Index>(kj.size());
     if (upper != n - k || upper < lower) return reject("rank_upper is not n minus the number of kernel vectors");
     if (k > 0) {
       if (a.parts.empty()) return reject("no exact structure to check the kernel against");
       Matrix<Rational> K(n, k);
-      for (Index j = 0; j < k; ++j)
-        for (Index i = 0; i < n; ++i) K(i, j) = Rational(Integer(kj.at(static_cast<std::size_t>(j)).at(static_cast<std::size_t>(i)).get<std::string>()));
+      for (Index j = 0; j < k; ++j) {
+        const json& col = kj.at(static_cast<std::size_t>(j));
+        if (!col.is_array() || static_cast<Index>(col.size()) != n) return reject("a kernel vector has the wrong length");
+        for (Index i = 0; i < n; ++i) K(i, j) = Rational(Integer(json_string(col.at(static_cast<std::size_t>(i)), "a kernel entry")));
+      }
       for (const Matrix<Rational>& P : a.parts) {
         const Matrix<Rational> PK = P * K;
         for (Index i = 0; i < PK.rows(); ++i)
@@ -100,12 +140,14 @@ inline CertificateCheck check_embeddings_certificate(const Matrix<Rational>& A, 
       }
       if (bareiss_rank(K).rank != k) return reject("the kernel vectors are not independent");
     }
-    const bool unreachable_ok = a.violated || dk < lower, reachable_ok = a.hold_exact && upper <= dk;
+    // The verdict must follow from what the certificate claims and this check proved.
+    const bool violated = constraints == "violated (certified)", hold = constraints == "hold (exact)";
+    const bool unreachable_ok = violated || dk < lower, reachable_ok = hold && upper <= dk;
     if (verdict == "unreachable" && !unreachable_ok) return reject("unreachable does not follow");
     if (verdict == "reachable" && !reachable_ok) return reject("reachable does not follow");
     if (verdict == "undecided" && (unreachable_ok || reachable_ok)) return reject("undecided, yet the proofs decide");
   } catch (const std::exception& e) {
-    return reject(std::string("malformed certificate: ") + e.what());
+    return reject(e.what());
   }
   return CertificateCheck{true, "verified: constraints, rank bounds, verdict and head weights re-proven from the target and X"};
 }

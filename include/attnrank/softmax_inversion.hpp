@@ -17,6 +17,7 @@
 #include <attnrank/scalar_traits.hpp>
 #include <attnrank/tiers.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,22 @@ Matrix<Interval> centered_log(const Matrix<Rational>& A);
 /// A with each row divided by its sum, in MPFI: the attention pattern a head
 /// produces when it produces A.
 Matrix<Interval> normalized_target(const Matrix<Rational>& A);
+
+/// log q of a positive rational in double, uncertified, accurate to a few ulps
+/// of max(1, |log q|) even when q itself is far outside the double range
+/// (3e-4000, 10^400): q = q' 2^e with q' in [1/2, 2), log q = log q' + e log 2.
+double approx_log(const Rational& q);
+
+/// log(A) C in double, uncertified: the matrix a numeric witness factors. Any
+/// positive rational entries (no double conversion of A itself; rows far from 1
+/// in magnitude are first scaled exactly by a power of two, which changes only
+/// a row constant); a zero entry counts as 10^-12 of its row's largest entry.
+Eigen::MatrixXd approx_centered_log(const Matrix<Rational>& A);
+
+/// A / rowsums in double, uncertified (for pictures): rows normalised exactly
+/// first, so rows scaled by 10^400 come out right; entries below the double
+/// range become 0.
+Eigen::MatrixXd approx_normalized_target(const Matrix<Rational>& A);
 
 inline void validate_target(const Matrix<Rational>& A, const std::string& source) {
   if (A.rows() == 0) throw input_error(source + ": the target is empty");
@@ -138,13 +155,89 @@ inline Matrix<Interval> centered_log(const Matrix<Rational>& A) {
 }
 
 inline Matrix<Interval> normalized_target(const Matrix<Rational>& A) {
+  // Entry times the row's 1 / sum, both enclosed: a few ulps wider than the
+  // rounded exact quotient, without n^2 rational divisions (each a gcd).
   Matrix<Interval> N(A.rows(), A.cols());
+  Interval inverse_sum;
   for (Eigen::Index i = 0; i < A.rows(); ++i) {
     Rational s = 0;
     for (Eigen::Index j = 0; j < A.cols(); ++j) s += A(i, j);
-    for (Eigen::Index j = 0; j < A.cols(); ++j) N(i, j) = scalar_traits<Interval>::from_rational(Rational(A(i, j) / s));
+    mpfi_set_q(inverse_sum.backend().data(), s.backend().data());
+    mpfi_inv(inverse_sum.backend().data(), inverse_sum.backend().data());
+    for (Eigen::Index j = 0; j < A.cols(); ++j) {
+      mpfi_ptr entry = N(i, j).backend().data();
+      mpfi_set_q(entry, A(i, j).backend().data());
+      mpfi_mul(entry, entry, inverse_sum.backend().data());
+    }
   }
   return N;
+}
+
+namespace detail {
+/// e with 2^(e-1) <= |q| < 2^(e+1) roughly: the difference of the bit lengths.
+inline long binary_exponent(const Rational& q) {
+  return static_cast<long>(mpz_sizeinbase(mpq_numref(q.backend().data()), 2)) -
+         static_cast<long>(mpz_sizeinbase(mpq_denref(q.backend().data()), 2));
+}
+/// q / 2^e, exactly.
+inline Rational scaled_by_power_of_two(const Rational& q, long e) {
+  Rational out;
+  if (e >= 0) mpq_div_2exp(out.backend().data(), q.backend().data(), static_cast<mp_bitcnt_t>(e));
+  else mpq_mul_2exp(out.backend().data(), q.backend().data(), static_cast<mp_bitcnt_t>(-e));
+  return out;
+}
+}  // namespace detail
+
+inline double approx_log(const Rational& q) {
+  const double d = scalar_traits<double>::from_rational(q);
+  if (std::isnormal(d)) return std::log(d);
+  const long e = detail::binary_exponent(q);
+  return std::log(scalar_traits<double>::from_rational(detail::scaled_by_power_of_two(q, e))) +
+         static_cast<double>(e) * 0.69314718055994530942;
+}
+
+inline Eigen::MatrixXd approx_centered_log(const Matrix<Rational>& A) {
+  const Eigen::Index n = A.rows(), m = A.cols();
+  Eigen::MatrixXd L(n, m);
+  Eigen::VectorXd d(m);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    // The row's largest entry, from its doubles when they hold every entry (the
+    // usual case: no rational comparisons), else from the rationals.
+    bool doubles_hold_row = true;
+    Eigen::Index top = 0;
+    for (Eigen::Index j = 0; j < m; ++j) {
+      d(j) = scalar_traits<double>::from_rational(A(i, j));
+      if (!std::isfinite(d(j)) || (d(j) == 0 && A(i, j) != 0)) doubles_hold_row = false;
+      if (d(j) > d(top)) top = j;
+    }
+    if (!doubles_hold_row)
+      for (Eigen::Index j = 1; j < m; ++j)
+        if (A(i, j) > A(i, top)) top = j;
+    // A row scaled by 10^400 is the same pattern: scale it back exactly (by a
+    // power of two) first, so the logs are of numbers near 1 and keep their
+    // digits; log(10^400 a) in double would carry an error of u * 921.
+    const long e = detail::binary_exponent(A(i, top));
+    const bool rescale = e > 64 || e < -64;
+    const auto log_of = [&](Eigen::Index j) {
+      if (!rescale && std::isnormal(d(j))) return std::log(d(j));
+      return approx_log(rescale ? detail::scaled_by_power_of_two(A(i, j), e) : A(i, j));
+    };
+    const double zero_log = log_of(top) - 12 * 2.30258509299404568402;  // log(10^-12 max)
+    for (Eigen::Index j = 0; j < m; ++j) L(i, j) = A(i, j) > 0 ? log_of(j) : zero_log;
+  }
+  const Eigen::VectorXd mean = L.rowwise().mean();
+  L.colwise() -= mean;
+  return L;
+}
+
+inline Eigen::MatrixXd approx_normalized_target(const Matrix<Rational>& A) {
+  Eigen::MatrixXd T(A.rows(), A.cols());
+  for (Eigen::Index i = 0; i < A.rows(); ++i) {
+    Rational sum = 0;
+    for (Eigen::Index j = 0; j < A.cols(); ++j) sum += A(i, j);
+    for (Eigen::Index j = 0; j < A.cols(); ++j) T(i, j) = scalar_traits<double>::from_rational(Rational(A(i, j) / sum));
+  }
+  return T;
 }
 
 }  // namespace attnrank

@@ -19,6 +19,36 @@
 
 #include <Eigen/Core>
 
+// Real -> Interval, exactly. Boost 1.74 has no direct conversion from
+// mpfr_float to mpfi_float and falls back to generic_interconvert, which
+// rebuilds the value from integer chunks and returns [nan, nan] for some
+// finite inputs (0x2.5517dd6892f2863p+60 at 68 bits; found by an audit: a NaN
+// certified determinant). This explicit specialisation makes every such
+// conversion in the program the outward rounding MPFI itself defines
+// (mpfi_set_fr, _q, _z), exact when the interval's precision is at least the
+// number's. tests/tiers.test.cpp checks it.
+namespace boost::multiprecision::detail {
+template <>
+inline void generic_interconvert<backends::mpfi_float_backend<0>, backends::mpfr_float_backend<0, allocate_dynamic>>(
+    backends::mpfi_float_backend<0>& to, const backends::mpfr_float_backend<0, allocate_dynamic>& from,
+    const mpl::int_<number_kind_floating_point>&, const mpl::int_<number_kind_floating_point>&) {
+  mpfi_set_fr(to.data(), from.data());
+}
+// The same for exact sources, which Boost also converts chunk by chunk.
+template <>
+inline void generic_interconvert<backends::mpfi_float_backend<0>, backends::gmp_rational>(
+    backends::mpfi_float_backend<0>& to, const backends::gmp_rational& from, const mpl::int_<number_kind_floating_point>&,
+    const mpl::int_<number_kind_rational>&) {
+  mpfi_set_q(to.data(), from.data());
+}
+template <>
+inline void generic_interconvert<backends::mpfi_float_backend<0>, backends::gmp_int>(
+    backends::mpfi_float_backend<0>& to, const backends::gmp_int& from, const mpl::int_<number_kind_floating_point>&,
+    const mpl::int_<number_kind_integer>&) {
+  mpfi_set_z(to.data(), from.data());
+}
+}  // namespace boost::multiprecision::detail
+
 namespace attnrank {
 
 using Real = boost::multiprecision::mpfr_float;

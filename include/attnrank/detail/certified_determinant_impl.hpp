@@ -6,6 +6,7 @@
 #include <Eigen/LU>
 
 #include <cmath>
+#include <optional>
 
 namespace attnrank {
 namespace detail {
@@ -16,13 +17,21 @@ inline void require_square(Eigen::Index rows, Eigen::Index cols) {
 }
 
 /// Step 3-4 in MPFI: det = sign * exp(trace +- n eps^2 / (2 (1 - eps))) / diag_product.
-inline Interval det_from_near_identity(const Interval& trace, const Interval& eps, Eigen::Index n, int sign,
-                                       const Interval& diag_product) {
+/// The one gate every preconditioned answer passes: nothing unless eps is proven
+/// below 1 and trace, diag_product and the result are finite intervals (a NaN
+/// anywhere, e.g. from inf - inf in a product of huge inverses, proves nothing;
+/// NaN is never an enclosure).
+inline std::optional<Interval> det_from_near_identity(const Interval& trace, const Interval& eps, Eigen::Index n, int sign,
+                                                      const Interval& diag_product) {
+  using traits = scalar_traits<Interval>;
+  if (!traits::is_finite(eps) || !(upper_bound(eps) < 1)) return std::nullopt;
+  if (!traits::is_finite(trace) || !traits::is_finite(diag_product) || mpfi_has_zero(diag_product.backend().data()) > 0) return std::nullopt;
   const Interval delta = Interval(n) * eps * eps / (2 * (1 - eps));
   Interval log_det;
   mpfi_interv_fr(log_det.backend().data(), lower_bound(Interval(trace - delta)).backend().data(),
                  upper_bound(Interval(trace + delta)).backend().data());
   Interval det = exp(log_det) / diag_product;
+  if (!traits::is_finite(det)) return std::nullopt;
   return sign < 0 ? Interval(-det) : det;
 }
 
@@ -74,7 +83,7 @@ inline DeterminantEnclosure certified_determinant(const BallMatrix& A) {
     const BoundsMatrix Y = product_bounds(to_ball(product_bounds(Li, PA)), Ui);
     BoundsMatrix E = identity_minus(Y);  // I - Y; its norm and negated trace are what we need
     out.eps = norm_inf_upper(E);
-    if (out.eps < 1) {
+    if (out.eps < 1) {  // false for NaN too
       Interval trace = 0, diag_product = 1;
       for (Eigen::Index k = 0; k < n; ++k) {
         Interval e;  // (Y - I)_kk in [-(I - Y).hi, -(I - Y).lo]
@@ -82,11 +91,13 @@ inline DeterminantEnclosure certified_determinant(const BallMatrix& A) {
         trace += e;
         diag_product *= Interval(Ui(k, k));
       }
-      out.det = det_from_near_identity(trace, Interval(out.eps), n, static_cast<int>(lu.permutationP().determinant()),
-                                       diag_product);
-      out.preconditioned = true;
-      out.method = "directed-rounding";
-      return out;
+      if (const auto det = det_from_near_identity(trace, Interval(out.eps), n,
+                                                  static_cast<int>(lu.permutationP().determinant()), diag_product)) {
+        out.det = *det;
+        out.preconditioned = true;
+        out.method = "directed-rounding";
+        return out;
+      }
     }
   }
   out.method = "hadamard";
@@ -135,20 +146,28 @@ inline DeterminantEnclosure certified_determinant(const Matrix<Interval>& A) {
   if (finite) {
     const Matrix<Interval> PA = lu.permutationP() * A;
     const Matrix<Interval> Y = multiply(multiply(Matrix<Interval>(Li.cast<Interval>()), PA), Matrix<Interval>(Ui.cast<Interval>()));
+    // eps = max row sum of |Y - I|; a NaN row sum fails every comparison, so it
+    // is tested for explicitly instead of being skipped by the max.
     Interval eps = 0, trace = 0, diag_product = 1;
+    bool eps_known = true;
     for (Eigen::Index i = 0; i < n; ++i) {
       Interval row = 0;
       for (Eigen::Index j = 0; j < n; ++j) row += abs(Interval(Y(i, j) - (i == j ? 1 : 0)));
-      if (upper_bound(row) > upper_bound(eps)) eps = Interval(upper_bound(row));
+      if (!scalar_traits<Interval>::is_finite(row)) eps_known = false;
+      else if (upper_bound(row) > upper_bound(eps)) eps = Interval(upper_bound(row));
       trace += Y(i, i) - 1;
       diag_product *= Interval(Ui(i, i));
     }
-    out.eps = mpfr_get_d(upper_bound(eps).backend().data(), MPFR_RNDU);
-    if (upper_bound(eps) < 1) {
-      out.det = det_from_near_identity(trace, eps, n, static_cast<int>(lu.permutationP().determinant()), diag_product);
-      out.preconditioned = true;
-      out.method = "mpfi";
-      return out;
+    // fabs: MPFI's [0, 0] has the upper end -0, which is not a bound to print.
+    out.eps = eps_known ? std::fabs(mpfr_get_d(upper_bound(eps).backend().data(), MPFR_RNDU)) : INFINITY;
+    if (eps_known) {
+      if (const auto det = det_from_near_identity(trace, eps, n, static_cast<int>(lu.permutationP().determinant()),
+                                                  diag_product)) {
+        out.det = *det;
+        out.preconditioned = true;
+        out.method = "mpfi";
+        return out;
+      }
     }
   }
   out.method = "hadamard";

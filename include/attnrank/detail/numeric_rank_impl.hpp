@@ -3,6 +3,12 @@
 
 #include <Spectra/SymEigsSolver.h>
 
+#include <Eigen/Eigenvalues>
+#include <Eigen/QR>
+
+#include <optional>
+#include <random>
+
 #include <algorithm>
 #include <vector>
 #if defined(_OPENMP)
@@ -68,6 +74,26 @@ class GramOperator {
 
 }  // namespace detail
 
+inline DoubleConversion approx_to_double(const Matrix<Rational>& A, const std::string& source) {
+  DoubleConversion out;
+  out.values.resize(A.rows(), A.cols());
+  for (Eigen::Index i = 0; i < A.rows(); ++i)
+    for (Eigen::Index j = 0; j < A.cols(); ++j) {
+      const double d = scalar_traits<double>::from_rational(A(i, j));
+      if (!std::isfinite(d))
+        throw input_error(source + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + ": " +
+                          format_significant(A(i, j), 3) +
+                          " is beyond the double range; numeric mode needs doubles (use --mode exact or certified)");
+      if (A(i, j) != 0 && !std::isnormal(d) && out.underflows++ == 0) {
+        out.first_row = i;
+        out.first_col = j;
+        out.first_value = format_significant(A(i, j), 3);
+      }
+      out.values(i, j) = d;
+    }
+  return out;
+}
+
 inline NumericRank approx_rank(const Eigen::MatrixXd& A, std::optional<double> tolerance) {
   detail::require_finite(A, "numeric rank");
   if (tolerance && !(*tolerance >= 0)) throw input_error("numeric rank: the tolerance must be >= 0");
@@ -77,6 +103,9 @@ inline NumericRank approx_rank(const Eigen::MatrixXd& A, std::optional<double> t
     return out;
   }
   out.singular_values = Eigen::BDCSVD<Eigen::MatrixXd>(A).singularValues();
+  // Eigen 3.4's BDCSVD can return NaN on degenerate input (dense_truncated_svd);
+  // JacobiSVD is slower and robust.
+  if (!out.singular_values.allFinite()) out.singular_values = Eigen::JacobiSVD<Eigen::MatrixXd>(A).singularValues();
   const Eigen::VectorXd& s = out.singular_values;
   out.tolerance = tolerance ? *tolerance
                             : s(0) * static_cast<double>(std::max(A.rows(), A.cols())) *
@@ -89,6 +118,128 @@ inline NumericRank approx_rank(const Eigen::MatrixXd& A, std::optional<double> t
   return out;
 }
 
+namespace detail {
+
+/// The k leading eigenpairs of the Gram operator by Lanczos, or nothing when
+/// Spectra fails (it throws on some breakdowns, e.g. "TridiagEigen: eigen
+/// decomposition failed" for n - 1 equal singular values), does not converge,
+/// or returns vectors that are not orthonormal eigenvectors to 1e-8.
+inline std::optional<TruncatedSvd> lanczos_truncated_svd(const Eigen::MatrixXd& A, Eigen::Index k, Eigen::Index ncv) {
+  const bool tall = A.rows() >= A.cols();
+  GramOperator op(A);
+  try {
+    Spectra::SymEigsSolver<GramOperator> eigs(op, k, ncv);
+    eigs.init();
+    const Eigen::Index converged = eigs.compute(Spectra::SortRule::LargestAlge, 1000, 1e-10);
+    if (eigs.info() != Spectra::CompInfo::Successful || converged < k) return std::nullopt;
+    const Eigen::VectorXd lambda = eigs.eigenvalues();
+    const Eigen::MatrixXd W = eigs.eigenvectors();
+    if (!lambda.allFinite() || !W.allFinite()) return std::nullopt;
+    const double top = std::max(lambda.cwiseAbs().maxCoeff(), std::numeric_limits<double>::min());
+    if ((W.transpose() * W - Eigen::MatrixXd::Identity(k, k)).cwiseAbs().maxCoeff() > 1e-8) return std::nullopt;
+    Eigen::VectorXd y(W.rows());
+    for (Eigen::Index t = 0; t < k; ++t) {
+      op.perform_op(W.col(t).data(), y.data());
+      if ((y - lambda(t) * W.col(t)).norm() > 1e-8 * top) return std::nullopt;
+    }
+    TruncatedSvd out;
+    out.method = "lanczos";
+    out.s = lambda.cwiseMax(0.0).cwiseSqrt();
+    (tall ? out.V : out.U) = W;
+    Eigen::MatrixXd& other = tall ? out.U : out.V;
+    other = Eigen::MatrixXd::Zero(tall ? A.rows() : A.cols(), k);
+    for (Eigen::Index t = 0; t < k; ++t)
+      if (out.s(t) > 0) other.col(t) = (tall ? Eigen::MatrixXd(A * W.col(t)) : Eigen::MatrixXd(A.transpose() * W.col(t))) / out.s(t);
+    return out;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace detail
+
+namespace detail {
+
+inline bool all_finite(const TruncatedSvd& t) { return t.U.allFinite() && t.V.allFinite() && t.s.allFinite(); }
+
+/// Leading triplets from a full decomposition. Eigen 3.4's BDCSVD returns NaN
+/// for some degenerate inputs (the 512 x 512 "attention sink" log matrix, rank 1
+/// with equal rows), so its output is checked; the fallbacks are JacobiSVD
+/// (small matrices) and the symmetric eigensolver on the Gram matrix (squares
+/// the condition number, fine for the leading triplets).
+inline TruncatedSvd dense_truncated_svd(const Eigen::MatrixXd& A, Eigen::Index k, std::string method) {
+  TruncatedSvd out;
+  {
+    const Eigen::BDCSVD<Eigen::MatrixXd> svd(A, Eigen::ComputeThinU | Eigen::ComputeThinV);
+    out = {svd.matrixU().leftCols(k), svd.matrixV().leftCols(k), svd.singularValues().head(k), method};
+  }
+  if (all_finite(out)) return out;
+  if (std::min(A.rows(), A.cols()) <= 400) {
+    const Eigen::JacobiSVD<Eigen::MatrixXd> svd(A, Eigen::ComputeThinU | Eigen::ComputeThinV);
+    return {svd.matrixU().leftCols(k), svd.matrixV().leftCols(k), svd.singularValues().head(k), method + " (Jacobi)"};
+  }
+  const bool tall = A.rows() >= A.cols();
+  const Eigen::MatrixXd G = tall ? Eigen::MatrixXd(A.transpose() * A) : Eigen::MatrixXd(A * A.transpose());
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(G);
+  out.method = method + " (Gram eigensolver)";
+  out.s = eig.eigenvalues().reverse().head(k).cwiseMax(0.0).cwiseSqrt();
+  const Eigen::MatrixXd W = eig.eigenvectors().rightCols(k).rowwise().reverse();
+  (tall ? out.V : out.U) = W;
+  Eigen::MatrixXd& other = tall ? out.U : out.V;
+  other = (tall ? Eigen::MatrixXd(A * W) : Eigen::MatrixXd(A.transpose() * W));
+  for (Eigen::Index t = 0; t < k; ++t) {
+    if (out.s(t) > 0) other.col(t) /= out.s(t);
+    else other.col(t).setZero();
+  }
+  return out;
+}
+
+/// Orthonormal basis of the columns of Y (thin Householder QR).
+inline Eigen::MatrixXd orthonormal_basis(const Eigen::MatrixXd& Y) {
+  const Eigen::HouseholderQR<Eigen::MatrixXd> qr(Y);
+  return qr.householderQ() * Eigen::MatrixXd::Identity(Y.rows(), Y.cols());
+}
+
+/// Randomised subspace iteration (Halko, Martinsson & Tropp 2011): a range
+/// basis from A times a fixed pseudo-random block (seeded: the same answer every
+/// run), two power steps, then the SVD of the small projected matrix. Exact
+/// up to rounding when rank A <= k, and robust where Lanczos breaks down (equal
+/// or clustered singular values, rank 1).
+inline TruncatedSvd randomized_truncated_svd(const Eigen::MatrixXd& A, Eigen::Index k) {
+  const Eigen::Index d = std::min(A.rows(), A.cols());
+  const Eigen::Index l = std::min(d, k + 10);
+  std::mt19937_64 rng(20261201);
+  std::normal_distribution<double> normal;
+  Eigen::MatrixXd omega(A.cols(), l);
+  for (Eigen::Index j = 0; j < l; ++j)
+    for (Eigen::Index i = 0; i < A.cols(); ++i) omega(i, j) = normal(rng);
+  Eigen::MatrixXd Q = orthonormal_basis(A * omega);
+  for (int step = 0; step < 2; ++step) Q = orthonormal_basis(A * orthonormal_basis(A.transpose() * Q));
+  const Eigen::MatrixXd B = Q.transpose() * A;  // l x n
+  TruncatedSvd small = dense_truncated_svd(B, k, "randomized");
+  small.U = Q * small.U;
+  return small;
+}
+
+}  // namespace detail
+
+inline TruncatedSvd approx_truncated_svd(const Eigen::MatrixXd& A, Eigen::Index k) {
+  detail::require_finite(A, "truncated SVD");
+  const Eigen::Index d = std::min(A.rows(), A.cols());
+  if (k < 0 || k > d)
+    throw input_error("truncated SVD: k = " + std::to_string(k) + " must be in [0, " + std::to_string(d) + "]");
+  // Lanczos pays off when k is small against the size; Spectra needs k < ncv <= d.
+  if (d > 300 && 2 * k < d && k >= 1) {
+    for (const Eigen::Index ncv : {std::max<Eigen::Index>(2 * k + 1, 20), std::max<Eigen::Index>(4 * k + 40, 80)}) {
+      if (const auto lanczos = detail::lanczos_truncated_svd(A, k, std::min(d, ncv))) return *lanczos;
+    }
+    TruncatedSvd r = detail::randomized_truncated_svd(A, k);
+    if (detail::all_finite(r)) return r;
+    return detail::dense_truncated_svd(A, k, "dense after lanczos and randomized failed");
+  }
+  return detail::dense_truncated_svd(A, k, "dense");
+}
+
 inline TopSingularValues approx_top_singular_values(const Eigen::MatrixXd& A, Eigen::Index k) {
   detail::require_finite(A, "top singular values");
   const Eigen::Index d = std::min(A.rows(), A.cols());
@@ -97,13 +248,17 @@ inline TopSingularValues approx_top_singular_values(const Eigen::MatrixXd& A, Ei
                       "] for a " + std::to_string(A.rows()) + " x " + std::to_string(A.cols()) +
                       " matrix (use approx_rank for all of them)");
   // Spectra needs k < ncv <= d; about 2k + 1 is its usual advice.
-  const Eigen::Index ncv = std::min(d, std::max<Eigen::Index>(2 * k + 1, 20));
-  detail::GramOperator op(A);
-  Spectra::SymEigsSolver<detail::GramOperator> eigs(op, k, ncv);
-  eigs.init();
+  for (const Eigen::Index ncv : {std::max<Eigen::Index>(2 * k + 1, 20), std::max<Eigen::Index>(4 * k + 40, 80)}) {
+    if (const auto lanczos = detail::lanczos_truncated_svd(A, k, std::min(d, ncv))) {
+      TopSingularValues out;
+      out.values = lanczos->s;
+      out.converged = k;
+      return out;
+    }
+  }
   TopSingularValues out;
-  out.converged = eigs.compute(Spectra::SortRule::LargestAlge, 1000, 1e-10);
-  out.values = eigs.eigenvalues().head(out.converged).cwiseMax(0.0).cwiseSqrt();
+  out.values = detail::dense_truncated_svd(A, k, "dense").s;
+  out.converged = k;
   return out;
 }
 
@@ -115,9 +270,7 @@ inline LowRankDistance approx_low_rank_distance(const Eigen::MatrixXd& A, Eigen:
   const double frobenius2 = A.squaredNorm();
   Eigen::VectorXd s;
   if (k + 1 < d) {
-    const TopSingularValues top = approx_top_singular_values(A, k + 1);
-    if (top.converged < k + 1) throw std::runtime_error("Lanczos did not converge for the top singular values");
-    s = top.values;
+    s = approx_top_singular_values(A, k + 1).values;
   } else {
     s = Eigen::BDCSVD<Eigen::MatrixXd>(A).singularValues();
   }

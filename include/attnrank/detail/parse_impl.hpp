@@ -103,8 +103,12 @@ inline Rational parse_rational(std::string_view raw, const ParseLimits& limits) 
   if (bare == "nan" || bare == "inf" || bare == "infinity")
     detail::bad_number(text, "not a finite number");
   if (const auto slash = text.find('/'); slash != std::string_view::npos) {
-    const Integer num = detail::parse_integer(detail::trim(text.substr(0, slash)), text, limits);
-    const Integer den = detail::parse_integer(detail::trim(text.substr(slash + 1)), text, limits);
+    // No white space inside a fraction: "1 / 2" is refused rather than guessed
+    // at, since in white-space separated text it would be three cells.
+    if (text.find_first_of(" \t") != std::string_view::npos)
+      detail::bad_number(text, "no spaces inside a fraction (write p/q, e.g. 1/2)");
+    const Integer num = detail::parse_integer(text.substr(0, slash), text, limits);
+    const Integer den = detail::parse_integer(text.substr(slash + 1), text, limits);
     if (den == 0) detail::bad_number(text, "division by zero");
     return Rational(num, den);
   }

@@ -1,6 +1,7 @@
 #pragma once
 // Bodies for attnrank/reach_certificate.hpp.
 
+#include <attnrank/detail/certificate_fields.hpp>
 #include <attnrank/parse.hpp>
 
 #include <cstdint>
@@ -44,7 +45,7 @@ inline Matrix<Rational> rational_matrix_from_json(const json& rows, Eigen::Index
   for (Eigen::Index i = 0; i < n_rows; ++i) {
     const json& row = rows[static_cast<std::size_t>(i)];
     if (!row.is_array() || static_cast<Eigen::Index>(row.size()) != cols) throw std::invalid_argument("wrong column count");
-    for (Eigen::Index j = 0; j < cols; ++j) M(i, j) = parse_rational(row[static_cast<std::size_t>(j)].get<std::string>());
+    for (Eigen::Index j = 0; j < cols; ++j) M(i, j) = parse_rational(json_string(row[static_cast<std::size_t>(j)], "a matrix entry"));
   }
   return M;
 }
@@ -56,7 +57,11 @@ inline Eigen::MatrixXd matrix_from_json(const json& rows, Eigen::Index n_rows, E
   for (Eigen::Index i = 0; i < n_rows; ++i) {
     const json& row = rows[static_cast<std::size_t>(i)];
     if (!row.is_array() || static_cast<Eigen::Index>(row.size()) != cols) throw std::invalid_argument("wrong column count");
-    for (Eigen::Index j = 0; j < cols; ++j) M(i, j) = row[static_cast<std::size_t>(j)].get<double>();
+    for (Eigen::Index j = 0; j < cols; ++j) {
+      const json& x = row[static_cast<std::size_t>(j)];
+      if (!x.is_number()) throw std::invalid_argument("a matrix entry is not a number: " + x.dump());
+      M(i, j) = x.get<double>();
+    }
   }
   return M;
 }
@@ -66,24 +71,21 @@ inline std::string digest_of(json cert) {
   return fnv1a_hex(cert.dump());
 }
 
-/// An integer field of a certificate. nlohmann's get<long> of a non-integer
-/// number casts it (2.3e125 to long is undefined behaviour: fuzz_certificate), so
-/// anything but a JSON integer is rejected here first.
-inline std::int64_t json_integer(const json& v) {
-  if (!v.is_number_integer()) throw std::invalid_argument("expected an integer, got " + v.dump());
-  return v.get<std::int64_t>();
-}
-
-/// A precision field of a certificate (absent: `fallback`), within the toolkit's range.
-inline unsigned json_bits(const json& parent, unsigned fallback) {
-  if (!parent.contains("bits")) return fallback;
-  const std::int64_t bits = json_integer(parent.at("bits"));
+/// A precision field of a certificate, within the toolkit's range.
+inline unsigned json_precision(const json& v) {
+  const std::int64_t bits = json_integer(v);
   if (bits < std::int64_t{min_precision_bits} || bits > std::int64_t{max_precision_bits})
     throw std::invalid_argument("a precision is out of range");
   return static_cast<unsigned>(bits);
 }
 
+/// The "bits" field of `parent` (absent: `fallback`).
+inline unsigned json_bits(const json& parent, unsigned fallback) {
+  return parent.contains("bits") ? json_precision(parent.at("bits")) : fallback;
+}
+
 inline std::vector<Eigen::Index> zero_based(const json& a, Eigen::Index n) {
+  if (!a.is_array()) throw std::invalid_argument("a list of indices is not an array");
   std::vector<Eigen::Index> v;
   std::set<Eigen::Index> seen;
   for (const json& x : a) {
@@ -97,6 +99,32 @@ inline std::vector<Eigen::Index> zero_based(const json& a, Eigen::Index n) {
 }
 
 }  // namespace detail
+
+inline nlohmann::json parse_certificate(const std::string& text, const std::string& source) {
+  using nlohmann::json;
+  std::vector<std::set<std::string>> open_objects;
+  std::string duplicate;
+  const json::parser_callback_t track = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+    else if (event == json::parse_event_t::object_end) open_objects.pop_back();
+    else if (event == json::parse_event_t::key && !open_objects.empty() &&
+             !open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  json c;
+  try {
+    c = json::parse(text, track);
+  } catch (const json::parse_error& e) {
+    throw input_error(source + ": not valid JSON (" + std::string(e.what()) + ")");
+  } catch (const json::exception& e) {  // out_of_range.406: a number that overflows a double
+    throw input_error(source + ": not a certificate: " + std::string(e.what()));
+  }
+  if (!duplicate.empty())
+    throw input_error(source + ": not a certificate: the key \"" + duplicate +
+                      "\" appears twice in one object (which value counts would be a guess)");
+  return c;
+}
 
 inline std::string fnv1a_hex(const std::string& bytes) {
   std::uint64_t h = 14695981039346656037ull;
@@ -116,22 +144,34 @@ inline std::string target_fingerprint(const Matrix<Rational>& A) {
   return fnv1a_hex(s);
 }
 
-inline nlohmann::json make_reach_certificate(const Matrix<Rational>& A, const ReachResult& r) {
-  using detail::json;
-  json c{{"format", reach_certificate_format},
-         {"target_fingerprint", target_fingerprint(A)},
-         {"n", r.n},
-         {"dk", r.dk},
-         {"verdict", to_string(r.verdict)}};
+namespace detail {
+
+/// The witness as certificate data: its entries (doubles, or the exact rationals
+/// of an MPFR witness) and the bound computed for exactly those entries, with the
+/// precision it was computed at so that a checker can recompute the same bound.
+inline json witness_json(const Witness& w) {
+  const bool exact = w.Q_exact.size() > 0;
+  return json{{"entries", exact ? "rational" : "double"},
+              {"Q", exact ? rational_matrix_json(w.Q_exact) : matrix_json(w.Q)},
+              {"K", exact ? rational_matrix_json(w.K_exact) : matrix_json(w.K)},
+              {"error_bits", w.error_bits},
+              {"max_abs_error", w.max_abs_error}};
+}
+
+/// The verdict, n, d_k, floor and witness fields of a free certificate.
+inline void add_free_claims(json& c, const ReachResult& r) {
+  c["n"] = r.n;
+  c["dk"] = r.dk;
+  c["verdict"] = to_string(r.verdict);
   if (r.has_zero_entry) {
     c["zero_entry"] = {r.zeros[0].first + 1, r.zeros[0].second + 1};
   } else {
     c["floor_lower"] = r.floor.lower;
     c["floor_upper"] = r.floor.upper;
-    c["lower_proof"] = {{"minor_rows", detail::one_based(r.floor.minor_rows)},
-                        {"minor_cols", detail::one_based(r.floor.minor_cols)},
+    c["lower_proof"] = {{"minor_rows", one_based(r.floor.minor_rows)},
+                        {"minor_cols", one_based(r.floor.minor_cols)},
                         {"bits", r.floor.lower_bits}};
-    json up{{"reason", r.floor.upper_reason}};
+    json up = json::object();
     if (r.floor.upper < std::max<Eigen::Index>(r.n - 1, 0)) {
       json bases = json::array();
       for (const Integer& b : r.floor.bases) bases.push_back(b.str());
@@ -146,122 +186,159 @@ inline nlohmann::json make_reach_certificate(const Matrix<Rational>& A, const Re
     }
     c["upper_proof"] = up;
   }
-  if (r.witness) {
-    const Witness& w = *r.witness;
-    if (w.Q_exact.size() > 0)  // an MPFR witness: its exact values, as "p/q" strings
-      c["witness"] = {{"Q", detail::rational_matrix_json(w.Q_exact)},
-                      {"K", detail::rational_matrix_json(w.K_exact)},
-                      {"bits", w.bits},
-                      {"max_abs_error", w.max_abs_error}};
-    else
-      c["witness"] = {{"Q", detail::matrix_json(w.Q)}, {"K", detail::matrix_json(w.K)}, {"max_abs_error", w.max_abs_error}};
+  // A witness whose error could not be bounded proves nothing: it is left out.
+  if (r.witness && std::isfinite(r.witness->max_abs_error)) c["witness"] = witness_json(*r.witness);
+}
+
+/// The fields a free certificate has (the embeddings certificate of a full-row-
+/// rank X adds its own to these).
+inline const std::vector<const char*> free_required_fields = {"format", "question", "target_fingerprint", "n", "dk", "verdict", "digest"};
+inline const std::vector<const char*> free_optional_fields = {"zero_entry", "floor_lower", "floor_upper", "lower_proof", "upper_proof", "witness"};
+
+/// The format string, checked before anything else: an older format gets a
+/// message that says so rather than a list of fields it lacks.
+inline void check_format(const json& c) {
+  if (!c.is_object() || !c.contains("format")) throw std::invalid_argument("not an attnrank reach certificate");
+  const std::string format = json_string(c.at("format"), "format");
+  if (format != reach_certificate_format)
+    throw std::invalid_argument("format \"" + format + "\" is not " + reach_certificate_format +
+                                (format == "attnrank-reach-certificate/1" ? " (written by an earlier attnrank: run reach --certificate again)" : ""));
+}
+
+/// The digest, then the target: the checks before any mathematics (after
+/// check_format and the field list).
+inline void check_header(const json& c, const Matrix<Rational>& A) {
+  if (json_string(c.at("digest"), "digest") != digest_of(c))
+    throw std::invalid_argument("the digest does not match: the certificate was changed");
+  if (json_string(c.at("target_fingerprint"), "target_fingerprint") != target_fingerprint(A))
+    throw std::invalid_argument("the certificate is for a different target");
+  validate_target(A, "target");
+  if (json_integer(c.at("n")) != A.rows())
+    throw std::invalid_argument("n = " + c.at("n").dump() + " is not the target's size " + std::to_string(A.rows()));
+}
+
+/// Re-proves every claim of a free certificate (after check_header): d_k in
+/// [1, max_dk], the verdict, the zero entry or the floor bounds with their proofs,
+/// and the witness's error. Throws std::invalid_argument naming what fails.
+inline void check_free_claims(const Matrix<Rational>& A, const json& c, Eigen::Index max_dk) {
+  using Eigen::Index;
+  const Index n = A.rows();
+  const Index dk = json_integer(c.at("dk"));
+  if (dk < 1 || dk > max_dk)
+    throw std::invalid_argument("d_k = " + std::to_string(dk) + " is outside [1, " + std::to_string(max_dk) + "]");
+  const std::string verdict = json_choice(c.at("verdict"), {"reachable", "unreachable", "undecided"}, "verdict");
+  if (c.contains("zero_entry")) {
+    for (const char* k : {"floor_lower", "floor_upper", "lower_proof", "upper_proof"})
+      if (c.contains(k)) throw std::invalid_argument(std::string("a zero-entry certificate has no field \"") + k + "\"");
+    const json& z = c.at("zero_entry");
+    if (!z.is_array() || z.size() != 2) throw std::invalid_argument("zero_entry must be [row, column]");
+    const Index row = json_integer(z.at(0)), column = json_integer(z.at(1));
+    if (row < 1 || column < 1 || row > n || column > n || A(row - 1, column - 1) != 0)
+      throw std::invalid_argument("the claimed zero entry is not zero");
+    if (verdict != "unreachable") throw std::invalid_argument("a zero entry makes the target unreachable");
+  } else {
+    for (const char* k : {"floor_lower", "floor_upper", "lower_proof", "upper_proof"})
+      if (!c.contains(k)) throw std::invalid_argument(std::string("the certificate has no field \"") + k + "\"");
+    const Index lower = json_integer(c.at("floor_lower")), upper = json_integer(c.at("floor_upper"));
+    const Index most = std::max<Index>(n - 1, 0);
+    if (lower < 0 || upper > most || lower > upper) throw std::invalid_argument("floor bounds out of order");
+    // floor >= lower: the minor, re-proven in MPFI from the target (or, for big
+    // minors, in double balls).
+    const json& lp = c.at("lower_proof");
+    require_fields(lp, {"minor_rows", "minor_cols", "bits"}, {}, "lower_proof");
+    const std::vector<Index> rows = zero_based(lp.at("minor_rows"), n), cols = zero_based(lp.at("minor_cols"), n);
+    if (static_cast<Index>(rows.size()) != lower || static_cast<Index>(cols.size()) != lower)
+      throw std::invalid_argument("the minor's size is not floor_lower");
+    const unsigned bits = json_bits(lp, 53u);
+    if (lower > 0) {
+      bool proven = false;
+      if (lower <= 200) {
+        const PrecisionScope scope(std::max(64u, bits));
+        proven = certify_nonsingular_minor(centered_log(A), rows, cols).has_value();
+      } else {
+        Matrix<Rational> sub(static_cast<Index>(rows.size()), n);
+        for (std::size_t t = 0; t < rows.size(); ++t) sub.row(static_cast<Index>(t)) = A.row(rows[t]);
+        proven = certify_nonsingular_minor(centered_log_ball(sub), iota_indices(lower), cols).has_value();
+      }
+      if (!proven) throw std::invalid_argument("the minor behind floor_lower could not be proven nonsingular");
+    }
+    // floor <= upper: exact kernel over the bases (nothing to prove at n - 1).
+    const json& up = c.at("upper_proof");
+    if (upper == most) {
+      require_fields(up, {}, {}, "upper_proof (floor_upper = n - 1 needs no proof)");
+    } else {
+      require_fields(up, {"bases", "kernel"}, {}, "upper_proof");
+      if (!up.at("bases").is_array() || !up.at("kernel").is_array())
+        throw std::invalid_argument("upper_proof: bases and kernel must be arrays");
+      std::vector<Integer> bases;
+      for (const json& b : up.at("bases")) bases.emplace_back(json_string(b, "a base"));
+      for (std::size_t s = 0; s < bases.size(); ++s) {
+        if (bases[s] <= 1) throw std::invalid_argument("a base is not > 1");
+        for (std::size_t t = s + 1; t < bases.size(); ++t)
+          if (gcd(bases[s], bases[t]) != 1) throw std::invalid_argument("the bases are not pairwise coprime");
+      }
+      LogDecomposition d{bases, std::vector<Matrix<Integer>>(bases.size(), Matrix<Integer>::Zero(n, n))};
+      for (Index i = 0; i < n; ++i)
+        for (Index j = 0; j < n; ++j) {
+          const auto e_up = exponents_over(numerator(A(i, j)), bases), e_down = exponents_over(denominator(A(i, j)), bases);
+          if (!e_up || !e_down) throw std::invalid_argument("an entry of the target does not factor over the bases");
+          for (std::size_t t = 0; t < bases.size(); ++t) d.exponents[t](i, j) = (*e_up)[t] - (*e_down)[t];
+        }
+      const json& kj = up.at("kernel");
+      const Index k = static_cast<Index>(kj.size());
+      if (n - k != upper) throw std::invalid_argument("floor_upper is not n minus the number of kernel vectors");
+      Matrix<Integer> K(n, k);
+      for (Index j = 0; j < k; ++j) {
+        const json& col = kj[static_cast<std::size_t>(j)];
+        if (!col.is_array() || static_cast<Index>(col.size()) != n) throw std::invalid_argument("a kernel vector has the wrong length");
+        for (Index i = 0; i < n; ++i) K(i, j) = Integer(json_string(col[static_cast<std::size_t>(i)], "a kernel entry"));
+      }
+      const Matrix<Integer> SK = stacked_centered_exponents(d) * K;
+      for (Index i = 0; i < SK.rows(); ++i)
+        for (Index j = 0; j < SK.cols(); ++j)
+          if (SK(i, j) != 0) throw std::invalid_argument("a kernel vector is not annihilated by every E_t C");
+      if (bareiss_rank(K.unaryExpr([](const Integer& z) { return Rational(z); })).rank != k)
+        throw std::invalid_argument("the kernel vectors are not independent");
+    }
+    if (verdict == "unreachable" && !(dk < lower)) throw std::invalid_argument("unreachable needs d_k < floor_lower");
+    if (verdict == "reachable" && !(upper <= dk)) throw std::invalid_argument("reachable needs floor_upper <= d_k");
+    if (verdict == "undecided" && !(lower <= dk && dk < upper)) throw std::invalid_argument("undecided, yet the bounds decide");
   }
+  if (c.contains("witness")) {
+    const json& w = c.at("witness");
+    require_fields(w, {"entries", "Q", "K", "error_bits", "max_abs_error"}, {}, "witness");
+    const bool exact = json_choice(w.at("entries"), {"double", "rational"}, "witness entries") == "rational";
+    const unsigned bits = json_precision(w.at("error_bits"));
+    const double stated = json_bound(w.at("max_abs_error"), "witness max_abs_error");
+    const double recomputed =
+        exact ? certified_witness_error(A, rational_matrix_from_json(w.at("Q"), n, dk), rational_matrix_from_json(w.at("K"), n, dk), bits)
+              : certified_witness_error(A, matrix_from_json(w.at("Q"), n, dk), matrix_from_json(w.at("K"), n, dk), bits);
+    if (!(recomputed <= stated))
+      throw std::invalid_argument("the witness misses its stated error bound (recomputed " + std::to_string(recomputed) + ")");
+  }
+}
+
+}  // namespace detail
+
+inline nlohmann::json make_reach_certificate(const Matrix<Rational>& A, const ReachResult& r) {
+  detail::json c{{"format", reach_certificate_format}, {"question", "free"}, {"target_fingerprint", target_fingerprint(A)}};
+  detail::add_free_claims(c, r);
   c["digest"] = detail::digest_of(c);
   return c;
 }
 
 inline CertificateCheck check_reach_certificate(const Matrix<Rational>& A, const nlohmann::json& c) {
-  using detail::json;
-  using Eigen::Index;
   const auto reject = [](std::string why) { return CertificateCheck{false, std::move(why)}; };
   try {
-    if (!c.is_object() || c.value("format", "") != reach_certificate_format) return reject("not an attnrank reach certificate");
-    if (c.value("question", "free") == "embeddings")
+    detail::check_format(c);
+    if (c.contains("question") && c.at("question") == "embeddings")
       return reject("this certificate is for fixed embeddings: check it with the same X (--x)");
-    if (c.value("digest", "") != detail::digest_of(c)) return reject("the digest does not match: the certificate was changed");
-    if (c.at("target_fingerprint").get<std::string>() != target_fingerprint(A))
-      return reject("the certificate is for a different target");
-    validate_target(A, "target");
-    const Index n = A.rows();
-    const Index dk = detail::json_integer(c.at("dk"));
-    const std::string verdict = c.at("verdict").get<std::string>();
-    if (detail::json_integer(c.at("n")) != n || dk < 1 || dk > n) return reject("n or d_k do not fit the target");
-
-    if (c.contains("zero_entry")) {
-      const json& z = c.at("zero_entry");
-      if (!z.is_array() || z.size() != 2) return reject("zero_entry must be [row, column]");
-      const Index row = detail::json_integer(z.at(0)), column = detail::json_integer(z.at(1));
-      if (row < 1 || column < 1 || row > n || column > n || A(row - 1, column - 1) != 0)
-        return reject("the claimed zero entry is not zero");
-      if (verdict != "unreachable") return reject("a zero entry makes the target unreachable");
-    } else {
-      const Index lower = detail::json_integer(c.at("floor_lower")), upper = detail::json_integer(c.at("floor_upper"));
-      if (lower < 0 || upper > std::max<Index>(n - 1, 0) || lower > upper) return reject("floor bounds out of order");
-      // floor >= lower: the minor, re-proven in MPFI from the target (or, for big
-      // minors, in double balls).
-      const json& lp = c.at("lower_proof");
-      const std::vector<Index> rows = detail::zero_based(lp.at("minor_rows"), n), cols = detail::zero_based(lp.at("minor_cols"), n);
-      if (static_cast<Index>(rows.size()) != lower || static_cast<Index>(cols.size()) != lower)
-        return reject("the minor's size is not floor_lower");
-      if (lower > 0) {
-        bool proven = false;
-        if (lower <= 200) {
-          const PrecisionScope scope(std::max(64u, detail::json_bits(lp, 53u)));
-          proven = certify_nonsingular_minor(centered_log(A), rows, cols).has_value();
-        } else {
-          std::vector<Index> all = detail::iota_indices(n);
-          Matrix<Rational> sub(static_cast<Index>(rows.size()), n);
-          for (std::size_t t = 0; t < rows.size(); ++t) sub.row(static_cast<Index>(t)) = A.row(rows[t]);
-          std::vector<Index> local = detail::iota_indices(lower);
-          proven = certify_nonsingular_minor(centered_log_ball(sub), local, cols).has_value();
-        }
-        if (!proven) return reject("the minor behind floor_lower could not be proven nonsingular");
-      }
-      // floor <= upper: exact kernel over the bases.
-      if (upper < std::max<Index>(n - 1, 0)) {
-        const json& up = c.at("upper_proof");
-        std::vector<Integer> bases;
-        for (const json& b : up.at("bases")) bases.emplace_back(b.get<std::string>());
-        for (std::size_t s = 0; s < bases.size(); ++s) {
-          if (bases[s] <= 1) return reject("a base is not > 1");
-          for (std::size_t t = s + 1; t < bases.size(); ++t)
-            if (gcd(bases[s], bases[t]) != 1) return reject("the bases are not pairwise coprime");
-        }
-        LogDecomposition d{bases, std::vector<Matrix<Integer>>(bases.size(), Matrix<Integer>::Zero(n, n))};
-        for (Index i = 0; i < n; ++i)
-          for (Index j = 0; j < n; ++j) {
-            const auto e_up = exponents_over(numerator(A(i, j)), bases), e_down = exponents_over(denominator(A(i, j)), bases);
-            if (!e_up || !e_down) return reject("an entry of the target does not factor over the bases");
-            for (std::size_t t = 0; t < bases.size(); ++t) d.exponents[t](i, j) = (*e_up)[t] - (*e_down)[t];
-          }
-        const json& kj = up.at("kernel");
-        const Index k = static_cast<Index>(kj.size());
-        Matrix<Integer> K(n, k);
-        for (Index j = 0; j < k; ++j) {
-          if (static_cast<Index>(kj[static_cast<std::size_t>(j)].size()) != n) return reject("a kernel vector has the wrong length");
-          for (Index i = 0; i < n; ++i) K(i, j) = Integer(kj[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)].get<std::string>());
-        }
-        if (n - k != upper) return reject("floor_upper is not n minus the number of kernel vectors");
-        const Matrix<Integer> S = stacked_centered_exponents(d);
-        const Matrix<Integer> SK = S * K;
-        for (Index i = 0; i < SK.rows(); ++i)
-          for (Index j = 0; j < SK.cols(); ++j)
-            if (SK(i, j) != 0) return reject("a kernel vector is not annihilated by every E_t C");
-        if (bareiss_rank(K.unaryExpr([](const Integer& z) { return Rational(z); })).rank != k)
-          return reject("the kernel vectors are not independent");
-      }
-      if (verdict == "unreachable" && !(dk < lower)) return reject("unreachable needs d_k < floor_lower");
-      if (verdict == "reachable" && !(upper <= dk)) return reject("reachable needs floor_upper <= d_k");
-      if (verdict == "undecided" && !(lower <= dk && dk < upper)) return reject("undecided, yet the bounds decide");
-      if (verdict != "unreachable" && verdict != "reachable" && verdict != "undecided") return reject("unknown verdict");
-    }
-    if (c.contains("witness")) {
-      const json& w = c["witness"];
-      const Index wk = w.at("Q").empty() ? 0 : static_cast<Index>(w.at("Q")[0].size());
-      if (wk != dk) return reject("the witness width is not d_k");
-      const double stated = w.at("max_abs_error").get<double>();
-      double recomputed = INFINITY;
-      if (w.contains("bits")) {
-        const Matrix<Rational> Q = detail::rational_matrix_from_json(w.at("Q"), n, wk), K = detail::rational_matrix_from_json(w.at("K"), n, wk);
-        recomputed = certified_witness_error(A, Q, K, detail::json_bits(w, 53u));
-      } else {
-        const Eigen::MatrixXd Q = detail::matrix_from_json(w.at("Q"), n, wk), K = detail::matrix_from_json(w.at("K"), n, wk);
-        recomputed = certified_witness_error(A, Q, K, 64);
-      }
-      if (!(recomputed <= stated)) return reject("the witness misses its stated error bound");
-    }
+    detail::require_fields(c, detail::free_required_fields, detail::free_optional_fields, "the certificate");
+    if (detail::json_string(c.at("question"), "question") != "free") return reject("question must be \"free\"");
+    detail::check_header(c, A);
+    detail::check_free_claims(A, c, A.rows());
   } catch (const std::exception& e) {
-    return reject(std::string("malformed certificate: ") + e.what());
+    return reject(e.what());
   }
   return CertificateCheck{true, "verified: floor bounds, verdict and witness error re-proven from the target"};
 }

@@ -5,7 +5,6 @@
 #include <attnrank/softmax.hpp>
 
 #include <Eigen/SVD>
-#include <Spectra/SymEigsSolver.h>
 
 #include <algorithm>
 #include <cmath>
@@ -81,32 +80,11 @@ inline void floor_upper_bound(const Matrix<Rational>& A, const ReachOptions& o, 
 
 /// Truncated SVD of the centered log: Q K^T / sqrt(dk) = U_k S_k V_k^T.
 inline Witness truncated_witness(const Eigen::MatrixXd& LC, Index dk) {
-  const Index n = LC.rows();
-  Eigen::MatrixXd U, V;
-  Eigen::VectorXd s;
-  if (n <= 300 || 2 * dk >= n) {
-    const Eigen::BDCSVD<Eigen::MatrixXd> svd(LC, Eigen::ComputeThinU | Eigen::ComputeThinV);
-    U = svd.matrixU().leftCols(dk);
-    V = svd.matrixV().leftCols(dk);
-    s = svd.singularValues().head(dk);
-  } else {
-    GramOperator op(LC);  // tall: eigenvectors of LC^T LC are V
-    Spectra::SymEigsSolver<GramOperator> eigs(op, dk, std::min(n, std::max<Index>(2 * dk + 1, 20)));
-    eigs.init();
-    eigs.compute(Spectra::SortRule::LargestAlge, 1000, 1e-10);
-    const Index got = eigs.eigenvalues().size();
-    V = Eigen::MatrixXd::Zero(n, dk);
-    s = Eigen::VectorXd::Zero(dk);
-    V.leftCols(got) = eigs.eigenvectors();
-    s.head(got) = eigs.eigenvalues().cwiseMax(0.0).cwiseSqrt();
-    U = Eigen::MatrixXd::Zero(n, dk);
-    for (Index t = 0; t < got; ++t)
-      if (s(t) > 0) U.col(t) = LC * V.col(t) / s(t);
-  }
-  const Eigen::VectorXd root = (s.array() * std::sqrt(static_cast<double>(dk))).sqrt();  // (s sqrt(dk))^(1/2)
+  const TruncatedSvd svd = approx_truncated_svd(LC, dk);
+  const Eigen::VectorXd root = (svd.s.array() * std::sqrt(static_cast<double>(dk))).sqrt();  // (s sqrt(dk))^(1/2)
   Witness w;
-  w.Q = U * root.asDiagonal();
-  w.K = V * root.asDiagonal();
+  w.Q = svd.U * root.asDiagonal();
+  w.K = svd.V * root.asDiagonal();
   return w;
 }
 
@@ -114,13 +92,19 @@ inline Witness truncated_witness(const Eigen::MatrixXd& LC, Index dk) {
 inline double softmax_distance(const Matrix<Rational>& A, const Matrix<Interval>& S) {
   const Matrix<Interval> P = softmax_rows(S);
   const Matrix<Interval> T = normalized_target(A);
-  Real worst = 0;
+  // sup |p - t| over the two intervals = max(p.hi - t.lo, t.hi - p.lo), each
+  // difference rounded up (in place: no temporaries per entry).
+  Real worst = 0, up = 0;
   for (Eigen::Index i = 0; i < P.rows(); ++i)
     for (Eigen::Index j = 0; j < P.cols(); ++j) {
-      const Real u = upper_bound(Interval(abs(Interval(P(i, j) - T(i, j)))));
-      if (!scalar_traits<Real>::is_finite(u)) return INFINITY;
-      if (u > worst) worst = u;
+      mpfi_srcptr p = P(i, j).backend().data(), t = T(i, j).backend().data();
+      if (mpfi_nan_p(p) || mpfi_nan_p(t)) return INFINITY;
+      mpfr_sub(up.backend().data(), &p->right, &t->left, MPFR_RNDU);
+      if (mpfr_cmp(up.backend().data(), worst.backend().data()) > 0) mpfr_set(worst.backend().data(), up.backend().data(), MPFR_RNDU);
+      mpfr_sub(up.backend().data(), &t->right, &p->left, MPFR_RNDU);
+      if (mpfr_cmp(up.backend().data(), worst.backend().data()) > 0) mpfr_set(worst.backend().data(), up.backend().data(), MPFR_RNDU);
     }
+  if (!scalar_traits<Real>::is_finite(worst)) return INFINITY;
   return mpfr_get_d(worst.backend().data(), MPFR_RNDU);
 }
 
@@ -139,9 +123,9 @@ inline double certified_witness_error(const Matrix<Rational>& A, const Eigen::Ma
   Matrix<Interval> S(n, n);
   for (Index i = 0; i < n; ++i)
     for (Index j = 0; j < n; ++j) {
-      Interval e;
-      mpfi_interv_d(e.backend().data(), qk.lo(i, j), qk.hi(i, j));
-      S(i, j) = e / root;
+      mpfi_ptr s = S(i, j).backend().data();
+      mpfi_interv_d(s, qk.lo(i, j), qk.hi(i, j));
+      if (Q.cols() > 1) mpfi_div(s, s, root.backend().data());
     }
   return detail::softmax_distance(A, S);
 }
@@ -244,23 +228,25 @@ inline ReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const Reach
       res.reason = std::to_string(res.floor.lower) + " <= floor <= " + std::to_string(res.floor.upper) +
                    " and d_k = " + std::to_string(dk) + " lies in between";
       res.hint = "raise --bits (now " + std::to_string(res.floor.lower_bits) +
-                 ") to prove a larger nonsingular minor (floor_lower); floor_upper drops only with exact structure of "
-                 "the target (rational entries whose logs share a kernel)";
+                 ") to settle whether these entries, exactly as written, are produced: more precision can prove a "
+                 "larger nonsingular minor (floor_lower), while floor_upper drops only with exact structure of the "
+                 "target (rational entries whose logs share a kernel). That settles exact producibility only; how close "
+                 "a head of width " + std::to_string(dk) + " comes is the witness error, whatever the verdict";
     }
   }
   if (o.witness) {
     // The witness is numeric (double logs); only its error bound is certified.
-    Eigen::MatrixXd L = positive.unaryExpr([](const Rational& q) { return std::log(scalar_traits<double>::from_rational(q)); });
-    const Eigen::VectorXd mean = L.rowwise().mean();
-    L.colwise() -= mean;
+    const Eigen::MatrixXd L = approx_centered_log(positive);
     if (o.bits > 53 && n <= o.high_precision_witness_size) {
       const PrecisionScope scope(o.bits);
       Witness w = high_precision_witness(positive, dk);
-      w.max_abs_error = certified_witness_error(A, w.Q_exact, w.K_exact, o.bits);
+      w.error_bits = o.bits;
+      w.max_abs_error = certified_witness_error(A, w.Q_exact, w.K_exact, w.error_bits);
       res.witness = std::move(w);
     } else {
       Witness w = truncated_witness(L, dk);
-      w.max_abs_error = certified_witness_error(A, w.Q, w.K, std::max(o.bits, 64u));
+      w.error_bits = std::max(o.bits, 64u);
+      w.max_abs_error = certified_witness_error(A, w.Q, w.K, w.error_bits);
       res.witness = std::move(w);
     }
   }
