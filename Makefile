@@ -3,7 +3,7 @@
 #   make test   install dependencies (with Coq), build, run the test suite with the proofs, all but the
 #               nightly-style mutation check (what .ci/run runs)
 #   make proofs check proofs/ with coqc alone
-#   make mutation  the mutation check of the property suite (about 25 minutes)
+#   make mutation  the mutation check of the property suite (about 30 minutes)
 #   make hardening the sanitizer suite, short fuzz runs and ThreadSanitizer (part of make test)
 #   make fuzz FUZZ_SECONDS=600  each fuzz target for that long (docs/reliability.md)
 BUILD ?= build
@@ -75,7 +75,7 @@ tsan: deps
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target threads_test
 	cd $(TSAN_BUILD) && ctest --output-on-failure -R '^threads_test$$'
 
-# The mutation check (docs/testing.md): about 25 minutes, so not part of make test.
+# The mutation check (docs/testing.md): about 30 minutes, so not part of make test.
 mutation: build
 	cd $(BUILD) && ctest --output-on-failure -L mutation
 

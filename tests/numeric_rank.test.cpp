@@ -5,6 +5,7 @@
 
 #include <attnrank/certified_rank.hpp>
 #include <attnrank/numeric_rank.hpp>
+#include <attnrank/softmax_inversion.hpp>
 
 #include <Eigen/QR>
 
@@ -120,5 +121,72 @@ TEST_CASE("attnrank::approx_rank on the hard cases") {
     CHECK(approx_rank(col).rank == 1);
     CHECK(certified_rank(row).lower == 1);
     CHECK(certified_rank(col).lower == 1);
+  }
+}
+
+namespace {
+
+/// ||A - U diag(s) V^T||_F / ||A||_F, and how far U and V are from orthonormal.
+double relative_residual(const Eigen::MatrixXd& A, const TruncatedSvd& t) {
+  return (A - t.U * t.s.asDiagonal() * t.V.transpose()).norm() / A.norm();
+}
+double orthonormality_error(const Eigen::MatrixXd& W) {
+  return (W.transpose() * W - Eigen::MatrixXd::Identity(W.cols(), W.cols())).cwiseAbs().maxCoeff();
+}
+
+/// log(A) C of the "attention sink": every row puts 9 on token 1 and 1/10 elsewhere (rank 1, equal rows).
+Eigen::MatrixXd sink_log(Eigen::Index n) {
+  Matrix<Rational> A = Matrix<Rational>::Constant(n, n, Rational(1, 10));
+  A.col(0).setConstant(Rational(9));
+  return approx_centered_log(A);
+}
+
+}  // namespace
+
+TEST_CASE("attnrank::approx_truncated_svd on the spectra attention targets have") {
+  // Where Lanczos breaks down (Spectra throws, or does not converge) and Eigen's
+  // BDCSVD returns NaN: the audit's internal error at reach diag:512:0.8 --dk 64.
+  SECTION("n - 1 equal singular values (the diagonal target): any k of them, orthonormal") {
+    const Eigen::MatrixXd L = approx_centered_log(*builtin_matrix("diag:512:0.8"));
+    const double c = std::log(0.8 / (0.2 / 511));
+    for (Eigen::Index k : {1, 12, 64}) {
+      INFO("k = " << k);
+      const TruncatedSvd t = approx_truncated_svd(L, k);
+      REQUIRE(t.s.size() == k);
+      CHECK((t.s.array() - c).abs().maxCoeff() < 1e-9 * c);
+      CHECK(orthonormality_error(t.U) < 1e-9);
+      CHECK(orthonormality_error(t.V) < 1e-9);
+    }
+    const TopSingularValues top = approx_top_singular_values(L, 5);
+    CHECK(top.converged == 5);
+    CHECK((top.values.array() - c).abs().maxCoeff() < 1e-9 * c);
+  }
+  SECTION("rank 1 with equal rows (an attention sink): the one triplet, to rounding") {
+    for (Eigen::Index n : {301, 512}) {
+      INFO("n = " << n);
+      const Eigen::MatrixXd L = sink_log(n);
+      const TruncatedSvd t = approx_truncated_svd(L, 1);
+      CHECK(t.s(0) == Approx(L.norm()).epsilon(1e-12));
+      CHECK(relative_residual(L, t) < 1e-13);
+      CHECK(approx_rank(L).rank == 1);
+      CHECK(approx_rank(L).singular_values.allFinite());
+    }
+  }
+  SECTION("the dense path survives BDCSVD's NaN (Jacobi below 400, the Gram eigensolver above)") {
+    for (Eigen::Index n : {300, 512}) {
+      const Eigen::MatrixXd L = sink_log(n);
+      const TruncatedSvd t = detail::dense_truncated_svd(L, 2, "dense");
+      INFO("n = " << n << ": " << t.method);
+      CHECK(detail::all_finite(t));
+      CHECK(relative_residual(L, t) < 1e-12);
+    }
+  }
+  SECTION("generic spectra: Lanczos agrees with the full SVD") {
+    Eigen::VectorXd s(40);
+    for (Eigen::Index i = 0; i < 40; ++i) s(i) = std::pow(0.7, static_cast<double>(i));
+    const Eigen::MatrixXd A = with_singular_values(s, 400, 400, 5);
+    const TruncatedSvd t = approx_truncated_svd(A, 8);
+    CHECK(t.method == "lanczos");
+    CHECK((t.s - s.head(8)).cwiseAbs().maxCoeff() < 1e-10);
   }
 }

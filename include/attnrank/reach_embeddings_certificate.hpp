@@ -55,13 +55,7 @@ inline nlohmann::json make_embeddings_certificate(const Matrix<Rational>& A, con
     c["lower_proof"] = {{"minor_rows", detail::one_based(r.floor.minor_rows)},
                         {"minor_cols", detail::one_based(r.floor.minor_cols)},
                         {"bits", r.floor.lower_bits}};
-    json kernel = json::array();
-    for (Eigen::Index j = 0; j < r.floor.kernel.cols(); ++j) {
-      json col = json::array();
-      for (Eigen::Index i = 0; i < r.floor.kernel.rows(); ++i) col.push_back(r.floor.kernel(i, j).str());
-      kernel.push_back(col);
-    }
-    c["upper_proof"] = {{"kernel", kernel}};
+    c["upper_proof"] = {{"kernel", detail::columns_json(r.floor.kernel)}};
   }
   // Weights whose error could not be bounded (X beyond the double range) prove nothing.
   if (std::isfinite(e.weights_max_abs_error))

@@ -156,10 +156,6 @@ inline std::optional<TruncatedSvd> lanczos_truncated_svd(const Eigen::MatrixXd& 
   }
 }
 
-}  // namespace detail
-
-namespace detail {
-
 inline bool all_finite(const TruncatedSvd& t) { return t.U.allFinite() && t.V.allFinite() && t.s.allFinite(); }
 
 /// Leading triplets from a full decomposition. Eigen 3.4's BDCSVD returns NaN

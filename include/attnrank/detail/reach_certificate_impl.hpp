@@ -146,6 +146,17 @@ inline std::string target_fingerprint(const Matrix<Rational>& A) {
 
 namespace detail {
 
+/// The columns of an integer matrix (kernel vectors), each as a list of strings.
+inline json columns_json(const Matrix<Integer>& K) {
+  json columns = json::array();
+  for (Eigen::Index j = 0; j < K.cols(); ++j) {
+    json col = json::array();
+    for (Eigen::Index i = 0; i < K.rows(); ++i) col.push_back(K(i, j).str());
+    columns.push_back(col);
+  }
+  return columns;
+}
+
 /// The witness as certificate data: its entries (doubles, or the exact rationals
 /// of an MPFR witness) and the bound computed for exactly those entries, with the
 /// precision it was computed at so that a checker can recompute the same bound.
@@ -175,14 +186,8 @@ inline void add_free_claims(json& c, const ReachResult& r) {
     if (r.floor.upper < std::max<Eigen::Index>(r.n - 1, 0)) {
       json bases = json::array();
       for (const Integer& b : r.floor.bases) bases.push_back(b.str());
-      json kernel = json::array();
-      for (Eigen::Index j = 0; j < r.floor.kernel.cols(); ++j) {
-        json col = json::array();
-        for (Eigen::Index i = 0; i < r.floor.kernel.rows(); ++i) col.push_back(r.floor.kernel(i, j).str());
-        kernel.push_back(col);
-      }
       up["bases"] = bases;
-      up["kernel"] = kernel;
+      up["kernel"] = columns_json(r.floor.kernel);
     }
     c["upper_proof"] = up;
   }
