@@ -1,6 +1,7 @@
 #pragma once
-// The 40-digit reference values of ../shared/reference/worked-example.md
-// (computed independently at 50 digits, rounded to the last digit shown).
+// The 40-digit reference values of the tutorial's worked example ("Multi-Head
+// Attention", Hao Ma, haoma7.github.io), computed independently at 50 digits and
+// rounded to the last digit shown.
 
 #include <string>
 #include <utility>

@@ -2,7 +2,7 @@
 // scalar_traits<T>: the one place where the four tiers differ. Generic algorithms
 // ask the traits instead of branching on concrete types.
 //
-// Danger (see ../shared/style.md): comparing two overlapping `Interval`s with `<`
+// Danger: comparing two overlapping `Interval`s with `<`
 // calls std::terminate in Boost 1.74. Generic code therefore never compares
 // scalars directly; it uses `approx_less` (compares centers: only for choices such
 // as pivots or shifts that do not affect soundness) or the three-valued

@@ -1,7 +1,7 @@
 #pragma once
 // The tutorial's worked example (Section 2.2.2): three tokens "I love LLMs",
-// d_model = 4, h = 2. The matrices are restored in
-// ../shared/reference/worked-example.md; they are exact integers.
+// d_model = 4, h = 2, from "Multi-Head Attention" by Hao Ma (haoma7.github.io),
+// whose page lost some of them; restored here, they are exact integers.
 
 #include <attnrank/multi_head_attention.hpp>
 #include <attnrank/parse.hpp>
