@@ -4,9 +4,9 @@
 //
 //   rank_bench [--write-inputs DIR] [benchmark flags]
 // Inputs are generated from ATTNRANK_BENCH_SEED (default 12345), printed first.
-#include <attnrank/certified_rank.hpp>
-#include <attnrank/exact_rank.hpp>
-#include <attnrank/numeric_rank.hpp>
+#include <attnrank/linalg/certified_rank.hpp>
+#include <attnrank/linalg/exact_rank.hpp>
+#include <attnrank/linalg/numeric_rank.hpp>
 
 #include <benchmark/benchmark.h>
 #include <flint/fmpz_mat.h>

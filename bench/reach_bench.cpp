@@ -5,7 +5,7 @@
 //
 //   reach_bench [--write-inputs DIR] [benchmark flags]
 // Targets come from ATTNRANK_BENCH_SEED (default 12345), printed first.
-#include <attnrank/reach.hpp>
+#include <attnrank/reach/free.hpp>
 
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>

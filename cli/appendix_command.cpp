@@ -3,13 +3,14 @@
 #include "commands.hpp"
 #include "figures.hpp"
 
-#include <attnrank/appendix.hpp>
-#include <attnrank/decimal.hpp>
-#include <attnrank/single_key_head.hpp>
+#include <attnrank/tutorial/appendix.hpp>
+#include <attnrank/io/json.hpp>
+#include <attnrank/numbers/decimal.hpp>
+#include <attnrank/tutorial/single_key_head.hpp>
+#include <attnrank/tutorial/worked_example.hpp>
 
 #include <nlohmann/json.hpp>
 
-#include <Eigen/SVD>
 
 #include <cmath>
 #include <sstream>
@@ -209,8 +210,8 @@ json appendix_json(const TutorialAppendix& t, const Digits& d) {
       {"max_abs_error_dk2", f.dk2.witness ? json(f.dk2.witness->max_abs_error) : json(nullptr)},
       {"worked_example_heads",
        {{"verdict", to_string(e.result.verdict)},
-        {"W_Q", detail::matrix_json(e.WQ)},
-        {"W_K", detail::matrix_json(e.WK)},
+        {"W_Q", matrix_json(e.WQ)},
+        {"W_K", matrix_json(e.WK)},
         {"max_abs_error", std::isfinite(e.weights_max_abs_error) ? json(e.weights_max_abs_error) : json(nullptr)}}},
       {"general_n", general},
       {"practical", practical},
@@ -222,27 +223,6 @@ json appendix_json(const TutorialAppendix& t, const Digits& d) {
         {"det_A1", interval_json(t.section_2_2.det_A1.det, d.det_A1)}}},
       {"head_counts", {{"source", "Vaswani et al. (2017), Table 3 row A, quoted by Section 2.4; not computed by attnrank"},
                        {"rows", heads}}}};
-}
-
-/// The pictures' inputs: Figure 8 on a finer grid, log(A) C's spectrum, both heads' A.
-AppendixFigureData figure_data(const TutorialAppendix& t) {
-  AppendixFigureData g;
-  std::vector<Rational> qs;
-  for (int i = 6; i >= -6; --i) qs.emplace_back(i, 2);
-  const PrecisionScope scope(64);
-  const Matrix<Interval> sweep = single_key_sweep(t.single_key.keys, qs);
-  g.sweep = sweep.unaryExpr([](const Interval& x) { return static_cast<double>(median(x)); });
-  for (const Rational& q : qs) g.sweep_q.push_back(format_fixed(q, 1));
-  const FloorArgument& f = t.floor;
-  g.n = f.target.rows();
-  g.floor = f.dk1.floor.lower;
-  g.seed_floor = f.seed_floor;
-  const Eigen::MatrixXd L = f.log_A.unaryExpr([](const Interval& x) { return static_cast<double>(median(x)); });
-  const Eigen::MatrixXd C = Eigen::MatrixXd::Identity(g.n, g.n) - Eigen::MatrixXd::Constant(g.n, g.n, 1.0 / static_cast<double>(g.n));
-  g.singular_values = Eigen::JacobiSVD<Eigen::MatrixXd>(L * C).singularValues();
-  const auto trace = worked_example::layer<Rational>().forward<double>(worked_example::X());
-  for (const auto& head : trace.heads) g.heads.push_back(head.A);
-  return g;
 }
 
 }  // namespace
@@ -262,10 +242,10 @@ void add_appendix_command(CLI::App& app, std::string& out) {
   cmd->callback([opt, &out] {
     const Digits d(opt->digits);
     // Enough bits that each interval is far narrower than the last digit asked.
-    const auto bits = static_cast<unsigned>(std::max(128.0, std::ceil(d.most() * 3.3219280948873623) + 64));
+    const unsigned bits = std::max(128u, bits_for_decimals(d.most()));
     const TutorialAppendix t = tutorial_appendix(bits);
     std::vector<std::string> written;
-    if (!opt->svg.empty()) written = write_appendix_figures(figure_data(t), opt->svg);
+    if (!opt->svg.empty()) written = write_appendix_figures(appendix_figure_data(t), opt->svg);
     if (opt->json) {
       json j = appendix_json(t, d);
       if (!written.empty()) j["svg"] = written;

@@ -2,10 +2,10 @@
 #include "commands.hpp"
 #include "run.hpp"
 
-#include <attnrank/certified_determinant.hpp>
-#include <attnrank/decimal.hpp>
-#include <attnrank/exact_rank.hpp>
-#include <attnrank/matrix_spec.hpp>
+#include <attnrank/linalg/certified_determinant.hpp>
+#include <attnrank/numbers/decimal.hpp>
+#include <attnrank/linalg/exact_rank.hpp>
+#include <attnrank/io/matrix_spec.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -36,7 +36,7 @@ std::string run_exact(const Matrix<Rational>& A, int digits, bool as_json) {
 }
 
 std::string run_certified(const Matrix<Rational>& A, unsigned bits, int digits, bool as_json) {
-  const DeterminantEnclosure e = certified_determinant(A, bits);
+  const CertifiedDeterminant e = certified_determinant(A, bits);
   const auto [lo, hi] = enclosure_scientific(e.det, digits);
   const Real width = upper_bound(e.det) - lower_bound(e.det);
   const Real mag = abs(upper_bound(e.det)) > abs(lower_bound(e.det)) ? abs(upper_bound(e.det)) : abs(lower_bound(e.det));

@@ -2,7 +2,7 @@
 #include "commands.hpp"
 #include "layer_report.hpp"
 
-#include <attnrank/worked_example.hpp>
+#include <attnrank/tutorial/worked_example.hpp>
 
 namespace attnrank::cli {
 

@@ -1,7 +1,9 @@
 #pragma once
 // The SVG figures of `attnrank appendix --svg DIR` and `attnrank reach --svg FILE`.
-// They take plain doubles (pictures need no certificates: every number they show
-// is also printed, certified, by the command) so this file stays light to build.
+// They take plain doubles: pictures need no certificates, every number they show
+// is also printed, certified, by the command.
+
+#include <attnrank/tutorial/appendix.hpp>
 
 #include <Eigen/Core>
 
@@ -10,13 +12,8 @@
 
 namespace attnrank::cli {
 
-struct AppendixFigureData {
-  std::vector<std::string> sweep_q;           ///< row labels of the sweep, e.g. "3.0"
-  Eigen::MatrixXd sweep;                      ///< softmax(q (2, 0, 1)), one row per q
-  Eigen::Index n = 3, floor = 2, seed_floor = 2;
-  Eigen::VectorXd singular_values;            ///< of log(A) C
-  std::vector<Eigen::MatrixXd> heads;         ///< A_1, A_2 of Section 2.2
-};
+using attnrank::AppendixFigureData;
+
 
 /// Writes figure8_sweep.svg, figure9_rank_axis.svg, log_A_C_spectrum.svg and
 /// section2_2_heads.svg into `dir` (created if needed); returns the paths.

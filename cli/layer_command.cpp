@@ -3,7 +3,7 @@
 #include "run.hpp"
 #include "layer_report.hpp"
 
-#include <attnrank/parse.hpp>
+#include <attnrank/io/parse.hpp>
 
 #include <string>
 #include <utility>
@@ -12,12 +12,11 @@
 namespace attnrank::cli {
 namespace {
 
-/// The library names matrices by symbol ("W^O is 3 x 4; ..."); the user needs the
-/// file too, so a message about one matrix is prefixed with that matrix's path.
+/// The library names matrices by symbol (the error's subject: "W^O"); the user
+/// needs the file too, so a message about one matrix gets that matrix's path.
 [[noreturn]] void rethrow_with_file(const input_error& e, const std::vector<std::pair<std::string, std::string>>& files) {
-  const std::string what = e.what();
   for (const auto& [symbol, path] : files)
-    if (what.rfind(symbol + " ", 0) == 0) throw input_error(path + ": " + what);
+    if (e.subject() == symbol) throw input_error(path + ": " + e.what(), symbol);
   throw e;
 }
 

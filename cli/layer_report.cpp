@@ -1,6 +1,7 @@
 #include "layer_report.hpp"
 
-#include <attnrank/decimal.hpp>
+#include <attnrank/attention/certified_forward.hpp>
+#include <attnrank/numbers/decimal.hpp>
 
 #include <cmath>
 
@@ -55,13 +56,6 @@ FormattedTrace format_trace(const LayerTrace<L, N>& t, const Matrix<Rational>& X
   return f;
 }
 
-template <class T>
-MultiHeadAttention<T> in_tier(const MultiHeadAttention<Rational>& layer) {
-  return MultiHeadAttention<T>(detail::to_tier<T>(layer.w_q()), detail::to_tier<T>(layer.w_k()),
-                               detail::to_tier<T>(layer.w_v()), detail::to_tier<T>(layer.w_o()),
-                               layer.shape().heads);
-}
-
 }  // namespace
 
 Tier parse_tier(const std::string& name) {
@@ -74,7 +68,7 @@ Tier parse_tier(const std::string& name) {
 FormattedTrace run_layer(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X, Tier tier,
                          int digits, unsigned bits) {
   if (tier == Tier::double_precision) {
-    const auto t = in_tier<double>(layer).forward(detail::to_tier<double>(X));
+    const auto t = layer_in_tier<double>(layer).forward(to_tier<double>(X));
     FormattedTrace f = format_trace(t, X, digits);
     f.tier = "double";
     f.precision_bits = 53;
@@ -82,25 +76,17 @@ FormattedTrace run_layer(const MultiHeadAttention<Rational>& layer, const Matrix
   }
   if (tier == Tier::multiprecision) {
     PrecisionScope scope(bits);
-    const auto t = in_tier<Real>(layer).forward(detail::to_tier<Real>(X));
+    const auto t = layer_in_tier<Real>(layer).forward(to_tier<Real>(X));
     FormattedTrace f = format_trace(t, X, digits);
     f.tier = "mp";
     f.precision_bits = PrecisionScope::bits();
     return f;
   }
-  // Enough bits for `digits` decimals of numbers up to ~2^64 in size, then
-  // doubling: the loop ends on success or at the cap (a true tie never settles).
-  const unsigned needed = static_cast<unsigned>(std::ceil(digits * 3.3219280948873623)) + 64;
-  unsigned start = std::max(bits, needed);
-  const unsigned cap = std::max(start * 8, 4096u);
-  FormattedTrace f;
-  for (unsigned b = start;; b *= 2) {
-    PrecisionScope scope(b);
-    const auto t = layer.forward<Interval>(X);
-    f = format_trace(t, X, digits);
-    f.precision_bits = PrecisionScope::bits();
-    if (f.enclosures == 0 || b * 2 > cap) break;
-  }
+  const CertifiedTrace c = certified_forward(layer, X, digits, bits);
+  // Formatted at the precision the intervals were computed at.
+  const PrecisionScope scope(c.requested_bits);
+  FormattedTrace f = format_trace(c.trace, X, digits);
+  f.precision_bits = c.bits;
   f.tier = "interval";
   f.certified = true;  // digits or enclosures, every printed value is proven
   return f;

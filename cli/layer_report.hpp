@@ -5,7 +5,7 @@
 
 #include "matrix_text.hpp"
 
-#include <attnrank/multi_head_attention.hpp>
+#include <attnrank/attention/multi_head_attention.hpp>
 
 #include <string>
 #include <vector>

@@ -2,11 +2,11 @@
 #include "commands.hpp"
 #include "run.hpp"
 
-#include <attnrank/certified_rank.hpp>
-#include <attnrank/decimal.hpp>
-#include <attnrank/exact_rank.hpp>
-#include <attnrank/matrix_spec.hpp>
-#include <attnrank/numeric_rank.hpp>
+#include <attnrank/linalg/certified_rank.hpp>
+#include <attnrank/numbers/decimal.hpp>
+#include <attnrank/linalg/exact_rank.hpp>
+#include <attnrank/io/matrix_spec.hpp>
+#include <attnrank/linalg/numeric_rank.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -57,7 +57,7 @@ std::string run_exact(const Matrix<Rational>& A, bool as_json) {
 }
 
 std::string run_certified(const Matrix<Rational>& A, unsigned bits, bool as_json) {
-  const RankBounds r = certified_rank(A, bits);
+  const CertifiedRank r = certified_rank(A, bits);
   if (as_json) {
     json j{{"mode", "certified"}, {"rows", A.rows()}, {"cols", A.cols()}, {"rank_lower", r.lower},
            {"rank_upper", r.upper}, {"bits", r.bits}, {"method", r.method},
@@ -102,13 +102,11 @@ std::string run_numeric(const Matrix<Rational>& A, const std::string& source, st
     if (top + 1 >= d)
       throw input_error("--top " + std::to_string(top) + " needs top + 1 < min(rows, cols) = " + std::to_string(d) +
                         " (drop --top for all singular values)");
-    const TopSingularValues t = approx_top_singular_values(D, top + 1);
-    const LowRankDistance dist = approx_low_rank_distance(D, top);
-    const double tolerance = tol ? *tol : t.values(0) * static_cast<double>(std::max(A.rows(), A.cols())) * 2.220446049250313e-16;
-    Eigen::Index above = 0;
-    while (above < t.values.size() && t.values(above) > tolerance) ++above;
-    const Eigen::Index lower = std::min<Eigen::Index>(above, top + 1);
-    const Eigen::Index upper = above <= top ? above : d;
+    const TopRankBounds b = approx_rank_from_top(D, top, tol);
+    const TopSingularValues& t = b.top;
+    const LowRankDistance& dist = b.distance;
+    const double tolerance = b.tolerance;
+    const Eigen::Index lower = b.lower, upper = b.upper;
     j["rank_lower"] = lower;
     j["rank_upper"] = upper;
     j["tolerance"] = tolerance;
@@ -123,7 +121,7 @@ std::string run_numeric(const Matrix<Rational>& A, const std::string& source, st
       << " (spectral), " << short_double(dist.frobenius) << " (Frobenius)\n";
     return s.str();
   }
-  const NumericRank r = approx_rank(D, tol);
+  const ApproxRank r = approx_rank(D, tol);
   j["rank_lower"] = r.rank;
   j["rank_upper"] = r.rank;
   j["tolerance"] = r.tolerance;

@@ -4,11 +4,12 @@
 #include "figures.hpp"
 #include "svg.hpp"
 
-#include <attnrank/decimal.hpp>
-#include <attnrank/matrix_spec.hpp>
-#include <attnrank/numeric_rank.hpp>
-#include <attnrank/reach_certificate.hpp>
-#include <attnrank/reach_embeddings_certificate.hpp>
+#include <attnrank/io/json.hpp>
+#include <attnrank/numbers/decimal.hpp>
+#include <attnrank/io/matrix_spec.hpp>
+#include <attnrank/linalg/numeric_rank.hpp>
+#include <attnrank/reach/certificate.hpp>
+#include <attnrank/reach/embeddings_certificate.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -90,18 +91,9 @@ std::string reach_svg(const Matrix<Rational>& A, const ReachResult& r, const std
   const Eigen::Index n = A.rows();
   const Eigen::MatrixXd target = approx_normalized_target(A);
   std::optional<Eigen::MatrixXd> approx;
-  if (r.witness) {
-    Eigen::MatrixXd S = r.witness->Q * r.witness->K.transpose() / std::sqrt(static_cast<double>(r.dk));
-    S = (S.colwise() - S.rowwise().maxCoeff()).array().exp().matrix();
-    approx = (S.array().colwise() / S.rowwise().sum().array()).matrix();
-  }
+  if (r.witness) approx = approx_witness_pattern(*r.witness);
   Eigen::VectorXd spectrum;
-  if (!r.has_zero_entry) {
-    const Eigen::MatrixXd L = centered_log_ball(A).mid;
-    // A full SVD up to n = 1024; beyond, the leading values by Lanczos.
-    spectrum = n <= 1024 ? approx_rank(L).singular_values
-                         : approx_top_singular_values(L, std::min<Eigen::Index>(n - 1, 2 * r.dk + 16)).values;
-  }
+  if (!r.has_zero_entry) spectrum = approx_centered_log_spectrum(A, std::min<Eigen::Index>(n - 1, 2 * r.dk + 16));
   const std::string caption = std::filesystem::path(name).filename().string() + ": " + to_string(r.verdict) + " at d_k = " + std::to_string(r.dk) +
                               (r.has_zero_entry ? "" : " (floor " + std::to_string(r.floor.lower) +
                                                            (r.floor.lower == r.floor.upper ? "" : ".." + std::to_string(r.floor.upper)) + ")");
@@ -151,8 +143,8 @@ void add_reach_command(CLI::App& app, std::string& out) {
       try {
         emb = reach_with_embeddings(A, X, opt->dk, o);
       } catch (const input_error& e) {  // name the file in messages about X
-        if (std::string(e.what()).find("embeddings X") == std::string::npos) throw;
-        throw input_error(opt->x + ": " + e.what());
+        if (e.subject() != "embeddings X") throw;
+        throw input_error(opt->x + ": " + e.what(), e.subject());
       }
     }
     const ReachResult r = emb ? emb->result : reach(A, opt->dk, o);
@@ -201,8 +193,8 @@ void add_reach_command(CLI::App& app, std::string& out) {
     if (emb) {
       j["x_full_row_rank"] = emb->x_full_row_rank;
       j["constraints"] = emb->constraints;
-      j["W_Q"] = detail::matrix_json(emb->WQ);
-      j["W_K"] = detail::matrix_json(emb->WK);
+      j["W_Q"] = matrix_json(emb->WQ);
+      j["W_K"] = matrix_json(emb->WK);
     }
     out = j.dump(2) + "\n";
   });

@@ -3,7 +3,7 @@
 // fuzzer run exactly the same code. Exit codes: 0 on success (any verdict), 2 on
 // bad input or usage (message on `err`, nothing on `out`), 1 on an internal error.
 
-#include <attnrank/parse.hpp>
+#include <attnrank/io/parse.hpp>
 
 #include <ostream>
 

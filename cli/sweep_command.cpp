@@ -1,9 +1,9 @@
 // attnrank sweep: the d_k = 1 head of Section 2.5.4 (Figure 8), row by row.
 #include "commands.hpp"
 
-#include <attnrank/decimal.hpp>
-#include <attnrank/parse.hpp>
-#include <attnrank/single_key_head.hpp>
+#include <attnrank/numbers/decimal.hpp>
+#include <attnrank/io/parse.hpp>
+#include <attnrank/tutorial/single_key_head.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -60,8 +60,8 @@ void add_sweep_command(CLI::App& app, std::string& out) {
     const std::vector<Rational> keys = parse_list(opt->keys, "--keys");
     if (keys.size() > 10000) throw input_error("--keys has more than 10000 values");
     const std::vector<Rational> qs = parse_queries(opt->q);
-    const PrecisionScope scope(static_cast<unsigned>(opt->digits) * 4 + 64);
-    const Matrix<Interval> W = single_key_sweep(keys, qs);
+    const PrecisionScope scope(bits_for_decimals(opt->digits));
+    const Matrix<Interval> W = certified_single_key_sweep(keys, qs);
     nlohmann::json rows = nlohmann::json::array();
     std::ostringstream s;
     s << "d_k = 1 head, keys k = (" << opt->keys << "): row weights softmax(q k), certified to " << opt->digits << " decimals\n";

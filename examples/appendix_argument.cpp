@@ -1,10 +1,10 @@
 // Appendix A of the tutorial, step by step with the library: why no head of width
 // d_k = 1 produces the diagonal target, and why d_k = 2 does. Every number printed
 // is certified (intervals) or exact; the verdicts carry checked certificates.
-#include <attnrank/decimal.hpp>
-#include <attnrank/matrix_spec.hpp>
-#include <attnrank/reach_certificate.hpp>
-#include <attnrank/single_key_head.hpp>
+#include <attnrank/numbers/decimal.hpp>
+#include <attnrank/io/matrix_spec.hpp>
+#include <attnrank/reach/certificate.hpp>
+#include <attnrank/tutorial/single_key_head.hpp>
 
 #include <iostream>
 
@@ -29,7 +29,7 @@ int main() {
             << certified_fixed(b, 30).value_or("?") << "\n";
 
   // rank(log A) = 3 (certified) and the tutorial's floor rank(S) >= 3 - 1.
-  const RankBounds r = certified_rank(log_A);
+  const CertifiedRank r = certified_rank(log_A);
   std::cout << "rank(log A) = " << r.lower << (r.lower == r.upper ? " (certified)" : " at least") << "\n";
   std::cout << "seed floor: rank(S) >= " << r.lower - 1 << "\n";
 

@@ -1,7 +1,8 @@
 // Checking a certificate someone else produced: the checker re-proves the floor
 // bounds, the verdict and the witness error from the target alone, trusting
 // nothing in the file but its claims. Usage: check_certificate TARGET.csv CERT.json
-#include <attnrank/reach_certificate.hpp>
+#include <attnrank/io/parse.hpp>
+#include <attnrank/reach/certificate.hpp>
 
 #include <iostream>
 

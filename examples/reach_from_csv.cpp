@@ -2,8 +2,9 @@
 // positive weights; default: examples/data/previous-token.csv), decides it for
 // every head width d_k = 1..n, and writes the certificate of the first width
 // that reaches it (argument 2, default reach-certificate.json).
-#include <attnrank/decimal.hpp>
-#include <attnrank/reach_certificate.hpp>
+#include <attnrank/io/parse.hpp>
+#include <attnrank/numbers/decimal.hpp>
+#include <attnrank/reach/certificate.hpp>
 
 #include <fstream>
 #include <iostream>

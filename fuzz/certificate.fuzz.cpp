@@ -1,4 +1,4 @@
-// Fuzz target: the certificate JSON reader and checker (reach_certificate.hpp).
+// Fuzz target: the certificate JSON reader and checker (reach/certificate.hpp).
 // The input is JSON, read by parse_certificate. So that mutations reach the mathematics instead of dying at
 // the digest, the harness re-stamps the digest and the target's fingerprint.
 // Oracle: malformed certificates are rejected, never a crash; and the checker
@@ -6,8 +6,9 @@
 // (computed once, exactly decided, by the engine at 256 bits).
 #include "fuzz_support.hpp"
 
-#include <attnrank/matrix_spec.hpp>
-#include <attnrank/reach_certificate.hpp>
+#include <attnrank/io/matrix_spec.hpp>
+#include <attnrank/reach/certificate.hpp>
+#include <attnrank/reach/detail/certificate_parts.hpp>
 
 #include <string>
 

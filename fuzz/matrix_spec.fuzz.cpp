@@ -1,9 +1,9 @@
-// Fuzz target: the built-in matrix specs (matrix_spec.hpp).
+// Fuzz target: the built-in matrix specs (io/matrix_spec.hpp).
 // Oracle: a spec is an input_error or a square matrix of the stated size; a
 // diag:N:P matrix has P on the diagonal and rows that sum to exactly 1.
 #include "fuzz_support.hpp"
 
-#include <attnrank/matrix_spec.hpp>
+#include <attnrank/io/matrix_spec.hpp>
 
 #include <string>
 

@@ -1,9 +1,9 @@
-// Fuzz target: the CSV / fraction / decimal parser (parse.hpp).
+// Fuzz target: the CSV / fraction / decimal parser (io/parse.hpp).
 // Oracle: bad text is an input_error naming the source, never a crash; text that parses gives a
 // matrix whose every entry, printed as p/q and parsed back, is the same rational.
 #include "fuzz_support.hpp"
 
-#include <attnrank/parse.hpp>
+#include <attnrank/io/parse.hpp>
 
 #include <string_view>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The two error channels of attnrank (see docs/concepts.md):
+// The two error channels of attnrank (docs/architecture.md, "Errors"):
 //  * misuse -- bad text, wrong shapes, values out of the domain -- throws
 //    `input_error` with a message a person can act on; the CLI maps it to exit 2;
 //  * failure to certify is never an exception: it is a result (bounds that do not
@@ -7,15 +7,27 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace attnrank {
 
 /// The input is wrong: a file that cannot be read, text that is not a number,
 /// shapes that do not fit, a value outside the domain. `what()` names the place
 /// (file, row, column, value) so the user can fix it.
+///
+/// `subject()` names the input a message is about when the library knows it by
+/// name only ("X", "W^Q", "embeddings X"): a caller that knows where that input
+/// came from (a file) adds it, without reading the message. Empty otherwise.
 class input_error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
+  input_error(const std::string& message, std::string subject)
+      : std::invalid_argument(message), subject_(std::move(subject)) {}
+
+  const std::string& subject() const noexcept { return subject_; }
+
+ private:
+  std::string subject_;
 };
 
 }  // namespace attnrank

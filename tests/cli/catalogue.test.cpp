@@ -1,7 +1,7 @@
 // The bad-input catalogue (tests/cli/catalogue.txt) and the size limits: every bad
 // input exits 2 with a message naming the problem and nothing on stdout; valid
 // but unusual input gets its well-defined answer.
-#include "../cli_support.hpp"
+#include "cli_support.hpp"
 
 #include <catch2/catch.hpp>
 

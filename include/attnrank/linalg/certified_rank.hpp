@@ -1,0 +1,81 @@
+#pragma once
+// Certified rank bounds for floating or interval data.
+//
+// Semantics: `certified_rank` returns lower <= rank(A) <= upper for every real
+// matrix A in the input (a point matrix of doubles, a ball of doubles, exact
+// rationals, or an MPFI interval matrix).
+//  * lower is proven by an r x r minor M shown nonsingular with a preconditioned
+//    test: with R an approximate inverse of mid(M), an upper bound of
+//    ||I - R M||_inf below 1 proves R M, hence M, nonsingular (a Neumann series
+//    argument: ||I - R M|| < 1 makes R M invertible). The minor is chosen
+//    numerically (full-pivot LU on the midpoint); the proof is interval
+//    arithmetic: directed-rounding GEMMs on doubles (numbers/directed_rounding.hpp) at 53
+//    bits, or MPFI at higher precision.
+//  * upper is min(m, n) unless lower reaches it: a floating matrix never proves a
+//    rank deficiency (exact data can: see linalg/exact_rank.hpp).
+// Not guaranteed: that lower is the rank. Near-singular minors fail the test and
+// lower drops; more precision (`bits`) can raise it, never make it wrong.
+
+#include <attnrank/numbers/directed_rounding.hpp>
+#include <attnrank/error.hpp>
+#include <attnrank/numbers/scalar_traits.hpp>
+#include <attnrank/numbers/tiers.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnrank {
+
+struct CertifiedRank {
+  Eigen::Index lower = 0, upper = 0;
+  /// The lower x lower minor A[pivot_rows, pivot_cols] proven nonsingular.
+  std::vector<Eigen::Index> pivot_rows, pivot_cols;
+  /// Proven upper bound of ||I - R M||_inf for that minor (< 1), 0 when lower = 0.
+  double residual_bound = 0;
+  /// "directed-rounding" (doubles) or "mpfi".
+  std::string method;
+  /// Working precision of the proof, in bits.
+  unsigned bits = 53;
+};
+
+/// Rank bounds valid for every matrix in the ball (|X - mid| <= rad), by the
+/// double directed-rounding test. Throws input_error on NaN or infinite entries.
+CertifiedRank certified_rank(const BallMatrix& A);
+
+/// Rank bounds of a matrix of doubles, each taken as the exact real it denotes.
+CertifiedRank certified_rank(const Eigen::MatrixXd& A);
+
+/// Rank bounds valid for every real matrix in the interval matrix A, proven in
+/// MPFI at the current precision (PrecisionScope).
+CertifiedRank certified_rank(const Matrix<Interval>& A);
+
+/// Rank bounds of an exact rational matrix at `bits` of working precision: at 53
+/// bits or less the data are enclosed in double balls and the directed-rounding
+/// test runs; above, MPFI at `bits`. Raising bits can only help.
+CertifiedRank certified_rank(const Matrix<Rational>& A, unsigned bits = 53);
+
+/// Proves the minor A[rows, cols] (square) nonsingular for every matrix in the
+/// ball by the directed-rounding test; returns the proven bound on
+/// ||I - R M||_inf (< 1), or nothing when the test fails.
+std::optional<double> certify_nonsingular_minor(const BallMatrix& A, const std::vector<Eigen::Index>& rows,
+                                                const std::vector<Eigen::Index>& cols);
+
+/// The same proof in MPFI at the current precision.
+std::optional<double> certify_nonsingular_minor(const Matrix<Interval>& A, const std::vector<Eigen::Index>& rows,
+                                                const std::vector<Eigen::Index>& cols);
+
+/// Throws input_error unless min_precision_bits <= bits <= max_precision_bits.
+inline void require_precision_bits(unsigned bits) {
+  if (bits < min_precision_bits || bits > max_precision_bits)
+    throw input_error("precision " + std::to_string(bits) + " bits is outside [" + std::to_string(min_precision_bits) +
+                      ", " + std::to_string(max_precision_bits) + "]");
+}
+
+/// The smallest double ball around each rational entry (nearest double, radius
+/// rounded up); entries beyond the double range give infinite radii.
+BallMatrix to_ball(const Matrix<Rational>& A);
+/// The ball around each interval entry (its midpoint to double, radius up).
+BallMatrix to_ball(const Matrix<Interval>& A);
+
+}  // namespace attnrank

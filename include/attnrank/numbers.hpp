@@ -1,0 +1,9 @@
+#pragma once
+// Module numbers: the four tiers (exact, double, MPFR, MPFI), what each scalar
+// promises (scalar_traits), precision and directed rounding, certified decimals.
+// Depends on nothing else in attnrank but error.hpp.
+#include <attnrank/error.hpp>
+#include <attnrank/numbers/tiers.hpp>
+#include <attnrank/numbers/scalar_traits.hpp>
+#include <attnrank/numbers/directed_rounding.hpp>
+#include <attnrank/numbers/decimal.hpp>

@@ -1,0 +1,228 @@
+#pragma once
+// Rigorous interval matrix products on doubles, by directed rounding.
+//
+// Why this is sound: in IEEE arithmetic with the rounding mode set to upward,
+// every operation returns a value >= its exact result. A matrix product computed
+// by any sequence of multiplications, additions and fused multiply-adds of the
+// input entries is therefore >= the exact product, entry by entry: if s' >= s and
+// t' >= t then fl_up(s' + t') >= s + t, and fl_up(a * b + s') >= a * b + s. So
+//     fl_up(A * B)          is an upper bound of A * B, and
+//     -fl_up((-A) * B)      is a lower bound (negation is exact),
+// whatever order Eigen's blocked GEMM sums in (Rump; Oishi and Rump). Products of
+// an interval matrix [Am - Ar, Am + Ar] with a point matrix B use midpoint-radius:
+// A B lies in Am B +- Ar |B|, with the radius product rounded upward too.
+//
+// What this needs, and what the header enforces or states:
+//  * the rounding mode is honoured by every thread that computes: the mode is
+//    per thread and Eigen's OpenMP threads do not inherit it, so an
+//    `UpwardRounding` scope makes Eigen run on one thread, the second GEMM of a
+//    pair runs on a std::thread that sets its own mode, and an external BLAS
+//    (EIGEN_USE_BLAS) is refused;
+//  * no -ffast-math (it enables flush-to-zero and reassociation tricks);
+//  * the compiler must not move floating-point operations across the mode
+//    switch: attnrank's CMake target adds -frounding-math for that reason.
+// Overflow is not a hole: an infinite or NaN bound makes every later test fail,
+// so a certificate can be lost but never forged.
+
+#if defined(__FAST_MATH__)
+#error "attnrank's certified double arithmetic is unsound under -ffast-math"
+#endif
+#if defined(EIGEN_USE_BLAS)
+#error "attnrank's certified double arithmetic needs Eigen's own GEMM (an external BLAS may ignore the rounding mode)"
+#endif
+
+#include <attnrank/numbers/tiers.hpp>
+
+#include <cfenv>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+namespace attnrank {
+
+namespace detail {
+/// Eigen's thread count is one process-wide value. Scopes on several threads at
+/// once share one claim on it: the first sets it to 1, the last restores it, so no
+/// scope can turn Eigen's threads back on (threads that would not round upward)
+/// while another is still computing. (ThreadSanitizer found the unshared version:
+/// tests/properties/threads.test.cpp.)
+class EigenSingleThreaded {
+ public:
+  EigenSingleThreaded() {
+    const std::lock_guard<std::mutex> lock(state().mutex);
+    if (state().holders++ == 0) {
+      state().saved = Eigen::nbThreads();
+      Eigen::setNbThreads(1);
+    }
+  }
+  ~EigenSingleThreaded() {
+    const std::lock_guard<std::mutex> lock(state().mutex);
+    if (--state().holders == 0) Eigen::setNbThreads(state().saved);
+  }
+  EigenSingleThreaded(const EigenSingleThreaded&) = delete;
+  EigenSingleThreaded& operator=(const EigenSingleThreaded&) = delete;
+
+ private:
+  struct State {
+    std::mutex mutex;
+    int holders = 0;
+    int saved = 0;
+  };
+  static State& state() {
+    static State s;
+    return s;
+  }
+};
+}  // namespace detail
+
+/// While alive: the FPU rounds upward on this thread, and Eigen computes on the
+/// calling thread only (for every thread, while any such scope is alive).
+class UpwardRounding {
+ public:
+  UpwardRounding() : saved_mode_(std::fegetround()) { std::fesetround(FE_UPWARD); }
+  ~UpwardRounding() { std::fesetround(saved_mode_); }
+  UpwardRounding(const UpwardRounding&) = delete;
+  UpwardRounding& operator=(const UpwardRounding&) = delete;
+
+ private:
+  detail::EigenSingleThreaded single_;
+  int saved_mode_;
+};
+
+/// An interval matrix on doubles as entrywise bounds: lo <= X <= hi.
+struct BoundsMatrix {
+  Eigen::MatrixXd lo, hi;
+};
+
+/// An interval matrix as midpoint and radius: |X - mid| <= rad (rad >= 0).
+struct BallMatrix {
+  Eigen::MatrixXd mid, rad;
+};
+
+namespace detail {
+/// Keeps the compiler from evaluating `x` under another rounding mode.
+inline void rounding_barrier(const Eigen::MatrixXd& x) { asm volatile("" : : "g"(x.data()) : "memory"); }
+inline void rounding_barrier(double& x) { asm volatile("" : "+m"(x) : : "memory"); }
+}  // namespace detail
+
+namespace detail {
+/// hi = fl_up(L R) + spread and lo = -(fl_up((-L) R) + spread), so lo <= L R +- spread
+/// <= hi. For big products the two GEMMs run on two threads; each thread sets its
+/// own rounding mode (the mode is per thread).
+inline BoundsMatrix directed_pair(const Eigen::MatrixXd& L, const Eigen::MatrixXd& R, const Eigen::MatrixXd& spread) {
+  BoundsMatrix out;
+  UpwardRounding up;
+  std::exception_ptr failure_hi, failure_lo;
+  // Each half sets the mode of the thread it runs on and restores it after, so a
+  // pooled (OpenMP) thread goes back to its owner's rounding.
+  const auto half = [&](bool upper) {
+    const int saved = std::fegetround();
+    std::fesetround(FE_UPWARD);
+    try {
+      Eigen::MatrixXd& target = upper ? out.hi : out.lo;
+      if (upper) {
+        target.noalias() = L * R;
+      } else {
+        const Eigen::MatrixXd negL = -L;
+        target.noalias() = negL * R;
+      }
+      if (spread.size()) target += spread;
+      rounding_barrier(target);
+    } catch (...) {
+      (upper ? failure_hi : failure_lo) = std::current_exception();
+    }
+    std::fesetround(saved);
+  };
+  const bool big = static_cast<double>(L.rows()) * static_cast<double>(L.cols()) * static_cast<double>(R.cols()) >= 4e6;
+#if defined(_OPENMP)
+  // With OpenMP, use its pool: a separate std::thread would fight its spinning workers.
+#pragma omp parallel sections num_threads(2) if (big)
+  {
+#pragma omp section
+    half(true);
+#pragma omp section
+    half(false);
+  }
+#else
+  if (big) {
+    std::thread worker(half, false);
+    half(true);
+    worker.join();
+  } else {
+    half(true);
+    half(false);
+  }
+#endif
+  if (failure_hi) std::rethrow_exception(failure_hi);
+  if (failure_lo) std::rethrow_exception(failure_lo);
+  out.lo = -out.lo;
+  return out;
+}
+}  // namespace detail
+
+/// Entrywise bounds of the exact product A B of two point matrices.
+inline BoundsMatrix certified_product_bounds(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) {
+  return detail::directed_pair(A, B, Eigen::MatrixXd());
+}
+
+/// Entrywise bounds of X B for every X in the ball A and the point matrix B.
+inline BoundsMatrix certified_product_bounds(const BallMatrix& A, const Eigen::MatrixXd& B) {
+  Eigen::MatrixXd spread;
+  if ((A.rad.array() != 0).any()) {
+    UpwardRounding up;
+    spread.noalias() = A.rad * B.cwiseAbs();
+    detail::rounding_barrier(spread);
+  }
+  return detail::directed_pair(A.mid, B, spread);
+}
+
+/// Entrywise bounds of A X for the point matrix A and every X in the ball B.
+inline BoundsMatrix certified_product_bounds(const Eigen::MatrixXd& A, const BallMatrix& B) {
+  Eigen::MatrixXd spread;
+  if ((B.rad.array() != 0).any()) {
+    UpwardRounding up;
+    spread.noalias() = A.cwiseAbs() * B.rad;
+    detail::rounding_barrier(spread);
+  }
+  return detail::directed_pair(A, B.mid, spread);
+}
+
+/// The ball that contains the bounds [lo, hi].
+inline BallMatrix to_ball(const BoundsMatrix& b) {
+  BallMatrix out;
+  out.mid = 0.5 * (b.lo + b.hi);  // any double in between will do
+  UpwardRounding up;
+  out.rad = (b.hi - out.mid).cwiseMax(out.mid - b.lo);
+  detail::rounding_barrier(out.rad);
+  return out;
+}
+
+/// Upper bound of the infinity norm (max row sum of |x|) over the bounds.
+inline double norm_inf_upper(const BoundsMatrix& b) {
+  UpwardRounding up;
+  const Eigen::MatrixXd mag = b.lo.cwiseAbs().cwiseMax(b.hi.cwiseAbs());
+  double worst = 0;
+  for (Eigen::Index i = 0; i < mag.rows(); ++i) {
+    double s = 0;
+    for (Eigen::Index j = 0; j < mag.cols(); ++j) s += mag(i, j);
+    if (std::isnan(s)) return s;  // a NaN bound proves nothing; callers test "< 1"
+    if (s > worst) worst = s;
+  }
+  detail::rounding_barrier(worst);
+  return worst;
+}
+
+/// Bounds of I - X for X within the bounds b (square).
+inline BoundsMatrix identity_minus(const BoundsMatrix& b) {
+  BoundsMatrix out;
+  UpwardRounding up;
+  const Eigen::MatrixXd I = Eigen::MatrixXd::Identity(b.lo.rows(), b.lo.cols());
+  out.hi = I - b.lo;
+  out.lo = b.hi - I;
+  detail::rounding_barrier(out.lo);
+  out.lo = -out.lo;
+  return out;
+}
+
+}  // namespace attnrank

@@ -1,0 +1,53 @@
+#pragma once
+// The pieces of the free-scores certificate (src/reach/certificate.cpp) that the
+// embeddings certificate reuses: a certificate for X of full row rank is a free
+// certificate with X's fields added, written and checked by the same code.
+// Checks throw std::invalid_argument naming what fails; the public checkers turn
+// that into a rejected CertificateCheck.
+
+#include <attnrank/reach/certificate.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace attnrank::detail {
+
+/// Indices as 1-based JSON integers, and back (each checked against n).
+nlohmann::json one_based(const std::vector<Eigen::Index>& v);
+std::vector<Eigen::Index> zero_based(const nlohmann::json& a, Eigen::Index n);
+
+/// A rows x cols double matrix from its JSON rows (throws on a wrong shape).
+Eigen::MatrixXd matrix_from_json(const nlohmann::json& rows, Eigen::Index n_rows, Eigen::Index cols);
+
+/// The digest of a certificate: fnv1a_hex of its text without the digest field.
+std::string digest_of(nlohmann::json cert);
+
+/// A precision field, within the toolkit's range; the "bits" field of `parent`
+/// (absent: `fallback`).
+unsigned json_precision(const nlohmann::json& v);
+unsigned json_bits(const nlohmann::json& parent, unsigned fallback);
+
+/// The columns of an integer matrix (kernel vectors), each as a list of strings.
+nlohmann::json columns_json(const Matrix<Integer>& K);
+
+/// The verdict, n, d_k, floor and witness fields of a free certificate.
+void add_free_claims(nlohmann::json& c, const ReachResult& r);
+
+/// The fields a free certificate has (the embeddings certificate of a full-row-
+/// rank X adds its own to these).
+extern const std::vector<const char*> free_required_fields;
+extern const std::vector<const char*> free_optional_fields;
+
+/// The format string, checked before anything else.
+void check_format(const nlohmann::json& c);
+
+/// The digest, then the target: the checks before any mathematics.
+void check_header(const nlohmann::json& c, const Matrix<Rational>& A);
+
+/// Re-proves every claim of a free certificate (after check_header) with d_k in
+/// [1, max_dk].
+void check_free_claims(const Matrix<Rational>& A, const nlohmann::json& c, Eigen::Index max_dk);
+
+}  // namespace attnrank::detail

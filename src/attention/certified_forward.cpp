@@ -1,0 +1,44 @@
+// The precision-raising loop of attnrank/attention/certified_forward.hpp.
+#include <attnrank/attention/certified_forward.hpp>
+
+#include <attnrank/numbers/decimal.hpp>
+
+#include <algorithm>
+
+namespace attnrank {
+namespace {
+
+std::size_t unrounded_entries(const Matrix<Interval>& m, int decimals) {
+  std::size_t count = 0;
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j)
+      if (!certified_fixed(m(i, j), decimals)) ++count;
+  return count;
+}
+
+std::size_t unrounded_entries(const LayerTrace<Rational, Interval>& t, int decimals) {
+  std::size_t count = unrounded_entries(t.concat, decimals) + unrounded_entries(t.output, decimals);
+  for (const auto& h : t.heads)
+    count += unrounded_entries(h.scaled, decimals) + unrounded_entries(h.A, decimals) + unrounded_entries(h.Z, decimals);
+  return count;
+}
+
+}  // namespace
+
+CertifiedTrace certified_forward(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X, int decimals,
+                                 unsigned min_bits) {
+  const unsigned start = std::max(min_bits, bits_for_decimals(decimals));
+  const unsigned cap = std::max(start * 8, 4096u);
+  CertifiedTrace out;
+  for (unsigned b = start;; b *= 2) {
+    const PrecisionScope scope(b);
+    out.trace = layer.forward<Interval>(X);
+    out.requested_bits = b;
+    out.bits = PrecisionScope::bits();
+    out.unrounded = unrounded_entries(out.trace, decimals);
+    if (out.unrounded == 0 || b * 2 > cap) break;
+  }
+  return out;
+}
+
+}  // namespace attnrank

@@ -1,0 +1,244 @@
+// Certified rank bounds (attnrank/linalg/certified_rank.hpp): the directed-rounding and MPFI minor tests.
+#include <attnrank/linalg/certified_rank.hpp>
+#include <attnrank/linalg/detail/finite_checks.hpp>
+
+#include <attnrank/linalg/product.hpp>
+
+#include <Eigen/LU>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace attnrank {
+namespace detail {
+
+using Eigen::Index;
+
+/// Rows and columns in the order full-pivot LU chose them: P A Q = L U, so the
+/// leading k x k block of P A Q is the k-th candidate minor.
+template <class LU>
+void pivot_order(const LU& lu, std::vector<Index>& rows, std::vector<Index>& cols) {
+  const auto& p = lu.permutationP().indices();
+  const auto& q = lu.permutationQ().indices();
+  rows.assign(static_cast<std::size_t>(p.size()), 0);
+  for (Index i = 0; i < p.size(); ++i) rows[static_cast<std::size_t>(p(i))] = i;  // P e_i = e_p(i)
+  cols.assign(q.data(), q.data() + q.size());
+}
+
+/// Number of pivots of U above tol * |U(0,0)|.
+template <class LU, class S>
+Index numeric_rank_from_lu(const LU& lu, const S& relative_tol) {
+  const auto& U = lu.matrixLU();
+  const Index d = std::min(U.rows(), U.cols());
+  if (d == 0) return 0;
+  const S top = abs(S(U(0, 0)));
+  Index r = 0;
+  while (r < d && abs(S(U(r, r))) > top * relative_tol && top != 0) ++r;
+  return r;
+}
+
+/// The largest k (tried first at the numeric rank r0, then by bisection below it)
+/// for which verify(k) proves the leading k x k candidate minor nonsingular.
+template <class Verify>
+void search_verified_minor(Index r0, CertifiedRank& out, const std::vector<Index>& rows,
+                           const std::vector<Index>& cols, Verify verify) {
+  double residual = 0;
+  Index best = 0;
+  double best_residual = 0;
+  if (r0 > 0 && verify(r0, residual)) {
+    best = r0;
+    best_residual = residual;
+  } else {
+    Index lo = 0, hi = r0 - 1;  // best verified so far is lo (k = 0 is trivial)
+    while (lo < hi) {
+      const Index mid = (lo + hi + 1) / 2;
+      if (verify(mid, residual)) {
+        lo = mid;
+        best_residual = residual;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    best = std::max<Index>(lo, 0);
+    if (best == 0) best_residual = 0;
+  }
+  out.lower = best;
+  out.residual_bound = best_residual;
+  out.pivot_rows.assign(rows.begin(), rows.begin() + best);
+  out.pivot_cols.assign(cols.begin(), cols.begin() + best);
+}
+
+Eigen::MatrixXd select(const Eigen::MatrixXd& A, const std::vector<Index>& rows, const std::vector<Index>& cols,
+                              Index k) {
+  Eigen::MatrixXd S(k, k);
+  for (Index i = 0; i < k; ++i)
+    for (Index j = 0; j < k; ++j) S(i, j) = A(rows[static_cast<std::size_t>(i)], cols[static_cast<std::size_t>(j)]);
+  return S;
+}
+
+}  // namespace detail
+
+std::optional<double> certify_nonsingular_minor(const BallMatrix& A, const std::vector<Eigen::Index>& rows,
+                                                       const std::vector<Eigen::Index>& cols) {
+  const auto k = static_cast<Eigen::Index>(rows.size());
+  if (static_cast<Eigen::Index>(cols.size()) != k) throw std::invalid_argument("certify_nonsingular_minor: not square");
+  if (k == 0) return 0.0;
+  const BallMatrix M{detail::select(A.mid, rows, cols, k), detail::select(A.rad, rows, cols, k)};
+  if (!M.mid.allFinite() || !M.rad.allFinite()) return std::nullopt;
+  const Eigen::MatrixXd R = M.mid.partialPivLu().inverse();
+  if (!R.allFinite()) return std::nullopt;
+  const double residual = norm_inf_upper(identity_minus(certified_product_bounds(R, M)));
+  if (residual < 1) return residual;
+  return std::nullopt;
+}
+
+std::optional<double> certify_nonsingular_minor(const Matrix<Interval>& A, const std::vector<Eigen::Index>& rows,
+                                                       const std::vector<Eigen::Index>& cols) {
+  using Eigen::Index;
+  const auto k = static_cast<Index>(rows.size());
+  if (static_cast<Index>(cols.size()) != k) throw std::invalid_argument("certify_nonsingular_minor: not square");
+  if (k == 0) return 0.0;
+  Matrix<Interval> M(k, k);
+  Matrix<Real> Mc(k, k);
+  for (Index i = 0; i < k; ++i)
+    for (Index j = 0; j < k; ++j) {
+      M(i, j) = A(rows[static_cast<std::size_t>(i)], cols[static_cast<std::size_t>(j)]);
+      if (!scalar_traits<Interval>::is_finite(M(i, j))) return std::nullopt;
+      Mc(i, j) = approx_midpoint_real(M(i, j));
+    }
+  const Matrix<Real> R = Mc.partialPivLu().inverse();
+  for (Index i = 0; i < k; ++i)
+    for (Index j = 0; j < k; ++j)
+      if (!scalar_traits<Real>::is_finite(R(i, j))) return std::nullopt;
+  const Matrix<Interval> RM = multiply(Matrix<Interval>(R.cast<Interval>()), M);
+  Real worst = 0;
+  for (Index i = 0; i < k; ++i) {
+    Interval row_sum = 0;
+    for (Index j = 0; j < k; ++j) row_sum += abs(Interval((i == j ? Interval(1) : Interval(0)) - RM(i, j)));
+    const Real up = upper_bound(row_sum);
+    if (!scalar_traits<Real>::is_finite(up)) return std::nullopt;
+    if (up > worst) worst = up;
+  }
+  if (!(worst < 1)) return std::nullopt;
+  return mpfr_get_d(worst.backend().data(), MPFR_RNDU);
+}
+
+CertifiedRank certified_rank(const BallMatrix& A) {
+  using namespace detail;
+  require_finite_ball(A);
+  CertifiedRank out;
+  out.method = "directed-rounding";
+  out.bits = 53;
+  out.upper = std::min(A.mid.rows(), A.mid.cols());
+  if (out.upper == 0) return out;
+  const auto verified_nonsingular = [](const BallMatrix& M, double& residual) {
+    std::vector<Index> all(static_cast<std::size_t>(M.mid.rows()));
+    for (Index i = 0; i < M.mid.rows(); ++i) all[static_cast<std::size_t>(i)] = i;
+    const auto r = certify_nonsingular_minor(M, all, all);
+    if (r) residual = *r;
+    return r.has_value();
+  };
+  // The common case first: a square matrix of full rank needs no pivot search,
+  // and blocked partial-pivot LU is several times faster than full pivoting.
+  if (A.mid.rows() == A.mid.cols() && verified_nonsingular(A, out.residual_bound)) {
+    out.lower = out.upper;
+    for (Index i = 0; i < out.upper; ++i) {
+      out.pivot_rows.push_back(i);
+      out.pivot_cols.push_back(i);
+    }
+    return out;
+  }
+  const Eigen::FullPivLU<Eigen::MatrixXd> lu(A.mid);
+  std::vector<Index> rows, cols;
+  pivot_order(lu, rows, cols);
+  const double tol = std::numeric_limits<double>::epsilon() * static_cast<double>(std::max(A.mid.rows(), A.mid.cols()));
+  const Index r0 = numeric_rank_from_lu(lu, tol);
+  search_verified_minor(r0, out, rows, cols, [&](Index k, double& residual) {
+    return verified_nonsingular(BallMatrix{select(A.mid, rows, cols, k), select(A.rad, rows, cols, k)}, residual);
+  });
+  return out;
+}
+
+CertifiedRank certified_rank(const Eigen::MatrixXd& A) {
+  return certified_rank(BallMatrix{A, Eigen::MatrixXd::Zero(A.rows(), A.cols())});
+}
+
+CertifiedRank certified_rank(const Matrix<Interval>& A) {
+  using namespace detail;
+  CertifiedRank out;
+  out.method = "mpfi";
+  out.bits = PrecisionScope::bits();
+  out.upper = std::min(A.rows(), A.cols());
+  require_finite_intervals(A, "certified rank");
+  if (out.upper == 0) return out;
+  const Matrix<Real> mid = A.unaryExpr([](const Interval& x) { return approx_midpoint_real(x); });
+  const Eigen::FullPivLU<Matrix<Real>> lu(mid);
+  std::vector<Index> rows, cols;
+  pivot_order(lu, rows, cols);
+  const Real tol = ldexp(Real(1), -static_cast<int>(out.bits)) * std::max(A.rows(), A.cols());
+  const Index r0 = numeric_rank_from_lu(lu, tol);
+  search_verified_minor(r0, out, rows, cols, [&](Index k, double& residual) {
+    const std::vector<Index> rk(rows.begin(), rows.begin() + k), ck(cols.begin(), cols.begin() + k);
+    const auto r = certify_nonsingular_minor(A, rk, ck);
+    if (r) residual = *r;
+    return r.has_value();
+  });
+  return out;
+}
+
+BallMatrix to_ball(const Matrix<Rational>& A) {
+  BallMatrix b{Eigen::MatrixXd(A.rows(), A.cols()), Eigen::MatrixXd(A.rows(), A.cols())};
+  Rational diff;
+  mpfr_t t;
+  mpfr_init2(t, 64);
+  for (Eigen::Index i = 0; i < A.rows(); ++i)
+    for (Eigen::Index j = 0; j < A.cols(); ++j) {
+      const double m = scalar_traits<double>::from_rational(A(i, j));
+      b.mid(i, j) = m;
+      if (!std::isfinite(m)) {
+        b.rad(i, j) = INFINITY;
+        continue;
+      }
+      diff = A(i, j) - to_rational(m);
+      mpfr_set_q(t, diff.backend().data(), MPFR_RNDA);
+      b.rad(i, j) = std::fabs(mpfr_get_d(t, MPFR_RNDA));
+    }
+  mpfr_clear(t);
+  return b;
+}
+
+BallMatrix to_ball(const Matrix<Interval>& A) {
+  BallMatrix b{Eigen::MatrixXd(A.rows(), A.cols()), Eigen::MatrixXd(A.rows(), A.cols())};
+  mpfr_t lo, hi, d;
+  mpfr_inits2(64, lo, hi, d, static_cast<mpfr_ptr>(nullptr));
+  for (Eigen::Index i = 0; i < A.rows(); ++i)
+    for (Eigen::Index j = 0; j < A.cols(); ++j) {
+      mpfr_set_prec(lo, mpfi_get_prec(A(i, j).backend().data()));
+      mpfr_set_prec(hi, mpfi_get_prec(A(i, j).backend().data()));
+      mpfr_set_prec(d, mpfi_get_prec(A(i, j).backend().data()));
+      mpfi_get_left(lo, A(i, j).backend().data());
+      mpfi_get_right(hi, A(i, j).backend().data());
+      const double m = approx_midpoint(A(i, j));  // any double will do: the radius covers the rest
+      b.mid(i, j) = m;
+      mpfr_sub_d(hi, hi, m, MPFR_RNDU);  // hi - m, up
+      mpfr_d_sub(lo, m, lo, MPFR_RNDU);  // m - lo, up
+      mpfr_max(d, hi, lo, MPFR_RNDU);
+      b.rad(i, j) = std::isfinite(m) ? mpfr_get_d(d, MPFR_RNDU) : INFINITY;
+      if (b.rad(i, j) < 0) b.rad(i, j) = 0;
+    }
+  mpfr_clears(lo, hi, d, static_cast<mpfr_ptr>(nullptr));
+  return b;
+}
+
+CertifiedRank certified_rank(const Matrix<Rational>& A, unsigned bits) {
+  require_precision_bits(bits);
+  if (bits <= 53) {
+    const BallMatrix b = to_ball(A);
+    if (b.mid.allFinite() && b.rad.allFinite()) return certified_rank(b);
+  }
+  const PrecisionScope scope(std::max(bits, 64u));
+  return certified_rank(from_rational<Interval>(A));
+}
+
+}  // namespace attnrank

@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""The layout's rules (docs/architecture.md), checked on the source tree:
+
+  1. every attnrank include in a header or in src/ runs downward: a file
+     includes only headers of its own module or of lower ones (base < numbers <
+     linalg, io < attention < reach < tutorial; linalg and io do not include
+     each other);
+  2. the umbrella header attnrank/attnrank.hpp reaches every public header;
+  3. the command line (cli/) includes no detail header and names no detail::;
+  4. no header, source or doc points outside the repository: no "../shared",
+     no design.md, and every docs/*.md or tests/... path a header names exists.
+
+usage: check_layout.py SOURCE_DIR     (exit 0 when every rule holds)
+"""
+import os
+import re
+import sys
+
+RANK = {'base': 0, 'numbers': 1, 'linalg': 2, 'io': 2, 'attention': 3, 'reach': 4, 'tutorial': 5}
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]attnrank/([^>"]+)[>"]', re.M)
+
+
+def module_of(rel):
+    """The module of a header path relative to include/attnrank."""
+    top = rel.split('/')[0]
+    if '/' in rel:
+        return top
+    name = rel[:-len('.hpp')]
+    return name if name in RANK else 'base'  # numbers.hpp, ... belong to their module
+
+
+def main(src):
+    root = os.path.join(src, 'include', 'attnrank')
+    headers = {}
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            rel = os.path.relpath(os.path.join(dirpath, f), root)
+            with open(os.path.join(dirpath, f), encoding='utf-8') as h:
+                headers[rel] = h.read()
+    problems = []
+
+    for rel, text in sorted(headers.items()):
+        mine = module_of(rel)
+        for inc in INCLUDE.findall(text):
+            if inc not in headers:
+                problems.append(f'{rel}: includes attnrank/{inc}, which does not exist')
+                continue
+            theirs = module_of(inc)
+            if rel == 'attnrank.hpp':
+                continue  # the umbrella includes everything
+            if theirs != mine and RANK[theirs] >= RANK[mine]:
+                problems.append(f'{rel} ({mine}) includes attnrank/{inc} ({theirs}): '
+                                'a header may include only its own module or lower ones')
+
+    # 1b. the compiled sources (src/<module>/*.cpp) follow the same order
+    for dirpath, _, files in os.walk(os.path.join(src, 'src')):
+        for f in sorted(files):
+            rel = os.path.relpath(os.path.join(dirpath, f), src)
+            mine = rel.split(os.sep)[1]
+            if mine not in RANK:
+                problems.append(f'{rel}: src/ holds one folder per module, and {mine} is none')
+                continue
+            with open(os.path.join(dirpath, f), encoding='utf-8') as h:
+                for inc in INCLUDE.findall(h.read()):
+                    theirs = module_of(inc) if inc in headers else None
+                    if theirs is None:
+                        problems.append(f'{rel}: includes attnrank/{inc}, which does not exist')
+                    elif theirs != mine and RANK[theirs] >= RANK[mine]:
+                        problems.append(f'{rel} ({mine}) includes attnrank/{inc} ({theirs}): '
+                                        'a source may include only its own module or lower ones')
+
+    # 2. the umbrella reaches every public (non-detail) header
+    seen, todo = set(), ['attnrank.hpp']
+    while todo:
+        h = todo.pop()
+        if h in seen or h not in headers:
+            continue
+        seen.add(h)
+        todo.extend(INCLUDE.findall(headers[h]))
+    for rel in sorted(headers):
+        if '/detail/' not in rel and rel not in seen:
+            problems.append(f'attnrank/attnrank.hpp does not reach the public header attnrank/{rel}')
+
+    # 3. the CLI is an adapter: no detail headers, no detail:: names
+    cli = os.path.join(src, 'cli')
+    for f in sorted(os.listdir(cli)):
+        if not f.endswith(('.cpp', '.hpp')):
+            continue
+        with open(os.path.join(cli, f), encoding='utf-8') as h:
+            for n, line in enumerate(h, 1):
+                if re.search(r'attnrank/[a-z_/]*detail/', line) or re.search(r'\bdetail::', line):
+                    problems.append(f'cli/{f}:{n}: the command line uses library internals: {line.strip()}')
+
+    # 4. nothing points outside the repository or at files that do not exist
+    scanned = [(os.path.join('include', 'attnrank', r), t) for r, t in headers.items()]
+    for top in ('src', 'cli', 'docs', 'examples', 'tests', 'bench', 'fuzz'):
+        for dirpath, _, files in os.walk(os.path.join(src, top)):
+            if 'inputs' in dirpath or 'corpus' in dirpath:
+                continue
+            for f in files:
+                if f.endswith(('.hpp', '.cpp', '.md', '.py', '.cmake', '.txt')) and f != 'check_layout.py':
+                    p = os.path.join(dirpath, f)
+                    with open(p, encoding='utf-8') as h:
+                        scanned.append((os.path.relpath(p, src), h.read()))
+    with open(os.path.join(src, 'README.md'), encoding='utf-8') as h:
+        scanned.append(('README.md', h.read()))
+    for rel, text in scanned:
+        for bad in ('../shared', 'design.md'):
+            if bad in text:
+                problems.append(f'{rel}: names {bad}, which is not in the repository')
+        if rel.startswith(('include', 'src')):
+            for path in set(re.findall(r'\b((?:docs|tests)/[A-Za-z0-9_./-]*[A-Za-z0-9_])', text)):
+                if not os.path.exists(os.path.join(src, path)):
+                    problems.append(f'{rel}: names {path}, which does not exist')
+
+    for p in problems:
+        print(p)
+    print(f'check_layout: {len(headers)} headers, {len(problems)} problems')
+    return 1 if problems else 0
+
+
+if __name__ == '__main__':
+    if len(sys.argv) != 2:
+        print(__doc__)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,106 @@
+// Tests for attnrank/io/parse.hpp: exact parsing and errors that name the place.
+#include "support.hpp"
+
+using namespace attnrank;
+using attnrank::test::gen_rational;
+
+namespace {
+std::string error_of(const std::string& text) {
+  try {
+    parse_matrix(text, "m.csv");
+  } catch (const input_error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("attnrank::parse_rational") {
+  SECTION("decimals, exponents and fractions are exact") {
+    CHECK(parse_rational("0.8") == Rational(4, 5));
+    CHECK(parse_rational("4/5") == Rational(4, 5));
+    CHECK(parse_rational("1e-3") == Rational(1, 1000));
+    CHECK(parse_rational("-2.5E+2") == Rational(-250));
+    CHECK(parse_rational(" +7 ") == Rational(7));
+    CHECK(parse_rational(".5") == Rational(1, 2));
+    CHECK(parse_rational("5.") == Rational(5));
+    CHECK(parse_rational("-0") == Rational(0));
+    CHECK(parse_rational("-1/3") == Rational(-1, 3));
+    CHECK(parse_rational("010") == Rational(10));  // decimal, never octal
+    CHECK(parse_rational("0.08") == Rational(2, 25));
+    CHECK(parse_rational("08/09") == Rational(8, 9));
+    CHECK(parse_rational("6/-4") == Rational(-3, 2));
+    CHECK(parse_rational("0.1") != Rational(0.1));  // not the double nearest 0.1
+    CHECK(parse_rational("1e999") == Rational(Integer("1" + std::string(999, '0'))));
+  }
+  SECTION("anything else is an error that quotes the text") {
+    for (const char* bad : {"", "abc", "1/0", "nan", "-inf", "Infinity", "1e", "1.2.3", "--1", "1e99999", "0x10",
+                            "1,5", "1 2", "e5", ".", "/3", "3/", "1/2/3", "1.5/2"}) {
+      INFO("input: '" << bad << "'");
+      CHECK_THROWS_AS(parse_rational(bad), input_error);
+    }
+    CHECK_THROWS_WITH(parse_rational("abc"), Catch::Contains("'abc'"));
+    CHECK_THROWS_WITH(parse_rational("1/0"), Catch::Contains("division by zero"));
+    CHECK_THROWS_WITH(parse_rational("nan"), Catch::Contains("not a finite number"));
+  }
+}
+
+TEST_CASE("attnrank::parse_matrix") {
+  SECTION("comments, blank lines, spaces, tabs, CRLF and a BOM are accepted") {
+    const auto m = parse_matrix("\xEF\xBB\xBF# a comment\r\n 1, 2/3 ,\t0.5\r\n\r\n-1,0,1e2 # trailing\n", "m.csv");
+    REQUIRE(m.rows() == 2);
+    REQUIRE(m.cols() == 3);
+    CHECK(m(0, 1) == Rational(2, 3));
+    CHECK(m(0, 2) == Rational(1, 2));
+    CHECK(m(1, 2) == Rational(100));
+  }
+  SECTION("errors name the source, the line, the column and the text") {
+    CHECK_THAT(error_of("1,2\n3,x\n"), Catch::Contains("m.csv: line 2, column 2") && Catch::Contains("'x'"));
+    CHECK_THAT(error_of("1,2\n3\n"), Catch::Contains("line 2 has 1 columns, but line 1 has 2"));
+    CHECK_THAT(error_of("1,2,\n"), Catch::Contains("line 1, column 3") && Catch::Contains("empty cell"));
+    CHECK_THAT(error_of(""), Catch::Contains("no matrix rows"));
+    CHECK_THAT(error_of("# only a comment\n\n"), Catch::Contains("no matrix rows"));
+    CHECK_THAT(error_of("1,nan\n"), Catch::Contains("column 2") && Catch::Contains("not a finite number"));
+  }
+  SECTION("a cap on the number of cells stops absurd inputs") {
+    ParseLimits limits;
+    limits.max_cells = 3;
+    CHECK_THROWS_WITH(parse_matrix("1,2\n3,4\n", "m.csv", limits), Catch::Contains("more than 3 cells"));
+  }
+  SECTION("caps on rows, columns and the total size of the numbers") {
+    ParseLimits limits;
+    limits.max_rows = 2;
+    limits.max_columns = 2;
+    CHECK(parse_matrix("1,2\n3,4\n", "m.csv", limits).rows() == 2);
+    CHECK_THROWS_WITH(parse_matrix("1\n2\n3\n", "m.csv", limits), Catch::Contains("line 3: more than 2 rows"));
+    CHECK_THROWS_WITH(parse_matrix("1,2,3\n", "m.csv", limits), Catch::Contains("line 1 has more than 2 columns"));
+    limits = ParseLimits{};
+    limits.max_total_bits = 8000;  // 1e1000 alone needs 3322 bits
+    CHECK(parse_matrix("1e1000,1e1000\n", "m.csv", limits).cols() == 2);
+    CHECK_THROWS_WITH(parse_matrix("1e1000,1e1000\n1e1000,1\n", "m.csv", limits),
+                      Catch::Contains("line 2: the numbers so far need more than 8000 bits"));
+  }
+}
+
+TEST_CASE("attnrank::read_matrix") {
+  CHECK_THROWS_WITH(read_matrix("/nonexistent/attnrank.csv"), Catch::Contains("no such file"));
+  CHECK_THROWS_WITH(read_matrix("/tmp"), Catch::Contains("is a directory"));
+  ParseLimits limits;
+  limits.max_file_bytes = 1000;
+  CHECK_THROWS_WITH(read_matrix("/dev/zero", limits), Catch::Contains("more than 1000 bytes"));
+  CHECK_THROWS_WITH(read_text_file("/dev/zero", limits), Catch::Contains("stopped reading there"));
+}
+
+TEST_CASE("attnrank::parse_rational properties") {
+  rc::prop("a fraction p/q parses to exactly p/q", [] {
+    const Rational q = *gen_rational();
+    RC_ASSERT(parse_rational(q.str()) == q);
+  });
+  rc::prop("a decimal m e k parses to exactly m 10^k", [] {
+    const long m = *rc::gen::inRange(-1000000L, 1000000L);
+    const int k = *rc::gen::inRange(-30, 31);
+    Rational expected(m);
+    for (int i = 0; i < std::abs(k); ++i) expected = k > 0 ? Rational(expected * 10) : Rational(expected / 10);
+    RC_ASSERT(parse_rational(std::to_string(m) + "e" + std::to_string(k)) == expected);
+  });
+}

@@ -1,0 +1,47 @@
+#pragma once
+// Generators for the rank and determinant tests: integer and rational matrices
+// with the structure that breaks rank algorithms on purpose -- built-in rank
+// deficiency, zero and repeated rows, rows that are multiples of each other,
+// 1 x n and n x 1 shapes, and empty ones.
+
+#include "support.hpp"
+
+#include <attnrank/linalg/exact_rank.hpp>
+#include <attnrank/io/matrix_spec.hpp>
+#include <attnrank/linalg/structured_matrices.hpp>
+
+namespace attnrank::test {
+
+/// An r x c integer matrix with entries in [-bound, bound].
+inline Matrix<Integer> gen_integer_matrix(Eigen::Index r, Eigen::Index c, int bound) {
+  Matrix<Integer> m(r, c);
+  for (Eigen::Index i = 0; i < r; ++i)
+    for (Eigen::Index j = 0; j < c; ++j) m(i, j) = *rc::gen::inRange(-bound, bound + 1);
+  return m;
+}
+
+/// A matrix of rank at most k (random k in [0, min(m, n)]), as a product of
+/// generated rational factors.
+inline Matrix<Rational> gen_low_rank(Eigen::Index m, Eigen::Index n) {
+  const auto k = *rc::gen::inRange<Eigen::Index>(0, std::min(m, n) + 1);
+  return gen_matrix(m, k) * gen_matrix(k, n);
+}
+
+/// Shapes from 0 x 0 to 10 x 10; about half are deliberately rank deficient, and
+/// some have a row that is a rational multiple of another.
+inline Matrix<Rational> gen_structured_rational_matrix() {
+  const auto m = *rc::gen::inRange<Eigen::Index>(0, 11), n = *rc::gen::inRange<Eigen::Index>(0, 11);
+  Matrix<Rational> A = *rc::gen::arbitrary<bool>() ? gen_low_rank(m, n) : gen_matrix(m, n);
+  if (m >= 2 && *rc::gen::arbitrary<bool>()) A.row(m - 1) = A.row(0) * *gen_rational();
+  return A;
+}
+
+template <class M>
+bool is_zero(const M& x) {
+  for (Eigen::Index i = 0; i < x.rows(); ++i)
+    for (Eigen::Index j = 0; j < x.cols(); ++j)
+      if (x(i, j) != 0) return false;
+  return true;
+}
+
+}  // namespace attnrank::test
