@@ -1,9 +1,9 @@
 // The free-scores decision of attnrank/reach/free.hpp: floor bounds, witness, verdict.
 #include <attnrank/reach/free.hpp>
-#include <attnrank/linalg/product.hpp>
 
-#include <attnrank/linalg/numeric_rank.hpp>
 #include <attnrank/attention/softmax.hpp>
+#include <attnrank/linalg/numeric_rank.hpp>
+#include <attnrank/linalg/product.hpp>
 
 #include <Eigen/SVD>
 

@@ -1,7 +1,5 @@
 // The tutorial appendix's argument, computed (attnrank/tutorial/appendix.hpp).
 #include <attnrank/tutorial/appendix.hpp>
-#pragma once
-// Body of tutorial/appendix.hpp.
 
 #include <attnrank/linalg/exact_rank.hpp>
 #include <attnrank/io/matrix_spec.hpp>
