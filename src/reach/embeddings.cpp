@@ -18,9 +18,7 @@ double certified_embedding_error(const Matrix<Rational>& A, const Matrix<Rationa
   const Matrix<Interval> Q = multiply(Xi, Matrix<Interval>(WQ.cast<Interval>()));
   const Matrix<Interval> K = multiply(Xi, Matrix<Interval>(WK.cast<Interval>()));
   Matrix<Interval> S = multiply(Q, Matrix<Interval>(K.transpose()));
-  const Interval root = sqrt(Interval(static_cast<long>(WQ.cols())));
-  for (Eigen::Index i = 0; i < S.rows(); ++i)
-    for (Eigen::Index j = 0; j < S.cols(); ++j) S(i, j) /= root;
+  scale_by_root_dk(S, WQ.cols());
   return softmax_distance(A, S);
 }
 

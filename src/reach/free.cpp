@@ -89,6 +89,13 @@ Witness truncated_witness(const Eigen::MatrixXd& LC, Index dk) {
   return w;
 }
 
+void scale_by_root_dk(Matrix<Interval>& S, Eigen::Index dk) {
+  if (dk == 1) return;
+  const Interval root = sqrt(Interval(static_cast<long>(dk)));
+  for (Eigen::Index i = 0; i < S.rows(); ++i)
+    for (Eigen::Index j = 0; j < S.cols(); ++j) mpfi_div(S(i, j).backend().data(), S(i, j).backend().data(), root.backend().data());
+}
+
 /// max |softmax(S) - Â| for scores enclosed in S (MPFI), rounded up to a double.
 double softmax_distance(const Matrix<Rational>& A, const Matrix<Interval>& S) {
   const Matrix<Interval> P = softmax_rows(S);
@@ -120,14 +127,10 @@ double certified_witness_error(const Matrix<Rational>& A, const Eigen::MatrixXd&
   if (!Q.allFinite() || !K.allFinite()) return INFINITY;
   const BoundsMatrix qk = certified_product_bounds(Q, Eigen::MatrixXd(K.transpose()));
   const PrecisionScope scope(std::max(bits, 64u));
-  const Interval root = sqrt(Interval(static_cast<long>(Q.cols())));
   Matrix<Interval> S(n, n);
   for (Index i = 0; i < n; ++i)
-    for (Index j = 0; j < n; ++j) {
-      mpfi_ptr s = S(i, j).backend().data();
-      mpfi_interv_d(s, qk.lo(i, j), qk.hi(i, j));
-      if (Q.cols() > 1) mpfi_div(s, s, root.backend().data());
-    }
+    for (Index j = 0; j < n; ++j) mpfi_interv_d(S(i, j).backend().data(), qk.lo(i, j), qk.hi(i, j));
+  detail::scale_by_root_dk(S, Q.cols());
   return detail::softmax_distance(A, S);
 }
 
@@ -161,9 +164,7 @@ double certified_witness_error(const Matrix<Rational>& A, const Matrix<Rational>
     throw input_error("witness: Q and K must both be " + std::to_string(A.rows()) + " x d_k");
   const PrecisionScope scope(std::max(bits, 64u));
   Matrix<Interval> S = multiply_transposed(from_rational<Interval>(Q), from_rational<Interval>(K));
-  const Interval root = sqrt(Interval(static_cast<long>(Q.cols())));
-  for (Eigen::Index i = 0; i < S.rows(); ++i)
-    for (Eigen::Index j = 0; j < S.cols(); ++j) S(i, j) /= root;
+  detail::scale_by_root_dk(S, Q.cols());
   return detail::softmax_distance(A, S);
 }
 

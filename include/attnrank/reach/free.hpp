@@ -125,6 +125,9 @@ std::vector<Eigen::Index> iota_indices(Eigen::Index n);
 /// max |softmax(S) - Â| for enclosed scores S (MPFI), rounded up to a double:
 /// the certified witness error shared by every witness (free and embeddings).
 double softmax_distance(const Matrix<Rational>& A, const Matrix<Interval>& S);
+/// S / sqrt(d_k), entry by entry, enclosed: the attention scaling of every
+/// certified witness error (d_k = 1 leaves S as it is: sqrt(1) is exact).
+void scale_by_root_dk(Matrix<Interval>& S, Eigen::Index dk);
 }  // namespace detail
 
 }  // namespace attnrank
