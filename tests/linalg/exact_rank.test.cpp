@@ -3,6 +3,8 @@
 // rationals (exact, since epsilon is 0), closed forms, and the laws of rank.
 #include "rank_support.hpp"
 
+#include <attnrank/linalg/detail/modular.hpp>  // PrimeSequence: the primes the modular path uses
+
 #include <Eigen/LU>
 
 using namespace attnrank;

@@ -75,5 +75,3 @@ bool check_exact_rank(const Matrix<Rational>& A, const ExactRank& result);
 Matrix<Integer> clear_row_denominators(const Matrix<Rational>& A, std::vector<Integer>* row_scale = nullptr);
 
 }  // namespace attnrank
-
-#include <attnrank/linalg/detail/exact_rank_impl.hpp>

@@ -1,5 +1,6 @@
-#pragma once
-// Bodies for attnrank/linalg/exact_rank.hpp.
+// Exact rank, determinant, echelon form and kernel (attnrank/linalg/exact_rank.hpp):
+// a modular fast path with exact certificates, fraction-free elimination behind it.
+#include <attnrank/linalg/exact_rank.hpp>
 
 #include <attnrank/linalg/detail/bareiss.hpp>
 #include <attnrank/linalg/detail/require_square.hpp>
@@ -15,7 +16,7 @@ namespace detail {
 
 using Eigen::Index;
 
-inline std::vector<Index> complement(const std::vector<Index>& chosen, Index n) {
+std::vector<Index> complement(const std::vector<Index>& chosen, Index n) {
   std::vector<char> taken(static_cast<std::size_t>(n), 0);
   for (Index c : chosen) taken[static_cast<std::size_t>(c)] = 1;
   std::vector<Index> rest;
@@ -24,7 +25,7 @@ inline std::vector<Index> complement(const std::vector<Index>& chosen, Index n) 
   return rest;
 }
 
-inline Matrix<Integer> submatrix(const Matrix<Integer>& A, const std::vector<Index>& rows, const std::vector<Index>& cols) {
+Matrix<Integer> submatrix(const Matrix<Integer>& A, const std::vector<Index>& rows, const std::vector<Index>& cols) {
   Matrix<Integer> S(static_cast<Index>(rows.size()), static_cast<Index>(cols.size()));
   for (std::size_t i = 0; i < rows.size(); ++i)
     for (std::size_t j = 0; j < cols.size(); ++j) S(static_cast<Index>(i), static_cast<Index>(j)) = A(rows[i], cols[j]);
@@ -32,7 +33,7 @@ inline Matrix<Integer> submatrix(const Matrix<Integer>& A, const std::vector<Ind
 }
 
 /// True when A[row, pivots] * Xnum == D * A[row, free] for every listed row.
-inline bool rows_satisfy(const Matrix<Integer>& A, const std::vector<Index>& rows, const std::vector<Index>& pivots,
+bool rows_satisfy(const Matrix<Integer>& A, const std::vector<Index>& rows, const std::vector<Index>& pivots,
                          const std::vector<Index>& free, const Matrix<Integer>& Xnum, const Integer& D) {
   Integer acc;
   mpz_ptr s = acc.backend().data();
@@ -48,7 +49,7 @@ inline bool rows_satisfy(const Matrix<Integer>& A, const std::vector<Index>& row
 
 /// The kernel certificate: column j has D at free column j and -Xnum(:, j) at the
 /// pivot columns.
-inline Matrix<Integer> kernel_from_solution(Index n, const std::vector<Index>& pivots, const std::vector<Index>& free,
+Matrix<Integer> kernel_from_solution(Index n, const std::vector<Index>& pivots, const std::vector<Index>& free,
                                             const Matrix<Integer>& Xnum, const Integer& D) {
   Matrix<Integer> K = Matrix<Integer>::Zero(n, static_cast<Index>(free.size()));
   for (std::size_t j = 0; j < free.size(); ++j) {
@@ -60,7 +61,7 @@ inline Matrix<Integer> kernel_from_solution(Index n, const std::vector<Index>& p
 
 /// Rank by the fraction-free Gauss-Jordan form, whose pivot rows are d * RREF;
 /// the kernel follows from them with integer entries.
-inline ExactRank bareiss_integer_rank(const Matrix<Integer>& A) {
+ExactRank bareiss_integer_rank(const Matrix<Integer>& A) {
   IntegerRows M(A);
   const BareissResult b = bareiss(M, true);
   ExactRank out;
@@ -78,7 +79,7 @@ inline ExactRank bareiss_integer_rank(const Matrix<Integer>& A) {
 
 }  // namespace detail
 
-inline Matrix<Integer> clear_row_denominators(const Matrix<Rational>& A, std::vector<Integer>* row_scale) {
+Matrix<Integer> clear_row_denominators(const Matrix<Rational>& A, std::vector<Integer>* row_scale) {
   Matrix<Integer> Z(A.rows(), A.cols());
   if (row_scale) row_scale->assign(static_cast<std::size_t>(A.rows()), Integer(1));
   for (Eigen::Index i = 0; i < A.rows(); ++i) {
@@ -90,7 +91,7 @@ inline Matrix<Integer> clear_row_denominators(const Matrix<Rational>& A, std::ve
   return Z;
 }
 
-inline ExactRank exact_rank(const Matrix<Integer>& A) {
+ExactRank exact_rank(const Matrix<Integer>& A) {
   using namespace detail;
   const Index m = A.rows(), n = A.cols();
   Index proven_lower = 0;
@@ -127,13 +128,13 @@ inline ExactRank exact_rank(const Matrix<Integer>& A) {
   return bareiss_integer_rank(A);
 }
 
-inline ExactRank exact_rank(const Matrix<Rational>& A) { return exact_rank(clear_row_denominators(A)); }
+ExactRank exact_rank(const Matrix<Rational>& A) { return exact_rank(clear_row_denominators(A)); }
 
-inline ExactRank exact_rank_by_elimination(const Matrix<Rational>& A) {
+ExactRank exact_rank_by_elimination(const Matrix<Rational>& A) {
   return detail::bareiss_integer_rank(clear_row_denominators(A));
 }
 
-inline Integer exact_determinant_by_elimination(const Matrix<Integer>& A) {
+Integer exact_determinant_by_elimination(const Matrix<Integer>& A) {
   detail::require_square(A.rows(), A.cols());
   if (A.rows() == 0) return Integer(1);
   detail::IntegerRows M(A);
@@ -142,7 +143,7 @@ inline Integer exact_determinant_by_elimination(const Matrix<Integer>& A) {
   return b.sign < 0 ? Integer(-b.last_pivot) : b.last_pivot;
 }
 
-inline Integer exact_determinant(const Matrix<Integer>& A) {
+Integer exact_determinant(const Matrix<Integer>& A) {
   using namespace detail;
   detail::require_square(A.rows(), A.cols());
   const Index n = A.rows();
@@ -176,7 +177,7 @@ inline Integer exact_determinant(const Matrix<Integer>& A) {
   return value;
 }
 
-inline Rational exact_determinant(const Matrix<Rational>& A) {
+Rational exact_determinant(const Matrix<Rational>& A) {
   std::vector<Integer> scale;
   const Matrix<Integer> Z = clear_row_denominators(A, &scale);
   Integer den{1};
@@ -184,7 +185,7 @@ inline Rational exact_determinant(const Matrix<Rational>& A) {
   return Rational(exact_determinant(Z), den);
 }
 
-inline RowEchelonForm exact_reduced_row_echelon(const Matrix<Rational>& A) {
+RowEchelonForm exact_reduced_row_echelon(const Matrix<Rational>& A) {
   detail::IntegerRows M(clear_row_denominators(A));
   const detail::BareissResult b = detail::bareiss(M, true);
   RowEchelonForm out{Matrix<Rational>::Zero(A.rows(), A.cols()), b.pivot_cols};
@@ -193,7 +194,7 @@ inline RowEchelonForm exact_reduced_row_echelon(const Matrix<Rational>& A) {
   return out;
 }
 
-inline Matrix<Rational> exact_kernel_basis(const Matrix<Rational>& A) {
+Matrix<Rational> exact_kernel_basis(const Matrix<Rational>& A) {
   const RowEchelonForm e = exact_reduced_row_echelon(A);
   const std::vector<Eigen::Index> free = detail::complement(e.pivot_cols, A.cols());
   Matrix<Rational> K = Matrix<Rational>::Zero(A.cols(), static_cast<Eigen::Index>(free.size()));
@@ -205,7 +206,7 @@ inline Matrix<Rational> exact_kernel_basis(const Matrix<Rational>& A) {
   return K;
 }
 
-inline bool check_exact_rank(const Matrix<Rational>& A, const ExactRank& res) {
+bool check_exact_rank(const Matrix<Rational>& A, const ExactRank& res) {
   using detail::Index;
   const Index n = A.cols(), r = res.rank;
   if (r < 0 || r > std::min(A.rows(), n) || static_cast<Index>(res.pivot_rows.size()) != r ||
