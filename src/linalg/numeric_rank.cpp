@@ -256,6 +256,17 @@ TopSingularValues approx_top_singular_values(const Eigen::MatrixXd& A, Eigen::In
   return out;
 }
 
+namespace {
+/// Eckart-Young from ||A||_F^2 and sigma_1 .. sigma_(k+1) (descending).
+LowRankDistance low_rank_distance_from(double frobenius2, const Eigen::VectorXd& s, Eigen::Index k) {
+  LowRankDistance out;
+  out.spectral = s(k);
+  // ||A - A_k||_F^2 = ||A||_F^2 - sum_(i<=k) sigma_i^2; clamp the rounding below 0.
+  out.frobenius = std::sqrt(std::max(0.0, frobenius2 - s.head(k).squaredNorm()));
+  return out;
+}
+}  // namespace
+
 LowRankDistance approx_low_rank_distance(const Eigen::MatrixXd& A, Eigen::Index k) {
   const Eigen::Index d = std::min(A.rows(), A.cols());
   if (k < 0 || k >= d)
@@ -268,11 +279,7 @@ LowRankDistance approx_low_rank_distance(const Eigen::MatrixXd& A, Eigen::Index 
   } else {
     s = Eigen::BDCSVD<Eigen::MatrixXd>(A).singularValues();
   }
-  LowRankDistance out;
-  out.spectral = s(k);
-  // ||A - A_k||_F^2 = ||A||_F^2 - sum_(i<=k) sigma_i^2; clamp the rounding below 0.
-  out.frobenius = std::sqrt(std::max(0.0, frobenius2 - s.head(k).squaredNorm()));
-  return out;
+  return low_rank_distance_from(frobenius2, s, k);
 }
 
 double default_rank_tolerance(double sigma_max, Eigen::Index rows, Eigen::Index cols) {
@@ -287,7 +294,7 @@ TopRankBounds approx_rank_from_top(const Eigen::MatrixXd& A, Eigen::Index k, std
   if (tolerance && !(*tolerance >= 0)) throw input_error("numeric rank: the tolerance must be >= 0");
   TopRankBounds out;
   out.top = approx_top_singular_values(A, k + 1);
-  out.distance = approx_low_rank_distance(A, k);
+  out.distance = low_rank_distance_from(A.squaredNorm(), out.top.values, k);  // one Lanczos run for both
   out.tolerance = tolerance ? *tolerance : default_rank_tolerance(out.top.values(0), A.rows(), A.cols());
   Eigen::Index above = 0;
   while (above < out.top.values.size() && out.top.values(above) > out.tolerance) ++above;
