@@ -5,6 +5,7 @@
 //   rank_bench [--write-inputs DIR] [benchmark flags]
 // Inputs are generated from ATTNRANK_BENCH_SEED (default 12345), printed first.
 #include <attnrank/linalg/certified_rank.hpp>
+#include <attnrank/linalg/certified_svd.hpp>
 #include <attnrank/linalg/exact_rank.hpp>
 #include <attnrank/linalg/numeric_rank.hpp>
 
@@ -107,6 +108,13 @@ void top_singular_values_spectra(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(approx_top_singular_values(A, 65).values.data());
 }
 
+void certified_top_singular_values(benchmark::State& state) {
+  const Eigen::MatrixXd& A = svd_matrix(static_cast<int>(state.range(0)), state.range(1) != 0);
+  double sigma_65 = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(sigma_65 = certified_singular_values(A, 65).values.back().lower);
+  state.counters["sigma_65_lower"] = sigma_65;
+}
+
 void full_svd_eigen(benchmark::State& state) {
   const Eigen::MatrixXd& A = svd_matrix(static_cast<int>(state.range(0)), state.range(1) != 0);
   for (auto _ : state) benchmark::DoNotOptimize(approx_rank(A).singular_values.data());
@@ -132,6 +140,7 @@ BENCHMARK(exact_rank_flint)->ArgsProduct({{64, 128, 256, 512}, {0}})->Args({256,
     ->Unit(benchmark::kMillisecond)->MinTime(0.5);
 BENCHMARK(certified_rank_attnrank)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(top_singular_values_spectra)->Args({2048, 1})->Args({2048, 0})->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK(certified_top_singular_values)->Args({2048, 1})->Args({2048, 0})->Unit(benchmark::kMillisecond)->Iterations(2);
 BENCHMARK(full_svd_eigen)->Args({2048, 1})->Args({2048, 0})->Unit(benchmark::kMillisecond)->Iterations(1);
 
 int main(int argc, char** argv) {

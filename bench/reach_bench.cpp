@@ -5,6 +5,7 @@
 //
 //   reach_bench [--write-inputs DIR] [benchmark flags]
 // Targets come from ATTNRANK_BENCH_SEED (default 12345), printed first.
+#include <attnrank/reach/approximate.hpp>
 #include <attnrank/reach/free.hpp>
 
 #include <benchmark/benchmark.h>
@@ -71,6 +72,25 @@ void reach_with_witness(benchmark::State& state) {
   state.counters["peak_rss_MiB"] = peak_rss_mib();
 }
 
+/// Certified bounds on E*(A, 64): the optimised witness and the singular-value bound.
+void approx_bounds(benchmark::State& state) {
+  const Matrix<Rational>& A = target(static_cast<int>(state.range(0)));
+  ApproxBounds b;
+  for (auto _ : state) b = approx_error_bounds(A, state.range(1));
+  state.counters["error_lower"] = b.error_lower;
+  state.counters["error_upper"] = b.error_upper;
+  state.counters["start_error"] = b.start_error;
+}
+
+/// The width profile for d_k = 1..16 at epsilon = 0.01.
+void approx_width_profile(benchmark::State& state) {
+  const Matrix<Rational>& A = target(static_cast<int>(state.range(0)));
+  WidthResult w;
+  for (auto _ : state) w = approx_width(A, 0.01, 16);
+  state.counters["width_lower"] = static_cast<double>(w.width_lower);
+  state.counters["width_upper"] = static_cast<double>(w.width_upper);
+}
+
 void write_inputs(const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   for (int n : {128, 512, 1024}) {
@@ -83,6 +103,8 @@ void write_inputs(const std::filesystem::path& dir) {
 }  // namespace
 
 BENCHMARK(reach_verdict)->Arg(128)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond)->MinTime(0.5);
+BENCHMARK(approx_bounds)->Args({512, 64})->Args({128, 8})->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(approx_width_profile)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(reach_with_witness)->Arg(128)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 int main(int argc, char** argv) {

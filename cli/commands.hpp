@@ -14,6 +14,8 @@ void add_layer_command(CLI::App& app, std::string& out);
 void add_rank_command(CLI::App& app, std::string& out);
 void add_det_command(CLI::App& app, std::string& out);
 void add_reach_command(CLI::App& app, std::string& out);
+void add_svd_command(CLI::App& app, std::string& out);
+void add_width_command(CLI::App& app, std::string& out);
 void add_sweep_command(CLI::App& app, std::string& out);
 void add_appendix_command(CLI::App& app, std::string& out);
 

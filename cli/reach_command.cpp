@@ -8,6 +8,7 @@
 #include <attnrank/numbers/decimal.hpp>
 #include <attnrank/io/matrix_spec.hpp>
 #include <attnrank/linalg/numeric_rank.hpp>
+#include <attnrank/reach/approximate.hpp>
 #include <attnrank/reach/certificate.hpp>
 #include <attnrank/reach/embeddings_certificate.hpp>
 
@@ -37,7 +38,7 @@ bool rows_sum_to_one(const Matrix<Rational>& A) {
 std::string closeness(const ReachResult& r, std::optional<double> witness_error) {
   if (!witness_error || !std::isfinite(*witness_error)) return "no witness error could be bounded";
   return "a width-" + std::to_string(r.dk) + " head comes within " + format_upper_bound(*witness_error) +
-         " (certified, witness below)";
+         " (certified)";
 }
 
 /// The verdict in words. Every verdict is about the entries exactly as written
@@ -45,14 +46,14 @@ std::string closeness(const ReachResult& r, std::optional<double> witness_error)
 /// witness error beside it: a rounded pattern is almost never exactly producible,
 /// and how close a head comes is what such a reader wants to know.
 std::string narrate(const std::string& name, const ReachResult& r, bool free_scores, bool normalised,
-                    std::optional<double> witness_error) {
+                    std::optional<double> witness_error, std::optional<double> best_error) {
   std::ostringstream s;
   s << "target " << name << " (n = " << r.n << "), head width d_k = " << r.dk
     << (free_scores ? ", free Q and K\n" : ", Q = X W^Q and K = X W^K for the given X\n");
   if (!normalised)
     s << "  note: rows do not sum to 1; softmax normalises rows, so everything below is about A / rowsums\n";
   if (r.has_zero_entry) {
-    s << "verdict: unreachable - " << r.reason << "; " << closeness(r, witness_error) << ".\n";
+    s << "verdict: unreachable - " << r.reason << "; " << closeness(r, best_error) << ".\n";
   } else {
     const FloorBounds& f = r.floor;
     s << "  floor    rank(log(A) C): ";
@@ -65,12 +66,12 @@ std::string narrate(const std::string& name, const ReachResult& r, bool free_sco
     s << "  ceiling  rank(Q K^T) <= d_k = " << r.dk << "\n";
     s << "verdict: " << to_string(r.verdict) << " - ";
     if (r.verdict == Verdict::unreachable)
-      s << "no head of width " << r.dk << " produces these entries exactly, as written; " << closeness(r, witness_error) << ".\n";
+      s << "no head of width " << r.dk << " produces these entries exactly, as written; " << closeness(r, best_error) << ".\n";
     else if (r.verdict == Verdict::reachable)
-      s << "a head of width " << r.dk << " produces these entries exactly; " << closeness(r, witness_error) << ".\n";
+      s << "a head of width " << r.dk << " produces these entries exactly; " << closeness(r, best_error) << ".\n";
     else
       s << "whether a head of width " << r.dk << " produces these entries exactly is not settled at this precision; "
-        << closeness(r, witness_error) << ".\n";
+        << closeness(r, best_error) << ".\n";
     s << "  because " << r.reason << ".\n";
     if (!r.hint.empty()) s << "  to settle it: " << r.hint << ".\n";
   }
@@ -100,6 +101,37 @@ std::string reach_svg(const Matrix<Rational>& A, const ReachResult& r, const std
   return reach_figure(target, approx ? &*approx : nullptr, spectrum, r.dk, caption);
 }
 
+/// Above this n the error bounds are computed only when --epsilon asks.
+constexpr Eigen::Index approx_default_limit = 512;
+
+/// The line that answers --epsilon first, in the user's terms.
+std::string epsilon_line(const ApproxBounds& b, double epsilon) {
+  const EpsilonVerdict v = epsilon_verdict(b, epsilon);
+  std::ostringstream s;
+  s << "epsilon " << epsilon << ": " << to_string(v) << " - ";
+  if (v == EpsilonVerdict::within)
+    s << "a head of width " << b.dk << " comes within " << format_upper_bound(b.error_upper) << " <= epsilon (certified witness)\n";
+  else if (v == EpsilonVerdict::not_within)
+    s << "every head of width " << b.dk << " misses some entry by more than epsilon (certified: E* >= "
+      << format_lower_bound(b.error_lower) << ")\n";
+  else
+    s << "not settled: the best certified witness misses by " << format_upper_bound(b.error_upper)
+      << " and no head is proven to miss by more than epsilon (the problem is NP-hard for d_k > 1; the bounds below are the honest answer)\n";
+  return s.str();
+}
+
+/// error_lower <= E* <= error_upper with their proofs, in words.
+std::string bounds_lines(const ApproxBounds& b, std::uint64_t seed) {
+  std::ostringstream s;
+  s << "how close: " << format_lower_bound(b.error_lower) << " <= E* <= " << format_upper_bound(b.error_upper)
+    << " (certified both ways), E* = the smallest max |softmax(Q K^T / sqrt(d_k)) - A| of any head of width " << b.dk << "\n";
+  s << "  upper: an optimised witness (L-BFGS from the log-domain and floored-target starts and seeded restarts, seed " << seed
+    << "), its error certified in MPFI"
+    << (b.start_error > b.error_upper ? " (the SVD start alone: " + format_upper_bound(b.start_error) + ")" : "") << "\n";
+  s << "  lower: " << b.lower_reason << "\n";
+  return s.str();
+}
+
 }  // namespace
 
 void add_reach_command(CLI::App& app, std::string& out) {
@@ -108,6 +140,8 @@ void add_reach_command(CLI::App& app, std::string& out) {
     std::string target, certificate, check, x, svg;
     long dk = 0;
     unsigned bits = 53;
+    double epsilon = -1;
+    std::uint64_t seed = 1;
     bool json = false, full_floor = false;
   };
   auto opt = std::make_shared<Options>();
@@ -116,12 +150,15 @@ void add_reach_command(CLI::App& app, std::string& out) {
   cmd->add_option("--bits", opt->bits, "Precision of the floor's lower bound (53: doubles; more: MPFI)")
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
   cmd->add_option("--x", opt->x, "Fixed embeddings X (n x d_model, CSV): decide for scores X M X^T instead of free scores");
+  CLI::Option* epsilon_option =
+      cmd->add_option("--epsilon", opt->epsilon, "Also decide whether some head of width d_k comes within this max entrywise error, in [0, 1]");
+  cmd->add_option("--seed", opt->seed, "Seed of the optimiser's restarts for the error bounds (printed)");
   cmd->add_flag("--full-floor", opt->full_floor, "Always bound the whole floor, not only what the verdict needs");
   cmd->add_option("--certificate", opt->certificate, "Also write the certificate (JSON) to this file");
   cmd->add_option("--check", opt->check, "Re-verify a certificate file against TARGET (and --x X) instead of deciding");
   cmd->add_option("--svg", opt->svg, "Also draw the target, the best width-d_k head and the spectrum of log(A) C (SVG file)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
-  cmd->callback([opt, dk_option, &out] {
+  cmd->callback([opt, dk_option, epsilon_option, &out] {
     const Matrix<Rational> A = read_matrix_argument(opt->target, input_limits());
     validate_target(A, opt->target);
     if (!opt->check.empty()) {
@@ -133,6 +170,11 @@ void add_reach_command(CLI::App& app, std::string& out) {
       return;
     }
     if (dk_option->count() == 0) throw input_error("--dk is required (the head width to decide)");
+    const bool has_epsilon = epsilon_option->count() > 0;
+    if (has_epsilon && !(opt->epsilon >= 0 && opt->epsilon <= 1))
+      throw input_error("--epsilon " + std::to_string(opt->epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
+    if (has_epsilon && !opt->x.empty())
+      throw input_error("--epsilon with --x is not supported yet: the approximate bounds are for free Q and K");
     ReachOptions o;
     o.bits = opt->bits;
     o.full_floor = opt->full_floor;
@@ -162,8 +204,25 @@ void add_reach_command(CLI::App& app, std::string& out) {
     } else if (r.witness) {
       witness_error = r.witness->max_abs_error;
     }
+    // How close a head comes: certified bounds on E*, by default up to n = 512
+    // (the optimiser and a certified SVD), beyond that when --epsilon asks.
+    std::optional<ApproxBounds> approx;
+    if (!emb && (has_epsilon || r.n <= approx_default_limit)) {
+      ApproxOptions ao;
+      ao.bits = std::max(opt->bits, 64u);
+      ao.seed = opt->seed;
+      approx = approx_error_bounds(A, opt->dk, ao);
+    }
     if (!opt->json) {
-      out = narrate(opt->target, r, !emb, rows_sum_to_one(A), witness_error);
+      out.clear();
+      if (approx && has_epsilon) out = epsilon_line(*approx, opt->epsilon);
+      // The verdict line quotes the best certified witness: the optimised one when
+      // the error bounds ran, the log-domain one otherwise.
+      std::optional<double> best = witness_error;
+      if (approx && best && approx->error_upper < *best) best = approx->error_upper;
+      out += narrate(opt->target, r, !emb, rows_sum_to_one(A), witness_error, best);
+      if (approx) out += bounds_lines(*approx, opt->seed);
+      else if (!emb) out += "how close: not computed for n > " + std::to_string(approx_default_limit) + " (pass --epsilon E to bound it)\n";
       if (emb) {
         out += "question: fixed embeddings X from " + opt->x + " (scores X W^Q W^K^T X^T / sqrt(d_k))";
         out += emb->x_full_row_rank ? " - X has full row rank, so every score matrix is reachable through X and the free answer above is the answer.\n"
@@ -190,6 +249,18 @@ void add_reach_command(CLI::App& app, std::string& out) {
       j["bits"] = r.floor.lower_bits;
     }
     if (!r.hint.empty()) j["hint"] = r.hint;
+    if (approx) {
+      j["error_lower"] = approx->error_lower;
+      j["error_upper"] = std::isfinite(approx->error_upper) ? json(approx->error_upper) : json(nullptr);
+      j["error_lower_reason"] = approx->lower_reason;
+      j["seed"] = opt->seed;
+      j["witness_Q"] = matrix_json(approx->witness.Q);
+      j["witness_K"] = matrix_json(approx->witness.K);
+      if (has_epsilon) {
+        j["epsilon"] = opt->epsilon;
+        j["epsilon_verdict"] = to_string(epsilon_verdict(*approx, opt->epsilon));
+      }
+    }
     if (emb) {
       j["x_full_row_rank"] = emb->x_full_row_rank;
       j["constraints"] = emb->constraints;

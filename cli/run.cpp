@@ -78,6 +78,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   add_rank_command(app, text);
   add_det_command(app, text);
   add_reach_command(app, text);
+  add_svd_command(app, text);
+  add_width_command(app, text);
   add_sweep_command(app, text);
   add_appendix_command(app, text);
   require_decimal_options(app);
@@ -89,7 +91,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       try {
         app.get_subcommand(argv[1]);
       } catch (const CLI::OptionNotFound&) {
-        throw input_error("unknown command '" + std::string(argv[1]) + "' (commands: example, layer, rank, det, reach, sweep, appendix)");
+        throw input_error("unknown command '" + std::string(argv[1]) + "' (commands: example, layer, rank, det, reach, svd, width, sweep, appendix)");
       }
     }
     app.parse(argc, argv);

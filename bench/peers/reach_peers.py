@@ -2,8 +2,9 @@
 """Peer for bench/reach_bench: NumPy's uncertified numerical rank of the centered
 log matrix log(A) C of the targets written by `reach_bench --write-inputs DIR`.
 
-Usage: reach_peers.py DIR      prints JSON {"numpy_<n>_ms": ..., "numpy_<n>_rank": ...}
-Timed: np.log, centering and np.linalg.matrix_rank, best of 5, OpenBLAS on all cores.
+Usage: reach_peers.py DIR      prints JSON {"numpy_<n>_ms": ..., "numpy_<n>_rank": ..., "svd_<n>_ms": ...}
+Timed: np.log, centering and np.linalg.matrix_rank, best of 5 (and the full SVD,
+best of 3), OpenBLAS on all cores.
 Needs Debian's python3-numpy; run with /usr/bin/python3.
 """
 import json
@@ -29,4 +30,12 @@ for n in (128, 512, 1024):
         best = min(best, (time.perf_counter() - t) * 1000)
     out[f'numpy_{n}_ms'] = best
     out[f'numpy_{n}_rank'] = r
+    # The full SVD of log(A) C, the peer of `width`: every singular value at once.
+    best = float('inf')
+    for _ in range(3):
+        t = time.perf_counter()
+        lg = np.log(a)
+        np.linalg.svd(lg - lg.mean(axis=1, keepdims=True), compute_uv=False)
+        best = min(best, (time.perf_counter() - t) * 1000)
+    out[f'svd_{n}_ms'] = best
 print(json.dumps(out))

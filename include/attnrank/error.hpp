@@ -18,16 +18,21 @@ namespace attnrank {
 /// `subject()` names the input a message is about when the library knows it by
 /// name only ("X", "W^Q", "embeddings X"): a caller that knows where that input
 /// came from (a file) adds it, without reading the message. Empty otherwise.
+/// `row()` and `column()` give the place, 1-based, when the message is about one
+/// entry (for text, the line and the cell on it); 0 when it is not.
 class input_error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
-  input_error(const std::string& message, std::string subject)
-      : std::invalid_argument(message), subject_(std::move(subject)) {}
+  input_error(const std::string& message, std::string subject, long row = 0, long column = 0)
+      : std::invalid_argument(message), subject_(std::move(subject)), row_(row), column_(column) {}
 
   const std::string& subject() const noexcept { return subject_; }
+  long row() const noexcept { return row_; }
+  long column() const noexcept { return column_; }
 
  private:
   std::string subject_;
+  long row_ = 0, column_ = 0;
 };
 
 }  // namespace attnrank

@@ -8,3 +8,4 @@
 #include <attnrank/linalg/certified_rank.hpp>
 #include <attnrank/linalg/certified_determinant.hpp>
 #include <attnrank/linalg/numeric_rank.hpp>
+#include <attnrank/linalg/certified_svd.hpp>

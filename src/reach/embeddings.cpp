@@ -1,10 +1,13 @@
 // The fixed-embeddings decision of attnrank/reach/embeddings.hpp.
 #include <attnrank/reach/embeddings.hpp>
 
+#include <attnrank/linalg/detail/balanced_factors.hpp>
 #include <attnrank/linalg/product.hpp>
 
 #include <Eigen/QR>
 #include <Eigen/SVD>
+
+#include <tuple>
 
 namespace attnrank {
 
@@ -181,11 +184,7 @@ EmbeddingsReach reach_with_embeddings(const Matrix<Rational>& A, const Matrix<Ra
   const Index k = std::min<Index>(dk, M.rows());
   if (!M.allFinite()) return out;
   const TruncatedSvd svd = approx_truncated_svd(M, k);
-  const Eigen::VectorXd root = svd.s.cwiseSqrt();
-  out.WQ = Eigen::MatrixXd::Zero(X.cols(), dk);
-  out.WK = Eigen::MatrixXd::Zero(X.cols(), dk);
-  out.WQ.leftCols(k) = svd.U * root.asDiagonal();
-  out.WK.leftCols(k) = svd.V * root.asDiagonal();
+  std::tie(out.WQ, out.WK) = detail::balanced_factors(svd.U, svd.s, svd.V, dk, 1.0);
   if (!out.WQ.allFinite() || !out.WK.allFinite()) return out;
   // Each bound is computed for the object it is stated for: the weights on the
   // exact X, and the rounded products Q, K that the free certificate carries.

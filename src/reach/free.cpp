@@ -3,12 +3,14 @@
 
 #include <attnrank/attention/softmax.hpp>
 #include <attnrank/linalg/numeric_rank.hpp>
+#include <attnrank/linalg/detail/balanced_factors.hpp>
 #include <attnrank/linalg/product.hpp>
 
 #include <Eigen/SVD>
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace attnrank {
 namespace detail {
@@ -82,10 +84,8 @@ void floor_upper_bound(const Matrix<Rational>& A, const ReachOptions& o, FloorBo
 /// Truncated SVD of the centered log: Q K^T / sqrt(dk) = U_k S_k V_k^T.
 Witness truncated_witness(const Eigen::MatrixXd& LC, Index dk) {
   const TruncatedSvd svd = approx_truncated_svd(LC, dk);
-  const Eigen::VectorXd root = (svd.s.array() * std::sqrt(static_cast<double>(dk))).sqrt();  // (s sqrt(dk))^(1/2)
   Witness w;
-  w.Q = svd.U * root.asDiagonal();
-  w.K = svd.V * root.asDiagonal();
+  std::tie(w.Q, w.K) = balanced_factors(svd.U, svd.s, svd.V, dk, std::sqrt(static_cast<double>(dk)));
   return w;
 }
 
@@ -135,6 +135,19 @@ double certified_witness_error(const Matrix<Rational>& A, const Eigen::MatrixXd&
 }
 
 namespace detail {
+Matrix<Rational> zeros_replaced(const Matrix<Rational>& A) {
+  Matrix<Rational> out = A;
+  for (Index i = 0; i < A.rows(); ++i) {
+    Rational top = 0;
+    for (Index j = 0; j < A.cols(); ++j) top = std::max(top, A(i, j));
+    for (Index j = 0; j < A.cols(); ++j)
+      if (A(i, j) == 0) out(i, j) = top / Rational(1000000000000LL);
+  }
+  return out;
+}
+}  // namespace detail
+
+namespace detail {
 /// Truncated SVD of the centered log in MPFR at the current precision.
 Witness high_precision_witness(const Matrix<Rational>& A, Eigen::Index dk) {
   const Matrix<Interval> LCi = centered_log(A);
@@ -143,13 +156,7 @@ Witness high_precision_witness(const Matrix<Rational>& A, Eigen::Index dk) {
   const Real root_dk = sqrt(Real(static_cast<long>(dk)));
   Witness w;
   w.bits = PrecisionScope::bits();
-  const Eigen::Index n = A.rows(), k = std::min<Eigen::Index>(dk, svd.singularValues().size());
-  Matrix<Real> Q = Matrix<Real>::Zero(n, dk), K = Matrix<Real>::Zero(n, dk);
-  for (Eigen::Index t = 0; t < k; ++t) {
-    const Real r = sqrt(Real(svd.singularValues()(t) * root_dk));
-    Q.col(t) = svd.matrixU().col(t) * r;
-    K.col(t) = svd.matrixV().col(t) * r;
-  }
+  const auto [Q, K] = balanced_factors(svd.matrixU(), svd.singularValues(), svd.matrixV(), dk, root_dk);
   w.Q_exact = Q.unaryExpr([](const Real& x) { return to_rational(x); });
   w.K_exact = K.unaryExpr([](const Real& x) { return to_rational(x); });
   w.Q = w.Q_exact.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); });
@@ -180,22 +187,14 @@ ReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const ReachOptions
   res.n = n;
   res.dk = dk;
   const auto zeros = zero_entries(A);
-  Matrix<Rational> replaced;  // A with zeros replaced, only when there are zeros
   if (!zeros.empty()) {
-    replaced = A;
     res.has_zero_entry = true;
     res.zeros.assign(zeros.begin(), zeros.begin() + std::min<std::size_t>(zeros.size(), 8));
     res.verdict = Verdict::unreachable;
     res.reason = "the target has a zero entry (row " + std::to_string(zeros[0].first + 1) + ", column " +
                  std::to_string(zeros[0].second + 1) + "); softmax of finite scores is positive everywhere";
-    // For the witness: zeros replaced by 1e-12 of their row's largest entry.
-    for (Index i = 0; i < n; ++i) {
-      Rational top = 0;
-      for (Index j = 0; j < n; ++j) top = std::max(top, A(i, j));
-      for (Index j = 0; j < n; ++j)
-        if (A(i, j) == 0) replaced(i, j) = top / Rational(1000000000000LL);
-    }
   }
+  const Matrix<Rational> replaced = zeros.empty() ? Matrix<Rational>() : zeros_replaced(A);
   const Matrix<Rational>& positive = zeros.empty() ? A : replaced;
   if (!res.has_zero_entry) {
     bool decided = false;

@@ -3,6 +3,8 @@
 #include "support.hpp"
 
 #include <attnrank/attention/certified_forward.hpp>
+#include <attnrank/io/parse.hpp>
+#include <attnrank/reach/target.hpp>
 
 using namespace attnrank;
 using attnrank::test::encloses;
@@ -125,4 +127,27 @@ TEST_CASE("attnrank::input_error names its subject: the matrix a layer message i
     CHECK(e.subject() == "X");
   }
   CHECK(input_error("no subject").subject().empty());
+  CHECK(input_error("no subject").row() == 0);
+}
+
+TEST_CASE("attnrank::input_error gives the place of a bad entry: row and column, 1-based") {
+  const auto place_of = [](auto&& call) -> std::pair<long, long> {
+    try {
+      call();
+    } catch (const input_error& e) {
+      return {e.row(), e.column()};
+    }
+    return {-1, -1};
+  };
+  Eigen::MatrixXd bad = Eigen::MatrixXd::Ones(2, 2);
+  bad(0, 1) = std::numeric_limits<double>::quiet_NaN();
+  const Eigen::MatrixXd ones = Eigen::MatrixXd::Ones(2, 2);
+  CHECK(place_of([&] { MultiHeadAttention<double>(ones, bad, ones, ones, 1); }) == std::pair<long, long>{1, 2});
+  CHECK(place_of([] { parse_matrix("1,2\n3,x\n", "m.csv"); }) == std::pair<long, long>{2, 2});
+  Matrix<Rational> target = Matrix<Rational>::Constant(3, 3, Rational(1, 3));
+  target(2, 1) = Rational(-1, 3);
+  CHECK(place_of([&] { validate_target(target, "target"); }) == std::pair<long, long>{3, 2});
+  target(2, 1) = 0;
+  target.row(1).setZero();
+  CHECK(place_of([&] { validate_target(target, "target"); }) == std::pair<long, long>{2, 0});
 }

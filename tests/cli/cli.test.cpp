@@ -233,6 +233,53 @@ TEST_CASE("attnrank reach and sweep") {
   }
 }
 
+TEST_CASE("attnrank reach --epsilon, width and svd") {
+  SECTION("reach: error bounds by default, the epsilon verdict first when asked") {
+    const auto j = nlohmann::json::parse(attnrank_cli("reach diag:3:0.8 --dk 1 --json").out);
+    for (const char* key : {"error_lower", "error_upper", "error_lower_reason", "seed", "witness_Q", "witness_K"})
+      CHECK(j.contains(key));
+    CHECK_FALSE(j.contains("epsilon_verdict"));
+    CHECK(j["error_lower"].get<double>() > 0.05);
+    CHECK(j["error_lower"].get<double>() <= 0.35);  // E* = 0.35 (tests/reach/approximate.test.cpp)
+    CHECK(j["error_upper"].get<double>() >= 0.35);
+    CHECK(j["error_upper"].get<double>() <= j["max_abs_error"].get<double>());
+    const auto e = nlohmann::json::parse(attnrank_cli("reach diag:3:0.8 --dk 1 --epsilon 0.2 --json").out);
+    CHECK(e["epsilon_verdict"] == "undecided");
+    CHECK(e["verdict"] == "unreachable");  // the exact verdict stays
+    const std::string text = attnrank_cli("reach diag:3:0.8 --dk 1 --epsilon 0.01").out;
+    CHECK(text.rfind("epsilon 0.01: not_within", 0) == 0);  // leads with the question asked
+    CHECK_THAT(text, Catch::Contains("verdict: unreachable") && Catch::Contains("how close: "));
+  }
+  SECTION("width: the bracket, the profile, the figure") {
+    const std::string svg = (scratch() / "width.svg").string();
+    const Run r = attnrank_cli("width diag:3:0.8 --epsilon 0.2 --json --svg " + svg);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["width_lower"] == 1);
+    CHECK(j["width_upper"] == 2);
+    REQUIRE(j["profile"].size() == 3);
+    CHECK(j["profile"][0]["d_k"] == 1);
+    CHECK(j["profile"][1]["error_upper"].get<double>() < 1e-14);
+    const std::string figure = slurp(svg);
+    CHECK_THAT(figure, Catch::Contains("<svg") && Catch::Contains("class=\"band\""));
+    CHECK_THAT(attnrank_cli("width diag:3:0.8 --epsilon 0.2").out, Catch::Contains("1 <= d_k <= 2"));
+  }
+  SECTION("svd: certified bounds as decimal strings, gaps when asked") {
+    const auto j = nlohmann::json::parse(attnrank_cli("svd hilbert:4 --top 4 --gaps --json").out);
+    REQUIRE(j["singular_values"].size() == 4);
+    // sigma_1 of the 4 x 4 Hilbert matrix = 1.500214280059243...
+    const double lo = std::stod(j["singular_values"][0]["lower"].get<std::string>());
+    const double hi = std::stod(j["singular_values"][0]["upper"].get<std::string>());
+    CHECK(lo <= 1.500214280059243);
+    CHECK(hi >= 1.500214280059243);
+    CHECK(hi - lo < 1e-13);
+    CHECK(j["basis"] == "full");
+    REQUIRE(j["gaps"].size() == 3);
+    CHECK(j["gaps"][0].is_string());
+    CHECK_THAT(attnrank_cli("svd hilbert:4 --top 2").out, Catch::Contains("sigma_2 in ["));
+  }
+}
+
 TEST_CASE("attnrank reach --x (fixed embeddings)") {
   const std::string x = file("emb.csv", "0,0,1,1\n0,1,0,1\n1,0,0,1\n");
   const auto j = nlohmann::json::parse(attnrank_cli("reach diag:3:0.8 --dk 2 --x " + x + " --json").out);

@@ -6,11 +6,37 @@
 
 #include "support.hpp"
 
+#include <cmath>
+
 #include <attnrank/linalg/exact_rank.hpp>
 #include <attnrank/io/matrix_spec.hpp>
 #include <attnrank/linalg/structured_matrices.hpp>
 
 namespace attnrank::test {
+
+/// The exact rational value of every double in D.
+inline Matrix<Rational> exact_of(const Eigen::MatrixXd& D) {
+  return D.unaryExpr([](double x) { return to_rational(x); });
+}
+
+/// Doubles across the whole exponent range, including products that underflow
+/// to subnormals and mantissas with up to six significant digits.
+inline Eigen::MatrixXd gen_double_matrix(Eigen::Index r, Eigen::Index c) {
+  Eigen::MatrixXd m(r, c);
+  for (Eigen::Index i = 0; i < r; ++i)
+    for (Eigen::Index j = 0; j < c; ++j) {
+      const double mant = *rc::gen::inRange(-1000000, 1000001) / 1000.0;
+      const int e = *rc::gen::element(0, 0, 0, -40, 40, -1060, 300);  // includes subnormal products
+      m(i, j) = std::ldexp(mant, e);
+    }
+  return m;
+}
+
+/// The precisions the certified tests run at.
+inline unsigned gen_bits() { return *rc::gen::element(53u, 64u, 128u, 256u); }
+
+/// The n x n Hilbert matrix, exactly.
+inline Matrix<Rational> hilbert(Eigen::Index n) { return *builtin_matrix("hilbert:" + std::to_string(n)); }
 
 /// An r x c integer matrix with entries in [-bound, bound].
 inline Matrix<Integer> gen_integer_matrix(Eigen::Index r, Eigen::Index c, int bound) {

@@ -158,4 +158,13 @@ inline std::string format_upper_bound(double x, int significant = 3) {
   return format_scientific(r, significant, true);
 }
 
+/// A proven lower bound x printed so the text is still a lower bound: rounded
+/// toward -inf to `significant` digits.
+inline std::string format_lower_bound(double x, int significant = 3) {
+  Real r;
+  mpfr_set_prec(r.backend().data(), 53);
+  mpfr_set_d(r.backend().data(), x, MPFR_RNDN);  // exact: 53 bits hold any double
+  return format_scientific(r, significant, false);
+}
+
 }  // namespace attnrank

@@ -128,6 +128,12 @@ double softmax_distance(const Matrix<Rational>& A, const Matrix<Interval>& S);
 /// S / sqrt(d_k), entry by entry, enclosed: the attention scaling of every
 /// certified witness error (d_k = 1 leaves S as it is: sqrt(1) is exact).
 void scale_by_root_dk(Matrix<Interval>& S, Eigen::Index dk);
+/// The target with each zero replaced by 1e-12 of its row's largest entry: the
+/// positive matrix a witness for a target with zeros is computed from.
+Matrix<Rational> zeros_replaced(const Matrix<Rational>& A);
+/// Q, K from the truncated SVD of the centered log LC (doubles, uncertified):
+/// Q K^T / sqrt(dk) = U_k S_k V_k^T.
+Witness truncated_witness(const Eigen::MatrixXd& LC, Eigen::Index dk);
 }  // namespace detail
 
 }  // namespace attnrank

@@ -36,6 +36,13 @@ std::vector<std::pair<Eigen::Index, Eigen::Index>> zero_entries(const Matrix<Rat
 /// enclosed at 53 bits, rounded outward, then centered with directed rounding.
 template <class Derived>
 BallMatrix certified_centered_log_ball(const Eigen::MatrixBase<Derived>& A);
+/// Entrywise bounds lo <= log A <= hi (A positive), at 53 bits, rounded outward.
+template <class Derived>
+BoundsMatrix certified_log_bounds(const Eigen::MatrixBase<Derived>& A);
+/// A ball containing L C for every L within the bounds: each row's mean
+/// subtracted, in directed rounding. certified_centered_log_ball(A) is
+/// certified_row_centered(certified_log_bounds(A)).
+BallMatrix certified_row_centered(const BoundsMatrix& L);
 
 /// log(A) C in MPFI at the current precision.
 Matrix<Interval> centered_log(const Matrix<Rational>& A);
@@ -70,11 +77,13 @@ inline void validate_target(const Matrix<Rational>& A, const std::string& source
     for (Eigen::Index j = 0; j < A.cols(); ++j) {
       if (A(i, j) < 0)
         throw input_error(source + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) +
-                          ": attention weights cannot be negative (" + A(i, j).str() + ")");
+                              ": attention weights cannot be negative (" + A(i, j).str() + ")",
+                          source, static_cast<long>(i + 1), static_cast<long>(j + 1));
       if (A(i, j) > 0) positive = true;
     }
     if (!positive)
-      throw input_error(source + ": row " + std::to_string(i + 1) + " is all zeros (a softmax row sums to 1)");
+      throw input_error(source + ": row " + std::to_string(i + 1) + " is all zeros (a softmax row sums to 1)", source,
+                        static_cast<long>(i + 1));
   }
 }
 
@@ -87,7 +96,7 @@ inline std::vector<std::pair<Eigen::Index, Eigen::Index>> zero_entries(const Mat
 }
 
 template <class Derived>
-BallMatrix certified_centered_log_ball(const Eigen::MatrixBase<Derived>& A) {
+BoundsMatrix certified_log_bounds(const Eigen::MatrixBase<Derived>& A) {
   const Eigen::Index n = A.rows(), m = A.cols();
   Eigen::MatrixXd lo(n, m), hi(n, m);
   // One rounded-down quotient and one rounded-down log per entry: with
@@ -110,6 +119,13 @@ BallMatrix certified_centered_log_ball(const Eigen::MatrixBase<Derived>& A) {
       }
     }
   mpfr_clears(q, l, static_cast<mpfr_ptr>(nullptr));
+  return BoundsMatrix{std::move(lo), std::move(hi)};
+}
+
+inline BallMatrix certified_row_centered(const BoundsMatrix& L) {
+  const Eigen::Index n = L.lo.rows(), m = L.lo.cols();
+  const Eigen::MatrixXd& lo = L.lo;
+  const Eigen::MatrixXd& hi = L.hi;
   // log(A) C = L - (L 1 / n) 1^T: row means enclosed, subtracted, outward.
   BoundsMatrix centered;
   {
@@ -138,6 +154,11 @@ BallMatrix certified_centered_log_ball(const Eigen::MatrixBase<Derived>& A) {
   }
   centered.lo = -centered.lo;
   return to_ball(centered);
+}
+
+template <class Derived>
+BallMatrix certified_centered_log_ball(const Eigen::MatrixBase<Derived>& A) {
+  return certified_row_centered(certified_log_bounds(A));
 }
 
 inline Matrix<Interval> centered_log(const Matrix<Rational>& A) {

@@ -137,7 +137,8 @@ inline Matrix<Rational> parse_matrix(std::string_view text, const std::string& s
         row.push_back(parse_rational(cell, limits));
       } catch (const input_error& e) {
         throw input_error(source + ": line " + std::to_string(line_no) + ", column " +
-                          std::to_string(column) + ": " + e.what());
+                              std::to_string(column) + ": " + e.what(),
+                          source, static_cast<long>(line_no), static_cast<long>(column));
       }
       if (++cells > limits.max_cells)
         throw input_error(source + ": more than " + std::to_string(limits.max_cells) + " cells");

@@ -19,7 +19,8 @@ inline void require_finite_intervals(const Matrix<Interval>& A, const char* what
     for (Eigen::Index j = 0; j < A.cols(); ++j)
       if (!scalar_traits<Interval>::is_finite(A(i, j)))
         throw input_error(std::string(what) + ": entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
-                          ") is not a finite interval");
+                              ") is not a finite interval",
+                          "", static_cast<long>(i + 1), static_cast<long>(j + 1));
 }
 
 inline void require_finite_ball(const BallMatrix& A) {
@@ -27,7 +28,8 @@ inline void require_finite_ball(const BallMatrix& A) {
     for (Eigen::Index j = 0; j < A.mid.cols(); ++j)
       if (!std::isfinite(A.mid(i, j)) || !std::isfinite(A.rad(i, j)))
         throw input_error("certified rank: entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
-                          ") is not a finite number (" + std::to_string(A.mid(i, j)) + ")");
+                              ") is not a finite number (" + std::to_string(A.mid(i, j)) + ")",
+                          "", static_cast<long>(i + 1), static_cast<long>(j + 1));
 }
 
 }  // namespace attnrank::detail

@@ -1,0 +1,179 @@
+// Tests for attnrank/linalg/certified_svd.hpp. The oracle is exact: for a
+// rational M, sigma_i^2 are the eigenvalues of the rational Gram matrix H, and the
+// number of them above t is the number of positive pivots of an exact LDL^T of
+// H - t I (Sylvester's law of inertia). So lower_i <= sigma_i <= upper_i is
+// checked without trusting any floating-point SVD.
+#include "rank_support.hpp"
+
+#include <attnrank/linalg/certified_svd.hpp>
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+using namespace attnrank;
+using namespace attnrank::test;
+
+namespace {
+
+/// The number of eigenvalues of the symmetric H above t, exactly; nothing when a
+/// pivot is exactly zero (t is then an eigenvalue of a leading block: no verdict).
+std::optional<Eigen::Index> eigenvalues_above(Matrix<Rational> H, const Rational& t) {
+  const Eigen::Index n = H.rows();
+  for (Eigen::Index i = 0; i < n; ++i) H(i, i) -= t;
+  Eigen::Index positive = 0;
+  for (Eigen::Index p = 0; p < n; ++p) {
+    const Rational d = H(p, p);
+    if (d == 0) return std::nullopt;
+    if (d > 0) ++positive;
+    for (Eigen::Index i = p + 1; i < n; ++i) {
+      if (H(i, p) == 0) continue;
+      const Rational f = H(i, p) / d;
+      for (Eigen::Index j = p + 1; j < n; ++j) H(i, j) -= f * H(p, j);
+    }
+  }
+  return positive;
+}
+
+/// The smaller Gram matrix of M: its eigenvalues are the squared singular values.
+Matrix<Rational> gram(const Matrix<Rational>& M) {
+  return M.rows() >= M.cols() ? Matrix<Rational>(M.transpose() * M) : Matrix<Rational>(M * M.transpose());
+}
+
+/// lower_i <= sigma_i(M) <= upper_i for every reported i, checked exactly.
+bool encloses(const Matrix<Rational>& M, const CertifiedSingularValues& s) {
+  const Matrix<Rational> H = gram(M);
+  for (std::size_t i = 0; i < s.values.size(); ++i) {
+    const auto rank_i = static_cast<Eigen::Index>(i + 1);
+    const double lo = s.values[i].lower, hi = s.values[i].upper;
+    if (!(lo >= 0) || !(hi >= lo)) return false;  // NaN or crossed bounds are never an enclosure
+    if (lo > 0) {
+      const auto above = eigenvalues_above(H, Rational(to_rational(lo)) * to_rational(lo));
+      if (above && *above < rank_i) return false;
+    }
+    if (std::isfinite(hi)) {
+      const auto above = eigenvalues_above(H, Rational(to_rational(hi)) * to_rational(hi));
+      if (above && *above >= rank_i) return false;
+    }
+  }
+  return true;
+}
+
+double relative_width(const SingularValueBounds& b) { return (b.upper - b.lower) / b.upper; }
+
+}  // namespace
+
+TEST_CASE("attnrank::certified_singular_values") {
+  SECTION("a diagonal matrix: tight enclosures of its entries, in order") {
+    Eigen::MatrixXd D = Eigen::MatrixXd::Zero(4, 4);
+    D.diagonal() << 1, 5, 3, 1e-3;
+    const CertifiedSingularValues s = certified_singular_values(D, 4);
+    REQUIRE(s.values.size() == 4);
+    const double expected[] = {5, 3, 1, 1e-3};
+    for (int i = 0; i < 4; ++i) {
+      CHECK(s.values[i].lower <= expected[i]);
+      CHECK(s.values[i].upper >= expected[i]);
+      CHECK(s.values[i].upper - s.values[i].lower < 1e-13);
+    }
+    CHECK(s.full);
+  }
+  SECTION("the Hilbert matrix: exact enclosure, small values resolved to about n u sigma_1") {
+    const Matrix<Rational> H = hilbert(8);
+    const CertifiedSingularValues s = certified_singular_values(H, 8);
+    CHECK(encloses(H, s));
+    CHECK(relative_width(s.values[0]) < 1e-13);
+    CHECK(s.values[5].lower > 0);  // sigma_6 ~ 1.1e-6 is proven nonzero
+  }
+  SECTION("decimals that are no doubles: the enclosure is of the rational matrix") {
+    const Matrix<Rational> M = *builtin_matrix("diag:5:0.1");
+    const CertifiedSingularValues s = certified_singular_values(M, 5);
+    CHECK(encloses(M, s));
+  }
+  SECTION("rank deficiency: the zero singular values get lower bound 0, a tiny upper bound") {
+    Matrix<Rational> M(3, 3);
+    M << 1, 2, 3, 2, 4, 6, 1, 0, 1;
+    const CertifiedSingularValues s = certified_singular_values(M, 3);
+    CHECK(encloses(M, s));
+    CHECK(s.values[2].lower == 0);
+    CHECK(s.values[2].upper < 1e-14);
+  }
+  SECTION("truncated (Lanczos) bases: still enclosures, lower bounds as tight") {
+    const Matrix<Rational> H = hilbert(10);
+    SvdOptions truncated;
+    truncated.full_limit = 0;
+    const CertifiedSingularValues s = certified_singular_values(H, 3, truncated);
+    CHECK_FALSE(s.full);
+    CHECK(encloses(H, s));
+    const CertifiedSingularValues full = certified_singular_values(H, 3);
+    for (int i = 0; i < 3; ++i) CHECK(std::abs(s.values[i].lower - full.values[i].lower) <= 1e-13 * full.values[0].lower);
+    CHECK(s.values[0].upper < 1.1 * full.values[0].upper);  // the remainder norm: sound, looser
+  }
+  SECTION("gaps: separated neighbours get a positive certified gap, equal ones do not") {
+    Eigen::MatrixXd D = Eigen::MatrixXd::Zero(3, 3);
+    D.diagonal() << 2, 2, 1;
+    const std::vector<double> g = certified_gaps(certified_singular_values(D, 3));
+    REQUIRE(g.size() == 2);
+    CHECK(g[0] <= 0);
+    CHECK(g[1] > 0.99);
+    CHECK(g[1] <= 1);
+  }
+  SECTION("bad input is an input error naming the problem") {
+    CHECK_THROWS_WITH(certified_singular_values(Eigen::MatrixXd(Eigen::MatrixXd::Ones(2, 3)), 3), Catch::Contains("top 3 of a 2 x 3"));
+    CHECK_THROWS_AS(certified_singular_values(Eigen::MatrixXd(Eigen::MatrixXd::Ones(2, 3)), 0), input_error);
+    Eigen::MatrixXd N = Eigen::MatrixXd::Ones(2, 2);
+    N(1, 0) = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_WITH(certified_singular_values(N, 1), Catch::Contains("entry (2, 1)"));
+    Matrix<Rational> huge = Matrix<Rational>::Ones(2, 2);
+    huge(0, 1) = Rational(Integer(1) << 1100);
+    CHECK_THROWS_AS(certified_singular_values(huge, 1), input_error);
+  }
+  SECTION("an empty remainder bound and a zero matrix: bounds [0, 0]") {
+    const CertifiedSingularValues s = certified_singular_values(Eigen::MatrixXd(Eigen::MatrixXd::Zero(3, 2)), 2);
+    CHECK(s.values[0].lower == 0);
+    CHECK(s.values[0].upper == 0);
+  }
+}
+
+TEST_CASE("attnrank::certified_singular_values properties", "[property]") {
+  rc::prop("the bounds enclose the exact singular values of random rational matrices, any shape or rank", [] {
+    const Matrix<Rational> M = gen_structured_rational_matrix();
+    RC_PRE(M.rows() > 0 && M.cols() > 0);
+    const auto p = std::min(M.rows(), M.cols());
+    const auto k = *rc::gen::inRange<Eigen::Index>(1, p + 1);
+    SvdOptions o;
+    o.full_limit = *rc::gen::element<Eigen::Index>(0, 1024);  // truncated or full bases
+    const CertifiedSingularValues s = certified_singular_values(M, k, o);
+    RC_ASSERT(static_cast<Eigen::Index>(s.values.size()) == k);
+    RC_ASSERT(encloses(M, s));
+    for (std::size_t i = 0; i + 1 < s.values.size(); ++i) {
+      RC_ASSERT(s.values[i].lower >= s.values[i + 1].lower);
+      RC_ASSERT(s.values[i].upper >= s.values[i + 1].upper);
+    }
+  });
+  rc::prop("a ball's bounds hold for every matrix in it (a random point of the ball, exactly)", [] {
+    const auto m = *rc::gen::inRange<Eigen::Index>(1, 7), n = *rc::gen::inRange<Eigen::Index>(1, 7);
+    const Matrix<Rational> C = gen_matrix(m, n);
+    BallMatrix ball = to_ball(C);
+    Matrix<Rational> X(m, n);
+    for (Eigen::Index i = 0; i < m; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) {
+        ball.rad(i, j) = std::ldexp(*rc::gen::inRange(0, 100), *rc::gen::inRange(-60, -3));
+        const Rational theta(*rc::gen::inRange(-8, 9), 8);  // in [-1, 1]
+        X(i, j) = to_rational(ball.mid(i, j)) + theta * to_rational(ball.rad(i, j));
+      }
+    const auto k = *rc::gen::inRange<Eigen::Index>(1, std::min(m, n) + 1);
+    RC_ASSERT(encloses(X, certified_singular_values(ball, k)));
+  });
+}
+
+TEST_CASE("attnrank::certified_singular_values at n = 16, 32, 64: exact enclosures, sigma_1 to 12 digits") {
+  for (const Eigen::Index n : {16, 32, 64}) {
+    Matrix<Rational> M(n, n);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) M(i, j) = Rational((i * 7 + j * 13 + i * j * 5) % 19 - 9, 4);
+    const CertifiedSingularValues s = certified_singular_values(M, 6);
+    CAPTURE(n);
+    CHECK(encloses(M, s));
+    CHECK(relative_width(s.values[0]) < 1e-12);
+  }
+}

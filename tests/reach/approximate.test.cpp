@@ -1,0 +1,190 @@
+// Tests for attnrank/reach/approximate.hpp: certified bounds on E*(A, d_k), the
+// best max entrywise error of a head of width d_k. Oracles: a head that generated
+// the target (its certified error is an upper bound on E*, so error_lower may not
+// exceed it), the tutorial target's known E* = 0.35 at d_k = 1 (below), exact
+// reachability (E* = 0), and MPFR at 256 bits for the entrywise log bound.
+#include "support.hpp"
+
+#include <attnrank/attention/softmax.hpp>
+#include <attnrank/io/matrix_spec.hpp>
+#include <attnrank/reach/approximate.hpp>
+
+#include <cmath>
+#include <random>
+
+using namespace attnrank;
+
+namespace {
+
+/// softmax(Q K^T / sqrt(d)) for random Q, K (entries of the given scale), plus a
+/// perturbation of up to `noise` per entry, as exact rationals (rows unnormalised).
+struct Generated {
+  Matrix<Rational> A;
+  Eigen::MatrixXd Q, K;
+};
+Generated generated_target(Eigen::Index n, Eigen::Index d, double scale, double noise, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g(0.0, scale);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Generated out;
+  out.Q = Eigen::MatrixXd::NullaryExpr(n, d, [&] { return g(rng); });
+  out.K = Eigen::MatrixXd::NullaryExpr(n, d, [&] { return g(rng); });
+  Eigen::MatrixXd S = out.Q * out.K.transpose() / std::sqrt(static_cast<double>(d));
+  Eigen::MatrixXd P = softmax_rows(S);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j < n; ++j) P(i, j) = std::max(P(i, j) + noise * (2 * u(rng) - 1), 1e-9);
+  out.A = P.unaryExpr([](double x) { return to_rational(x); });
+  return out;
+}
+
+ApproxOptions quick() {
+  ApproxOptions o;
+  o.max_iterations = 60;
+  o.restarts = 1;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("attnrank::approx_error_bounds on the tutorial target") {
+  // diag:3:0.8 at d_k = 1: the middle key's column never wins a row (its score is
+  // between the others'), so the row whose target has 0.8 there has some other
+  // weight >= its own x: the error is >= max(0.8 - x, x - 0.1) >= 0.35, and 0.35 is
+  // attained. So E* = 0.35.
+  const Matrix<Rational> A = *builtin_matrix("diag:3:0.8");
+  const ApproxBounds b = approx_error_bounds(A, 1);
+  CHECK(b.error_lower > 0.05);   // the singular-value bound proves this much
+  CHECK(b.error_lower <= 0.35);  // never above the true E*
+  CHECK(b.error_upper >= 0.35);
+  CHECK(b.error_upper < 0.3501);
+  CHECK(b.start_error > 0.37);  // the log-domain witness is worse; the optimiser fixes it
+  CHECK(b.witness.max_abs_error == b.error_upper);
+  CHECK(b.lower_rows == 3);
+  CHECK(b.sigma_lower > 2);
+  CHECK(epsilon_verdict(b, 0.36) == EpsilonVerdict::within);
+  CHECK(epsilon_verdict(b, 0.01) == EpsilonVerdict::not_within);
+  CHECK(epsilon_verdict(b, 0.2) == EpsilonVerdict::undecided);
+  SECTION("exactly reachable at d_k = 2: E* = 0, the bounds say so") {
+    const ApproxBounds two = approx_error_bounds(A, 2);
+    CHECK(two.error_lower == 0);
+    CHECK(two.error_upper < 1e-14);
+  }
+}
+
+TEST_CASE("attnrank::approx_error_bounds properties", "[property]") {
+  // proofs/ApproximateRank.v, centered_block_rank_le; proofs/LogErrorBound.v, log_error_bound
+  rc::prop("error_lower <= (the generating head's certified error) and error_upper is within 2x of it", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(3, 10);
+    const auto d = *rc::gen::inRange<Eigen::Index>(1, 3);
+    const double scale = *rc::gen::element(0.5, 1.0);
+    const double noise = *rc::gen::element(1e-4, 1e-3, 1e-2);
+    const auto seed = *rc::gen::arbitrary<std::uint32_t>();
+    const Generated t = generated_target(n, d, scale, noise, seed);
+    const double known = certified_witness_error(t.A, t.Q, t.K, 64);  // E*(d) <= known
+    const ApproxBounds b = approx_error_bounds(t.A, d);
+    RC_ASSERT(b.error_lower <= b.error_upper);
+    RC_ASSERT(b.error_lower <= known);
+    RC_ASSERT(b.error_upper <= 2 * known + 1e-12);
+    RC_ASSERT(b.error_upper == b.witness.max_abs_error);
+    RC_ASSERT(b.error_upper <= b.start_error);
+  });
+  rc::prop("saturated heads (scores in the tens): error_lower <= the generating head's error, the optimiser never worsens the start", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(3, 10);
+    const auto d = *rc::gen::inRange<Eigen::Index>(1, 3);
+    const double noise = *rc::gen::element(1e-4, 1e-2);
+    const Generated t = generated_target(n, d, 3.0, noise, *rc::gen::arbitrary<std::uint32_t>());
+    const double known = certified_witness_error(t.A, t.Q, t.K, 64);
+    const ApproxBounds b = approx_error_bounds(t.A, d, quick());
+    RC_ASSERT(b.error_lower <= known);
+    RC_ASSERT(b.error_upper <= b.start_error);
+    RC_ASSERT(b.error_lower <= b.error_upper);
+  });
+  rc::prop("error_lower <= error_upper on nasty targets: zeros, tiny entries, one dominant entry per row", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(2, 8);
+    const auto dk = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+    Matrix<Rational> A(n, n);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) {
+        const int kind = *rc::gen::inRange(0, 4);
+        A(i, j) = kind == 0 ? Rational(0) : kind == 1 ? Rational(1, Integer(10) << 200) : Rational(*rc::gen::inRange(1, 100), 7);
+      }
+    for (Eigen::Index i = 0; i < n; ++i) A(i, i) += 1000;  // no zero row
+    const ApproxBounds b = approx_error_bounds(A, dk, quick());
+    RC_ASSERT(b.error_lower >= 0);
+    RC_ASSERT(b.error_lower <= b.error_upper);
+    RC_ASSERT(std::isfinite(b.error_upper));
+  });
+}
+
+TEST_CASE("attnrank::approx_width") {
+  const Matrix<Rational> A = generated_target(8, 2, 1.0, 1e-2, 7).A;
+  const WidthResult w = approx_width(A, 0.05, 5, quick());
+  REQUIRE(w.profile.size() == 5);
+  for (std::size_t i = 0; i + 1 < w.profile.size(); ++i) {
+    CHECK(w.profile[i].error_lower >= w.profile[i + 1].error_lower);  // E* is non-increasing in d_k
+    CHECK(w.profile[i].error_upper >= w.profile[i + 1].error_upper);
+  }
+  for (const WidthProfileEntry& e : w.profile) CHECK(e.error_lower <= e.error_upper);
+  for (Eigen::Index d = 1; d < w.width_lower; ++d) CHECK(w.profile[d - 1].error_lower > 0.05);
+  if (w.width_upper != 0) {
+    CHECK(w.width_lower <= w.width_upper);
+    CHECK(w.profile[w.width_upper - 1].error_upper <= 0.05);
+  }
+  SECTION("the widths fall as epsilon grows") {
+    Eigen::Index last_lower = 1000, last_upper = 1000;
+    for (const double eps : {1e-4, 1e-3, 1e-2, 0.1, 0.5}) {
+      const WidthResult r = approx_width(A, eps, 5, quick());
+      const Eigen::Index upper = r.width_upper == 0 ? 999 : r.width_upper;
+      CHECK(r.width_lower <= last_lower);
+      CHECK(upper <= last_upper);
+      last_lower = r.width_lower;
+      last_upper = upper;
+    }
+  }
+  SECTION("bad input") {
+    CHECK_THROWS_WITH(approx_width(A, 1.5, 2), Catch::Contains("outside [0, 1]"));
+    CHECK_THROWS_WITH(approx_width(A, 0.1, 9), Catch::Contains("max d_k = 9"));
+    CHECK_THROWS_WITH(approx_error_bounds(A, 0), Catch::Contains("d_k = 0 is out of range"));
+  }
+}
+
+TEST_CASE("attnrank::detail::eta_norm_upper and rows_and_columns_above") {
+  // proofs/LogErrorBound.v, log_error_bound
+  rc::prop("the entrywise bound is >= -log(1 - eps / a) (MPFR at 256 bits) and within a few ulps of it", [] {
+    const double a = std::ldexp(*rc::gen::inRange(1, 1 << 20), -*rc::gen::inRange(0, 40)) / double(1 << 20);
+    const double x = *rc::gen::element(1e-12, 1e-6, 0.01, 0.0625, 0.0626, 0.5, 0.999999);
+    const double eps = a * x;
+    RC_PRE(eps > 0 && eps < a);
+    const Eigen::MatrixXd below = Eigen::MatrixXd::Constant(1, 1, a);
+    const double bound = detail::eta_norm_upper(below, {0}, {0}, eps);
+    Real exact;
+    mpfr_set_prec(exact.backend().data(), 256);
+    mpfr_set_d(exact.backend().data(), eps, MPFR_RNDN);
+    mpfr_div_d(exact.backend().data(), exact.backend().data(), a, MPFR_RNDN);
+    mpfr_neg(exact.backend().data(), exact.backend().data(), MPFR_RNDN);
+    mpfr_log1p(exact.backend().data(), exact.backend().data(), MPFR_RNDN);
+    mpfr_neg(exact.backend().data(), exact.backend().data(), MPFR_RNDN);
+    const double e = mpfr_get_d(exact.backend().data(), MPFR_RNDN);
+    RC_ASSERT(mpfr_cmp_d(exact.backend().data(), bound) <= 0);
+    // x = eps / a is rounded up once: near x = 1 that moves -log(1 - x) by about
+    // u / (1 - x) relative, so the tolerance follows the conditioning.
+    RC_ASSERT(bound <= e * (1 + 1e-13 + 8e-16 / (1 - x)));
+  });
+  SECTION("an entry at or below eps makes the bound infinite, never a number") {
+    const Eigen::MatrixXd below = Eigen::MatrixXd::Constant(1, 2, 0.25);
+    CHECK(std::isinf(detail::eta_norm_upper(below, {0}, {0, 1}, 0.25)));
+    CHECK(std::isinf(detail::eta_norm_upper(Eigen::MatrixXd::Zero(1, 1), {0}, {0}, 0.0)));
+  }
+  rc::prop("every kept entry exceeds the threshold; nothing is dropped when nothing is at or below it", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 12), m = *rc::gen::inRange<Eigen::Index>(1, 12);
+    Eigen::MatrixXd below(n, m);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < m; ++j) below(i, j) = *rc::gen::inRange(0, 100) / 100.0;
+    const double t = *rc::gen::inRange(0, 100) / 100.0;
+    std::vector<Eigen::Index> rows, cols;
+    detail::rows_and_columns_above(below, t, rows, cols);
+    for (const Eigen::Index i : rows)
+      for (const Eigen::Index j : cols) RC_ASSERT(below(i, j) > t);
+    if ((below.array() > t).all()) RC_ASSERT(rows.size() == std::size_t(n) && cols.size() == std::size_t(m));
+  });
+}
