@@ -487,9 +487,22 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   WidthResult out;
   out.epsilon = epsilon;
   out.max_dk = max_dk;
+  // Once a width is certified within epsilon, every larger one is too (below):
+  // those widths carry its upper bound and compute only their lower bounds,
+  // which share the certified SVD, instead of optimising a witness each.
+  double carried_upper = inf;
+  bool within = false;
   for (Index dk = 1; dk <= max_dk; ++dk) {
+    if (within) {
+      ApproxBounds b;
+      lower_bound(normalized, dk, std::min(carried_upper, 1.0), o.bisection_steps, o.bisection_steps_above, sigma, b);
+      out.profile.push_back({dk, b.error_lower, carried_upper});
+      continue;
+    }
     const ApproxBounds b = bounds_with(A, normalized, dk, o, sigma);
     out.profile.push_back({dk, b.error_lower, b.error_upper});
+    carried_upper = std::min(carried_upper, b.error_upper);
+    within = carried_upper <= epsilon;
   }
   // E* is non-increasing in d_k (a head of width d is one of width d + 1 with a
   // zero column, rescaled), so each bound carries over: lower bounds from the

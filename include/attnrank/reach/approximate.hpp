@@ -79,7 +79,10 @@ struct WidthResult {
   std::vector<WidthProfileEntry> profile;
 };
 
-/// Bounds for d_k = 1..max_dk (max_dk <= n; 0 means n). input_error on bad input or eps outside [0, 1].
+/// Bounds for d_k = 1..max_dk (max_dk <= n; 0 means n). Above the first width
+/// with a certified witness within eps, no further witness is optimised: those
+/// widths carry its error_upper (E* is non-increasing in d_k) and compute their
+/// lower bounds only. input_error on bad input or eps outside [0, 1].
 WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Eigen::Index max_dk = 0,
                          const ApproxOptions& options = {});
 
