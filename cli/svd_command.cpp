@@ -17,14 +17,11 @@ namespace {
 
 using nlohmann::json;
 
-/// A proven bound printed so that the text is still that bound: lower ends
-/// rounded down, upper ends up, to 17 significant digits (every double's worth).
+/// A proven bound printed so that the text is still that bound (lower ends
+/// rounded down, upper ends up), to 17 significant digits: every double's worth.
 std::string bound_text(double x, bool up) {
   if (std::isinf(x)) return "inf";
-  Real r;
-  mpfr_set_prec(r.backend().data(), 53);
-  mpfr_set_d(r.backend().data(), x, MPFR_RNDN);  // exact
-  return format_scientific(r, 17, up);
+  return up ? format_upper_bound(x, 17) : format_lower_bound(x, 17);
 }
 
 json bound_json(double x, bool up) { return std::isinf(x) ? json(nullptr) : json(bound_text(x, up)); }
