@@ -117,6 +117,8 @@ void certified_top_singular_values(benchmark::State& state) {
   }
   state.counters["sigma_1_lower"] = s.values.front().lower;
   state.counters["sigma_65_lower"] = s.values.back().lower;
+  state.counters["sigma_1_upper"] = s.values.front().upper;
+  state.counters["sigma_65_upper"] = s.values.back().upper;
 }
 
 void full_svd_eigen(benchmark::State& state) {

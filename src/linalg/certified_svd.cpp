@@ -2,6 +2,7 @@
 #include <attnrank/linalg/certified_svd.hpp>
 
 #include <attnrank/linalg/numeric_rank.hpp>
+#include <attnrank/linalg/product.hpp>
 
 #include <Eigen/SVD>
 
@@ -16,19 +17,6 @@ namespace {
 
 using Eigen::Index;
 constexpr double inf = std::numeric_limits<double>::infinity();
-
-/// Rounds toward minus infinity while alive (the counterpart of UpwardRounding,
-/// for the few scalar lower bounds below).
-class DownwardRounding {
- public:
-  DownwardRounding() : saved_(std::fegetround()) { std::fesetround(FE_DOWNWARD); }
-  ~DownwardRounding() { std::fesetround(saved_); }
-  DownwardRounding(const DownwardRounding&) = delete;
-  DownwardRounding& operator=(const DownwardRounding&) = delete;
-
- private:
-  int saved_;
-};
 
 void require_finite(const BallMatrix& M, Index k) {
   if (M.mid.rows() != M.rad.rows() || M.mid.cols() != M.rad.cols())
@@ -140,30 +128,76 @@ double upper_from(double s, double e, double a, double b) {
   return std::isfinite(q) ? q : inf;
 }
 
-/// Upper bounds from explicit remainders: sigma_i <= ||M - sum_(t<i) u_t w_t^T||_2
-/// with w_t = fl(s_t v_t) (any rank-(i-1) matrix will do, so its rounding is harmless).
-std::vector<double> remainder_upper_bounds(const BallMatrix& M, const Triplets& t, Index k) {
-  std::vector<double> upper(static_cast<std::size_t>(k));
+/// An upper bound on the product of any x in [a_lo, a_hi] and y in [b_lo, b_hi]
+/// (call with upward rounding on).
+double product_upper(double a_lo, double a_hi, double b_lo, double b_hi) {
+  return std::max(std::max(a_lo * b_lo, a_lo * b_hi), std::max(a_hi * b_lo, a_hi * b_hi));
+}
+
+/// Upper bounds for a truncated basis, from one explicit remainder
+/// R = M - U W^T with W = V diag(s) (any W will do: R is enclosed for the W
+/// computed), two ways, the smaller kept:
+///  * Frobenius: sigma_i <= ||M - sum_(t<i) u_t w_t^T||_F, and that matrix is
+///    R + sum_(t>=i) u_t w_t^T, whose squared norm is
+///    ||R||_F^2 + 2 sum_(t>=i) u_t^T R w_t + sum_(s,t>=i) (u_s^T u_t)(w_s^T w_t):
+///    one remainder and k x k Gram matrices serve every i (no cancellation: the
+///    cross terms are about 0, the rest positive);
+///  * Weyl: sigma_i(M) <= sigma_i(U W^T) + ||R||_2 <= sqrt(1 + a) sigma_i(W) + ||R||_2,
+///    and sigma_i(W)^2 = lambda_i(W^T W) <= s_(i)^2 + ||W^T W - diag(s^2)||_2,
+///    which is tight for the large values, where the first is not.
+/// `a` >= ||U^T U - I||_2; `sorted` holds |s| in decreasing order.
+std::vector<double> remainder_upper_bounds(const BallMatrix& M, const Triplets& t, Index k, double a,
+                                           const std::vector<double>& sorted) {
+  const Eigen::MatrixXd U = t.U.leftCols(k);
+  const Eigen::MatrixXd W = t.V.leftCols(k) * t.s.head(k).asDiagonal();
+  const BoundsMatrix P = certified_product_bounds(U, Eigen::MatrixXd(W.transpose()));
   BoundsMatrix R;
   {
     UpwardRounding up;
-    R.hi = M.mid + M.rad;
-    R.lo = M.rad - M.mid;
+    R.hi = M.mid + M.rad - P.lo;  // rounded up: >= every X - U W^T
+    R.lo = P.hi - M.mid + M.rad;  // rounded up, negated below: <= every X - U W^T
     detail::rounding_barrier(R.hi);
     detail::rounding_barrier(R.lo);
     R.lo = -R.lo;
   }
-  for (Index i = 0; i < k; ++i) {
-    upper[static_cast<std::size_t>(i)] = norm2_upper(R);
-    if (i + 1 == k) break;
-    const Eigen::MatrixXd w = (t.V.col(i) * t.s(i)).transpose();
-    const BoundsMatrix p = certified_product_bounds(Eigen::MatrixXd(t.U.col(i)), w);
+  const double r2 = norm2_upper(R);
+  // u_t^T R w_t <= c_t, for every R in the bounds.
+  const BoundsMatrix Y = certified_product_bounds(to_ball(R), W);  // R W
+  const BoundsMatrix GU = certified_product_bounds(Eigen::MatrixXd(U.transpose()), U);
+  const BoundsMatrix GW = certified_product_bounds(Eigen::MatrixXd(W.transpose()), W);
+  Eigen::MatrixXd D = Eigen::MatrixXd::Zero(k, k);
+  {
     UpwardRounding up;
-    R.hi -= p.lo;  // hi - lo(p), rounded up
-    R.lo = p.hi - R.lo;
-    detail::rounding_barrier(R.hi);
-    detail::rounding_barrier(R.lo);
-    R.lo = -R.lo;  // lo - hi(p), rounded down
+    for (Index i = 0; i < k; ++i) D(i, i) = t.s(i) * t.s(i);
+  }
+  // ||W^T W - diag(s^2)||_2 for the D rounded up (D is a point matrix: any will do).
+  const double ew = norm2_upper(minus_point(GW, D));
+  std::vector<double> upper(static_cast<std::size_t>(k), inf);
+  UpwardRounding up;
+  double frobenius2 = 0;
+  for (Index j = 0; j < R.lo.cols(); ++j)
+    for (Index i = 0; i < R.lo.rows(); ++i) {
+      const double x = std::max(std::abs(R.lo(i, j)), std::abs(R.hi(i, j)));
+      frobenius2 += x * x;
+    }
+  double cross = 0, gram = 0;  // sum over t >= i of c_t, and over s, t >= i of the Gram products
+  const double root_a = std::sqrt(1 + a);
+  for (Index i = k - 1; i >= 0; --i) {
+    double c = 0;
+    for (Index r = 0; r < U.rows(); ++r) c += std::max(U(r, i) * Y.lo(r, i), U(r, i) * Y.hi(r, i));
+    cross += c;
+    gram += product_upper(GU.lo(i, i), GU.hi(i, i), GW.lo(i, i), GW.hi(i, i));
+    for (Index j = i + 1; j < k; ++j)
+      gram += product_upper(GU.lo(i, j), GU.hi(i, j), GW.lo(i, j), GW.hi(i, j)) +
+              product_upper(GU.lo(j, i), GU.hi(j, i), GW.lo(j, i), GW.hi(j, i));
+    double f2 = frobenius2 + 2 * cross + gram;
+    detail::rounding_barrier(f2);
+    const double frobenius = f2 > 0 ? std::sqrt(f2) : 0.0;
+    const double si = static_cast<std::size_t>(i) < sorted.size() ? sorted[static_cast<std::size_t>(i)] : 0.0;
+    double weyl = root_a * std::sqrt(si * si + ew) + r2;
+    detail::rounding_barrier(weyl);
+    const double best = std::min(std::isnan(frobenius) ? inf : frobenius, std::isnan(weyl) ? inf : weyl);
+    upper[static_cast<std::size_t>(i)] = std::isfinite(best) ? best : inf;
   }
   return upper;
 }
@@ -211,14 +245,19 @@ CertifiedSingularValues certified_singular_values(const BallMatrix& M, Index k, 
   out.residual = e;
   out.orthogonality = std::max(a, b);
   out.values.resize(static_cast<std::size_t>(k));
-  const std::vector<double> remainder =
-      t.full ? std::vector<double>()
-             : o.upper_bounds ? remainder_upper_bounds(M, t, k) : std::vector<double>(static_cast<std::size_t>(k), inf);
   // Weyl pairs sigma_i(B) with the i-th largest |s|: sort, whatever order the
   // numeric SVD returned.
-  std::vector<double> sorted(t.s.data(), t.s.data() + t.s.size());
-  for (double& x : sorted) x = std::abs(x);
-  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  std::vector<Index> order(static_cast<std::size_t>(t.s.size()));
+  for (Index i = 0; i < t.s.size(); ++i) order[static_cast<std::size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(), [&](Index x, Index y) { return std::abs(t.s(x)) > std::abs(t.s(y)); });
+  std::vector<double> sorted;
+  for (Index i : order) sorted.push_back(std::abs(t.s(i)));
+  const std::vector<double> remainder =
+      t.full ? std::vector<double>()
+             : o.upper_bounds ? remainder_upper_bounds(M, t, k, a, sorted) : std::vector<double>(static_cast<std::size_t>(k), inf);
+  const Index kept = std::min<Index>(k, static_cast<Index>(order.size()));
+  out.right_vectors.resize(t.V.rows(), kept);
+  for (Index i = 0; i < kept; ++i) out.right_vectors.col(i) = t.V.col(order[static_cast<std::size_t>(i)]);
   for (Index i = 0; i < k; ++i) {
     SingularValueBounds& v = out.values[static_cast<std::size_t>(i)];
     const double si = i < static_cast<Index>(sorted.size()) ? sorted[static_cast<std::size_t>(i)] : 0.0;
@@ -243,6 +282,34 @@ CertifiedSingularValues certified_singular_values(const Eigen::MatrixXd& M, Inde
 
 CertifiedSingularValues certified_singular_values(const Matrix<Rational>& M, Index k, const SvdOptions& o) {
   return certified_singular_values(to_ball(M), k, o);
+}
+
+bool certify_singular_value_above(const Matrix<Interval>& M, const Eigen::MatrixXd& V, const Interval& t) {
+  const Index k = V.cols();
+  if (k < 1 || V.rows() != M.cols() || !V.allFinite() || !(lower_bound(t) >= 0)) return false;
+  const Matrix<Interval> Vi = V.cast<Interval>();  // exact: doubles fit every precision >= 53
+  const Matrix<Interval> MVt = multiply(M, Vi).transpose();
+  const Matrix<Interval> Vt = Vi.transpose();
+  const Matrix<Interval> G = multiply_transposed(MVt, MVt);  // V^T M^T M V
+  const Matrix<Interval> W = multiply_transposed(Vt, Vt);    // V^T V
+  const Interval t2 = t * t;
+  // Cholesky of H = G - t^2 W on the lower triangle. Every symmetric matrix in
+  // the interval H has its point Cholesky's quantities inside these intervals
+  // (inclusion isotonicity), so positive pivot lower bounds prove every one of
+  // them positive definite, the exact V^T M^T M V - t^2 V^T V among them.
+  Matrix<Interval> L(k, k);
+  for (Index j = 0; j < k; ++j) {
+    Interval d = G(j, j) - t2 * W(j, j);
+    for (Index p = 0; p < j; ++p) d -= L(j, p) * L(j, p);
+    if (!(lower_bound(d) > 0)) return false;
+    L(j, j) = sqrt(d);
+    for (Index i = j + 1; i < k; ++i) {
+      Interval x = G(i, j) - t2 * W(i, j);
+      for (Index p = 0; p < j; ++p) x -= L(i, p) * L(j, p);
+      L(i, j) = x / L(j, j);
+    }
+  }
+  return true;
 }
 
 std::vector<double> certified_gaps(const CertifiedSingularValues& s) {

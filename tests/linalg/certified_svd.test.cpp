@@ -7,9 +7,12 @@
 
 #include <attnrank/linalg/certified_svd.hpp>
 
+#include <Eigen/SVD>
+
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <random>
 
 using namespace attnrank;
 using namespace attnrank::test;
@@ -108,6 +111,23 @@ TEST_CASE("attnrank::certified_singular_values") {
     for (int i = 0; i < 3; ++i) CHECK(std::abs(s.values[i].lower - full.values[i].lower) <= 1e-13 * full.values[0].lower);
     CHECK(s.values[0].upper < 1.1 * full.values[0].upper);  // the remainder norm: sound, looser
   }
+  SECTION("truncated bases at n = 400: when the rest is zero the upper bounds are as tight as the lower") {
+    // Rank 10, from small integer factors: sigma_11.. are 0, so the one remainder
+    // is rounding noise and both the Weyl and the Frobenius bounds are tight.
+    std::mt19937_64 rng(5);
+    std::uniform_int_distribution<int> u(-9, 9);
+    const Eigen::MatrixXd F = Eigen::MatrixXd::NullaryExpr(400, 10, [&] { return double(u(rng)); });
+    const Eigen::MatrixXd G = Eigen::MatrixXd::NullaryExpr(10, 400, [&] { return double(u(rng)); });
+    const Eigen::MatrixXd M = F * G;  // exact: integers below 2^53
+    SvdOptions truncated;
+    truncated.full_limit = 0;
+    const CertifiedSingularValues s = certified_singular_values(M, 10, truncated);
+    CHECK_FALSE(s.full);
+    for (const SingularValueBounds& b : s.values) CHECK(relative_width(b) < 1e-10);
+    const CertifiedSingularValues eleven = certified_singular_values(M, 11, truncated);
+    CHECK(eleven.values[10].lower == 0);
+    CHECK(eleven.values[10].upper < 1e-9 * eleven.values[0].upper);  // sigma_11 = 0, up to rounding
+  }
   SECTION("gaps: separated neighbours get a positive certified gap, equal ones do not") {
     Eigen::MatrixXd D = Eigen::MatrixXd::Zero(3, 3);
     D.diagonal() << 2, 2, 1;
@@ -175,5 +195,61 @@ TEST_CASE("attnrank::certified_singular_values at n = 16, 32, 64: exact enclosur
     CAPTURE(n);
     CHECK(encloses(M, s));
     CHECK(relative_width(s.values[0]) < 1e-12);
+  }
+}
+
+TEST_CASE("attnrank::certify_singular_value_above", "[property]") {
+  // The oracle as above: sigma_k(M) > t iff more than k - 1 eigenvalues of the
+  // Gram matrix exceed t^2 (M^T M when the vectors act on columns).
+  const auto sigma_above = [](const Matrix<Rational>& M, Eigen::Index k, double t) {
+    const Matrix<Rational> H = M.transpose() * M;
+    const auto above = eigenvalues_above(H, Rational(to_rational(t)) * to_rational(t));
+    return above ? std::optional<bool>(*above >= k) : std::nullopt;
+  };
+  const auto interval_matrix = [](const Matrix<Rational>& M) {
+    const PrecisionScope scope(64);
+    return Matrix<Interval>(M.unaryExpr([](const Rational& q) { return scalar_traits<Interval>::from_rational(q); }));
+  };
+  rc::prop("a proof is never false: random matrices, random or computed vectors, any t", [&] {
+    const Matrix<Rational> M = gen_structured_rational_matrix();
+    RC_PRE(M.rows() > 0 && M.cols() > 0);
+    const Eigen::MatrixXd D = M.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); });
+    const auto k = *rc::gen::inRange<Eigen::Index>(1, M.cols() + 1);
+    const Eigen::JacobiSVD<Eigen::MatrixXd> svd(D, Eigen::ComputeFullV);
+    Eigen::MatrixXd V = svd.matrixV().leftCols(k);
+    if (*rc::gen::arbitrary<bool>()) V = gen_double_matrix(M.cols(), k);  // vectors with no relation to M
+    const double s = k <= svd.singularValues().size() ? svd.singularValues()(k - 1) : 0.0;
+    const double t = s * *rc::gen::element(0.0, 0.5, 0.99, 0.999999, 1.0, 1.000001, 1.5) + *rc::gen::element(0.0, 1e-300);
+    const PrecisionScope scope(64);
+    if (certify_singular_value_above(interval_matrix(M), V, Interval(t))) {
+      const auto truth = sigma_above(M, k, t);
+      RC_ASSERT(!truth || *truth);
+    }
+  });
+  SECTION("complete where it should be: a separated sigma_k, its own singular vectors, t just below it") {
+    for (const std::uint64_t seed : {1u, 2u, 3u}) {
+      std::mt19937_64 rng(seed);
+      std::uniform_int_distribution<int> u(-50, 50);
+      Matrix<Rational> M(12, 9);
+      for (Eigen::Index i = 0; i < 12; ++i)
+        for (Eigen::Index j = 0; j < 9; ++j) M(i, j) = Rational(u(rng), 7);
+      const Eigen::MatrixXd D = M.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); });
+      const Eigen::JacobiSVD<Eigen::MatrixXd> svd(D, Eigen::ComputeFullV);
+      for (Eigen::Index k = 1; k <= 9; ++k) {
+        const double s = svd.singularValues()(k - 1);
+        const PrecisionScope scope(64);
+        CHECK(certify_singular_value_above(interval_matrix(M), svd.matrixV().leftCols(k), Interval(s * (1 - 1e-9))));
+        CHECK_FALSE(certify_singular_value_above(interval_matrix(M), svd.matrixV().leftCols(k), Interval(s * (1 + 1e-9))));
+      }
+    }
+  }
+  SECTION("rejects what proves nothing") {
+    const Matrix<Rational> M = Matrix<Rational>::Identity(3, 3);
+    const PrecisionScope scope(64);
+    CHECK_FALSE(certify_singular_value_above(interval_matrix(M), Eigen::MatrixXd::Zero(3, 1), Interval(0)));  // V = 0
+    CHECK_FALSE(certify_singular_value_above(interval_matrix(M), Eigen::MatrixXd::Identity(2, 1), Interval(0)));  // wrong shape
+    CHECK_FALSE(certify_singular_value_above(interval_matrix(M), Eigen::MatrixXd::Constant(3, 1, NAN), Interval(0)));
+    CHECK(certify_singular_value_above(interval_matrix(M), Eigen::MatrixXd::Identity(3, 3), Interval(0.999)));
+    CHECK_FALSE(certify_singular_value_above(interval_matrix(M), Eigen::MatrixXd::Identity(3, 3), Interval(1)));  // sigma_3 = 1, not > 1
   }
 }

@@ -39,6 +39,10 @@ struct CertifiedSingularValues {
   bool full = false;       ///< full SVD basis (two-sided bounds) or truncated (upper bounds loose)
   double residual = 0;     ///< e >= ||U^T M V - diag(s)||_2
   double orthogonality = 0;  ///< max(a, b): how far the computed bases are from orthonormal
+  /// The approximate right singular vectors of the k largest values (cols x k,
+  /// in the order of `values`): not certified, but enough to re-prove a lower
+  /// bound independently (certify_singular_value_above), as certificates do.
+  Eigen::MatrixXd right_vectors;
 };
 
 struct SvdOptions {
@@ -60,6 +64,15 @@ CertifiedSingularValues certified_singular_values(const Eigen::MatrixXd& M, Eige
 /// singular values of the rational matrix itself, not of its nearest doubles.
 CertifiedSingularValues certified_singular_values(const Matrix<Rational>& M, Eigen::Index k,
                                                   const SvdOptions& options = {});
+
+/// true proves sigma_k(M) > t for every real matrix M in the interval matrix M
+/// (k = V.cols() <= M.cols(), t >= 0), by another route than the bounds above:
+/// with the exact doubles V, V^T M^T M V - t^2 V^T V is proven positive definite
+/// by an interval Cholesky in MPFI at the current precision, so ||M x|| > t ||x||
+/// on the k-dimensional range of V, and Courant-Fischer gives sigma_k(M) > t.
+/// Any V will do (the proof does not trust it); right singular vectors make it
+/// sharp. false proves nothing (V poor, or t too close to sigma_k).
+bool certify_singular_value_above(const Matrix<Interval>& M, const Eigen::MatrixXd& V, const Interval& t);
 
 /// Certified separations: gap_i <= sigma_i - sigma_(i+1) for i = 1..k-1, i.e.
 /// lower_i - upper_(i+1) rounded down; a gap <= 0 proves nothing (not separated).

@@ -76,19 +76,26 @@ class EigenSingleThreaded {
 };
 }  // namespace detail
 
-/// While alive: the FPU rounds upward on this thread, and Eigen computes on the
-/// calling thread only (for every thread, while any such scope is alive).
-class UpwardRounding {
+/// While alive: the FPU rounds in direction `Mode` (FE_UPWARD, FE_DOWNWARD) on
+/// this thread, and Eigen computes on the calling thread only (for every
+/// thread, while any such scope is alive): another thread would round to nearest.
+template <int Mode>
+class RoundingScope {
  public:
-  UpwardRounding() : saved_mode_(std::fegetround()) { std::fesetround(FE_UPWARD); }
-  ~UpwardRounding() { std::fesetround(saved_mode_); }
-  UpwardRounding(const UpwardRounding&) = delete;
-  UpwardRounding& operator=(const UpwardRounding&) = delete;
+  RoundingScope() : saved_mode_(std::fegetround()) { std::fesetround(Mode); }
+  ~RoundingScope() { std::fesetround(saved_mode_); }
+  RoundingScope(const RoundingScope&) = delete;
+  RoundingScope& operator=(const RoundingScope&) = delete;
 
  private:
   detail::EigenSingleThreaded single_;
   int saved_mode_;
 };
+
+/// Upper bounds: every operation rounds toward +infinity while alive.
+using UpwardRounding = RoundingScope<FE_UPWARD>;
+/// Lower bounds: every operation rounds toward -infinity while alive.
+using DownwardRounding = RoundingScope<FE_DOWNWARD>;
 
 /// An interval matrix on doubles as entrywise bounds: lo <= X <= hi.
 struct BoundsMatrix {
