@@ -82,13 +82,19 @@ void approx_bounds(benchmark::State& state) {
   state.counters["start_error"] = b.start_error;
 }
 
-/// The width profile for d_k = 1..16 at epsilon = 0.01.
+/// The width profile for d_k = 1..16 at epsilon = 0.01; range(1) = 0: the
+/// starts only (no search: the fast bracket), 1: the default (search where the
+/// answer is open).
 void approx_width_profile(benchmark::State& state) {
   const Matrix<Rational>& A = target(static_cast<int>(state.range(0)));
+  ApproxOptions o;
+  o.optimise = state.range(1) != 0;
   WidthResult w;
-  for (auto _ : state) w = approx_width(A, 0.01, 16);
+  for (auto _ : state) w = approx_width(A, 0.01, 16, o);
   state.counters["width_lower"] = static_cast<double>(w.width_lower);
   state.counters["width_upper"] = static_cast<double>(w.width_upper);
+  state.counters["upper_at_16"] = w.profile.back().error_upper;
+  state.counters["lower_at_1"] = w.profile.front().error_lower;
 }
 
 void write_inputs(const std::filesystem::path& dir) {
@@ -104,7 +110,7 @@ void write_inputs(const std::filesystem::path& dir) {
 
 BENCHMARK(reach_verdict)->Arg(128)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond)->MinTime(0.5);
 BENCHMARK(approx_bounds)->Args({512, 64})->Args({128, 8})->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK(approx_width_profile)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(approx_width_profile)->Args({128, 1})->Args({512, 0})->Args({512, 1})->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(reach_with_witness)->Arg(128)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 int main(int argc, char** argv) {

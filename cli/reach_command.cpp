@@ -121,11 +121,13 @@ std::string epsilon_line(const ApproxBounds& b, double epsilon) {
 }
 
 /// error_lower <= E* <= error_upper with their proofs, in words.
-std::string bounds_lines(const ApproxBounds& b, std::uint64_t seed) {
+std::string bounds_lines(const ApproxBounds& b, std::uint64_t seed, bool embeddings) {
   std::ostringstream s;
   s << "how close: " << format_lower_bound(b.error_lower) << " <= E* <= " << format_upper_bound(b.error_upper)
-    << " (certified both ways), E* = the smallest max |softmax(Q K^T / sqrt(d_k)) - A| of any head of width " << b.dk << "\n";
-  s << "  upper: an optimised witness (L-BFGS from the log-domain and floored-target starts and seeded restarts, seed " << seed
+    << " (certified both ways), E* = the smallest max |softmax(Q K^T / sqrt(d_k)) - A| of any head of width " << b.dk
+    << (embeddings ? " with Q = X W^Q, K = X W^K" : "") << "\n";
+  s << "  upper: " << (embeddings ? "optimised head weights on X" : "an optimised witness")
+    << " (L-BFGS from the log-domain and floored-target starts and seeded restarts, seed " << seed
     << "), its error certified in MPFI"
     << (b.start_error > b.error_upper ? " (the SVD start alone: " + format_upper_bound(b.start_error) + ")" : "") << "\n";
   s << "  lower: " << b.lower_reason << "\n";
@@ -173,8 +175,6 @@ void add_reach_command(CLI::App& app, std::string& out) {
     const bool has_epsilon = epsilon_option->count() > 0;
     if (has_epsilon && !(opt->epsilon >= 0 && opt->epsilon <= 1))
       throw input_error("--epsilon " + std::to_string(opt->epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
-    if (has_epsilon && !opt->x.empty())
-      throw input_error("--epsilon with --x is not supported yet: the approximate bounds are for free Q and K");
     ReachOptions o;
     o.bits = opt->bits;
     o.full_floor = opt->full_floor;
@@ -190,7 +190,19 @@ void add_reach_command(CLI::App& app, std::string& out) {
       }
     }
     const ReachResult r = emb ? emb->result : reach(A, opt->dk, o);
-    const json cert = emb ? make_embeddings_certificate(A, X, *emb) : make_reach_certificate(A, r);
+    // How close a head comes: certified bounds on E*, by default up to n = 512
+    // (the optimiser and a certified SVD), beyond that when --epsilon asks.
+    std::optional<ApproxBounds> approx;
+    if (has_epsilon || r.n <= approx_default_limit) {
+      ApproxOptions ao;
+      ao.bits = std::max(opt->bits, 64u);
+      ao.seed = opt->seed;
+      approx = emb ? approx_error_bounds(A, X, opt->dk, ao) : approx_error_bounds(A, opt->dk, ao);
+    }
+    const ApproxBounds* approx_ptr = approx ? &*approx : nullptr;
+    const std::optional<double> asked = has_epsilon ? std::optional<double>(opt->epsilon) : std::nullopt;
+    const json cert = emb ? make_embeddings_certificate(A, X, *emb, approx_ptr, asked)
+                          : make_reach_certificate(A, r, approx_ptr, asked);
     if (!opt->certificate.empty()) {
       std::ofstream f(opt->certificate);
       if (!(f << cert.dump(1) << "\n")) throw input_error(opt->certificate + ": cannot write the certificate");
@@ -204,15 +216,6 @@ void add_reach_command(CLI::App& app, std::string& out) {
     } else if (r.witness) {
       witness_error = r.witness->max_abs_error;
     }
-    // How close a head comes: certified bounds on E*, by default up to n = 512
-    // (the optimiser and a certified SVD), beyond that when --epsilon asks.
-    std::optional<ApproxBounds> approx;
-    if (!emb && (has_epsilon || r.n <= approx_default_limit)) {
-      ApproxOptions ao;
-      ao.bits = std::max(opt->bits, 64u);
-      ao.seed = opt->seed;
-      approx = approx_error_bounds(A, opt->dk, ao);
-    }
     if (!opt->json) {
       out.clear();
       if (approx && has_epsilon) out = epsilon_line(*approx, opt->epsilon);
@@ -221,8 +224,8 @@ void add_reach_command(CLI::App& app, std::string& out) {
       std::optional<double> best = witness_error;
       if (approx && best && approx->error_upper < *best) best = approx->error_upper;
       out += narrate(opt->target, r, !emb, rows_sum_to_one(A), witness_error, best);
-      if (approx) out += bounds_lines(*approx, opt->seed);
-      else if (!emb) out += "how close: not computed for n > " + std::to_string(approx_default_limit) + " (pass --epsilon E to bound it)\n";
+      if (approx) out += bounds_lines(*approx, opt->seed, emb.has_value());
+      else out += "how close: not computed for n > " + std::to_string(approx_default_limit) + " (pass --epsilon E to bound it)\n";
       if (emb) {
         out += "question: fixed embeddings X from " + opt->x + " (scores X W^Q W^K^T X^T / sqrt(d_k))";
         out += emb->x_full_row_rank ? " - X has full row rank, so every score matrix is reachable through X and the free answer above is the answer.\n"
@@ -254,8 +257,13 @@ void add_reach_command(CLI::App& app, std::string& out) {
       j["error_upper"] = std::isfinite(approx->error_upper) ? json(approx->error_upper) : json(nullptr);
       j["error_lower_reason"] = approx->lower_reason;
       j["seed"] = opt->seed;
-      j["witness_Q"] = matrix_json(approx->witness.Q);
-      j["witness_K"] = matrix_json(approx->witness.K);
+      if (emb) {
+        j["witness_W_Q"] = matrix_json(approx->WQ);
+        j["witness_W_K"] = matrix_json(approx->WK);
+      } else {
+        j["witness_Q"] = matrix_json(approx->witness.Q);
+        j["witness_K"] = matrix_json(approx->witness.K);
+      }
       if (has_epsilon) {
         j["epsilon"] = opt->epsilon;
         j["epsilon_verdict"] = to_string(epsilon_verdict(*approx, opt->epsilon));

@@ -5,3 +5,4 @@
 #include <attnrank/attention/softmax.hpp>
 #include <attnrank/attention/multi_head_attention.hpp>
 #include <attnrank/attention/certified_forward.hpp>
+#include <attnrank/attention/certified_softmax.hpp>

@@ -3,16 +3,20 @@
 #include <attnrank/reach/approximate.hpp>
 
 #include <attnrank/linalg/detail/balanced_factors.hpp>
+#include <attnrank/linalg/exact_rank.hpp>
 #include <attnrank/numbers/decimal.hpp>
+#include <attnrank/reach/detail/witness_search.hpp>
+#include <attnrank/reach/embeddings.hpp>
 #include <attnrank/reach/target.hpp>
 
-#include <LBFGS.h>
+#include <Eigen/QR>
+
 #include <mpfr.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <random>
+#include <tuple>
 #include <utility>
 
 namespace attnrank {
@@ -20,139 +24,6 @@ namespace {
 
 using Eigen::Index;
 constexpr double inf = std::numeric_limits<double>::infinity();
-
-/// Â rounded down entry by entry (0 <= below <= Â): the entry rounded down
-/// over the row sum rounded up, in MPFR. Every use below only needs a lower
-/// bound of Â: it decides which entries exceed eps and bounds eps / Â from above.
-Eigen::MatrixXd normalized_below(const Matrix<Rational>& A) {
-  Eigen::MatrixXd below(A.rows(), A.cols());
-  mpfr_t a, sum;
-  mpfr_inits2(64, a, sum, static_cast<mpfr_ptr>(nullptr));
-  for (Index i = 0; i < A.rows(); ++i) {
-    Rational s = 0;
-    for (Index j = 0; j < A.cols(); ++j) s += A(i, j);
-    mpfr_set_q(sum, s.backend().data(), MPFR_RNDU);
-    for (Index j = 0; j < A.cols(); ++j) {
-      mpfr_set_q(a, A(i, j).backend().data(), MPFR_RNDD);
-      mpfr_div(a, a, sum, MPFR_RNDD);
-      below(i, j) = mpfr_get_d(a, MPFR_RNDD);
-    }
-  }
-  mpfr_clears(a, sum, static_cast<mpfr_ptr>(nullptr));
-  return below;
-}
-
-/// The smooth surrogate the optimiser minimises over x = [vec Q; vec K]:
-/// with D = softmax(Q K^T / sqrt(d_k)) - T, either sum D^2 (tau = 0) or
-/// tau log sum exp(D^2 / tau), a smooth maximum of the squared errors. It keeps
-/// the point with the smallest max |D| it has seen (the optimiser is not trusted
-/// to end there).
-/// Thrown by the surrogate when the evaluation budget is spent: ends the run.
-struct BudgetSpent {};
-
-class Surrogate {
- public:
-  Surrogate(const Eigen::MatrixXd& T, Index dk, double tau, long& budget)
-      : T_(T), n_(T.rows()), dk_(dk), tau_(tau), budget_(budget) {}
-
-  double operator()(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
-    if (budget_-- <= 0) throw BudgetSpent{};
-    const Eigen::Map<const Eigen::MatrixXd> Q(x.data(), n_, dk_), K(x.data() + n_ * dk_, n_, dk_);
-    const double r = std::sqrt(static_cast<double>(dk_));
-    Eigen::MatrixXd P = Q * K.transpose() / r;
-    P = (P.colwise() - P.rowwise().maxCoeff()).array().exp().matrix();
-    P.array().colwise() /= P.rowwise().sum().array();
-    const Eigen::MatrixXd D = P - T_;
-    const double worst = D.cwiseAbs().maxCoeff();
-    if (std::isfinite(worst) && worst < best_error_) {
-      best_error_ = worst;
-      best_ = x;
-    }
-    Eigen::MatrixXd G;  // d f / d P
-    double f;
-    if (tau_ == 0) {
-      f = D.squaredNorm();
-      G = 2 * D;
-    } else {
-      const Eigen::ArrayXXd z = D.array().square() / tau_;
-      const double top = z.maxCoeff();
-      const Eigen::ArrayXXd w = (z - top).exp();
-      const double total = w.sum();
-      f = tau_ * (top + std::log(total));
-      G = (2 * D.array() * w / total).matrix();
-    }
-    // Softmax rows: d f / d S_ij = P_ij (G_ij - sum_k G_ik P_ik).
-    const Eigen::VectorXd inner = (G.array() * P.array()).rowwise().sum();
-    const Eigen::MatrixXd dS = (P.array() * (G.colwise() - inner).array()).matrix() / r;
-    grad.resize(x.size());
-    if (!std::isfinite(f) || !dS.allFinite()) {  // a trial step overflowed: report it as uphill, not NaN
-      grad.setZero();
-      return inf;
-    }
-    Eigen::Map<Eigen::MatrixXd>(grad.data(), n_, dk_) = dS * K;
-    Eigen::Map<Eigen::MatrixXd>(grad.data() + n_ * dk_, n_, dk_) = dS.transpose() * Q;
-    return f;
-  }
-
-  double best_error() const { return best_error_; }
-  const Eigen::VectorXd& best() const { return best_; }
-
- private:
-  const Eigen::MatrixXd& T_;
-  Index n_, dk_;
-  double tau_;
-  long& budget_;
-  double best_error_ = inf;
-  Eigen::VectorXd best_;
-};
-
-/// Runs L-BFGS from x: the squared error first, then four smooth maxima, each 8
-/// times colder than the last (the temperature follows the max error). Returns
-/// the point with the smallest max error seen (x if none better).
-Eigen::VectorXd optimise(const Eigen::MatrixXd& T, Index dk, Eigen::VectorXd x, int max_iterations, long& budget,
-                         double& best_error) {
-  LBFGSpp::LBFGSParam<double> param;
-  param.max_iterations = max_iterations;
-  param.epsilon = 1e-12;
-  param.epsilon_rel = 1e-12;
-  param.past = 5;
-  param.delta = 1e-12;
-  // Strong Wolfe line searches keep every curvature pair positive (Armijo alone,
-  // LBFGSpp's default, lets a bad pair turn the direction uphill).
-  param.linesearch = LBFGSpp::LBFGS_LINESEARCH_BACKTRACKING_STRONG_WOLFE;
-  param.max_linesearch = 40;
-  Eigen::VectorXd best = x;
-  best_error = inf;
-  double scale = 0;  // the current max error, which sets the smooth maximum's temperature
-  for (int stage = 0; stage < 5; ++stage) {
-    const double tau = stage == 0 ? 0.0 : scale * scale / std::pow(8.0, stage);
-    if (stage > 0 && !(tau > 0)) break;
-    if (budget <= 0) break;
-    Surrogate f(T, dk, tau, budget);
-    LBFGSpp::LBFGSSolver<double, LBFGSpp::LineSearchNocedalWright> solver(param);
-    // A line search that cannot progress throws; the run then starts afresh
-    // (memory cleared) from the best point, while that still helps.
-    double before = inf;
-    for (int attempt = 0; attempt < 4 && (attempt == 0 || f.best_error() < before); ++attempt) {
-      before = f.best_error();
-      Eigen::VectorXd y = attempt == 0 ? best : f.best();
-      double fx;
-      try {
-        solver.minimize(f, y, fx);
-        break;
-      } catch (const BudgetSpent&) {
-        break;  // the budget ends the run; the best point seen stays
-      } catch (const std::exception&) {
-      }
-    }
-    if (f.best_error() < best_error) {
-      best_error = f.best_error();
-      best = f.best();
-    }
-    scale = best_error;
-  }
-  return best;
-}
 
 Eigen::VectorXd pack(const Witness& w) {
   Eigen::VectorXd x(w.Q.size() + w.K.size());
@@ -168,19 +39,47 @@ Witness unpack(const Eigen::VectorXd& x, Index n, Index dk) {
   return w;
 }
 
-/// Certified singular values of log(Â)_RJ C_J, computed once per R x J.
-class SigmaCache {
+/// What the lower bounds of every width share: the certified singular values of
+/// log(Â)_RJ C_J, once per R x J, and below min Â (R x J = every entry, the same
+/// for every width and step) the bound on ||eta(eps)||_2 for each eps tried, since
+/// bisections over the same interval meet the same points.
+class LowerBoundCache {
  public:
   /// A: the target (unnormalised is fine: the centering removes row scaling).
-  /// The logs are enclosed once; each R x J slices and centers them.
-  SigmaCache(const Matrix<Rational>& A, Index values)
-      : log_(certified_log_bounds(detail::zeros_replaced(A))), values_(values) {}
+  /// The logs are enclosed once; each R x J slices and centers them. `below`:
+  /// lower bounds of Â.
+  LowerBoundCache(const Matrix<Rational>& A, const Eigen::MatrixXd& below, Index values)
+      : log_(certified_log_bounds(detail::zeros_replaced(A))), values_(values), smallest_(below.minCoeff()) {
+    for (Index i = 0; i < A.rows(); ++i) all_rows_.push_back(i);
+    for (Index j = 0; j < A.cols(); ++j) all_cols_.push_back(j);
+  }
+
+  /// A lower bound of min Â: below it, R x J is every entry.
+  double smallest() const { return smallest_; }
+  const std::vector<Index>& all_rows() const { return all_rows_; }
+  const std::vector<Index>& all_cols() const { return all_cols_; }
+
+  /// detail::eta_norm_upper on every entry (eps below smallest()), remembered.
+  double full_eta_norm(const Eigen::MatrixXd& below, double eps) {
+    const auto it = full_eta_.find(eps);
+    if (it != full_eta_.end()) return it->second;
+    const double v = detail::eta_norm_upper(below, all_rows_, all_cols_, eps);
+    full_eta_.emplace(eps, v);
+    return v;
+  }
 
   /// A certified lower bound on sigma_(index)(log(Â)_RJ C_J), 1-based; 0 when
   /// the submatrix has fewer singular values than that.
   double lower(const std::vector<Index>& rows, const std::vector<Index>& cols, Index index) {
+    const CertifiedSingularValues* s = values(rows, cols, index);
+    return s && index <= static_cast<Index>(s->values.size()) ? s->values[static_cast<std::size_t>(index - 1)].lower : 0;
+  }
+
+  /// The certified singular values of log(Â)_RJ C_J behind lower(); null when
+  /// it has fewer than `index`.
+  const CertifiedSingularValues* values(const std::vector<Index>& rows, const std::vector<Index>& cols, Index index) {
     const Index p = std::min<Index>(static_cast<Index>(rows.size()), static_cast<Index>(cols.size()));
-    if (index > p || cols.size() < 2) return 0;
+    if (index > p || cols.size() < 2) return nullptr;
     auto key = std::make_pair(rows, cols);
     auto it = cache_.find(key);
     if (it == cache_.end()) {
@@ -190,27 +89,32 @@ class SigmaCache {
       lower_only.upper_bounds = false;
       it = cache_.emplace(std::move(key), certified_singular_values(LC, std::min(values_, p), lower_only)).first;
     }
-    const auto& v = it->second.values;
-    return index <= static_cast<Index>(v.size()) ? v[static_cast<std::size_t>(index - 1)].lower : 0;
+    return &it->second;
   }
 
  private:
   BoundsMatrix log_;  ///< log A entrywise (zeros replaced: those entries are never in R x J)
   Index values_;
+  double smallest_;
+  std::vector<Index> all_rows_, all_cols_;
+  std::map<double, double> full_eta_;
   std::map<std::pair<std::vector<Index>, std::vector<Index>>, CertifiedSingularValues> cache_;
 };
 
-detail::ImpossibilityCheck check_impossible(const Eigen::MatrixXd& normalized, Index dk, double eps, SigmaCache& sigma,
+detail::ImpossibilityCheck check_impossible(const Eigen::MatrixXd& normalized, Index dk, double eps, LowerBoundCache& sigma,
                                             double theta = 1) {
   detail::ImpossibilityCheck c;
-  std::vector<Index> rows, cols;
-  detail::rows_and_columns_above(normalized, theta * eps, rows, cols);
-  c.rows = static_cast<Index>(rows.size());
-  c.cols = static_cast<Index>(cols.size());
-  if (c.rows == 0 || c.cols < 2) return c;
-  c.sigma_lower = sigma.lower(rows, cols, dk + 1);
+  const bool every_entry = theta * eps < sigma.smallest();
+  if (every_entry) {
+    c.rows = sigma.all_rows();
+    c.cols = sigma.all_cols();
+  } else {
+    detail::rows_and_columns_above(normalized, theta * eps, c.rows, c.cols);
+  }
+  if (c.rows.empty() || c.cols.size() < 2) return c;
+  c.sigma_lower = sigma.lower(c.rows, c.cols, dk + 1);
   if (!(c.sigma_lower > 0)) return c;
-  c.eta_norm = detail::eta_norm_upper(normalized, rows, cols, eps);
+  c.eta_norm = every_entry ? sigma.full_eta_norm(normalized, eps) : detail::eta_norm_upper(normalized, c.rows, c.cols, eps);
   c.impossible = c.eta_norm < c.sigma_lower;
   return c;
 }
@@ -218,7 +122,7 @@ detail::ImpossibilityCheck check_impossible(const Eigen::MatrixXd& normalized, I
 /// Bisection for the largest impossible eps in [lo, hi): each accepted step is
 /// its own proof, so the answer is sound even where the check is not monotone
 /// in eps (R x J changes as eps passes entries of Â).
-void bisect(const Eigen::MatrixXd& normalized, Index dk, double lo, double hi, int steps, SigmaCache& sigma,
+void bisect(const Eigen::MatrixXd& normalized, Index dk, double lo, double hi, int steps, LowerBoundCache& sigma,
             detail::ImpossibilityCheck& proof, double& best, double theta = 1) {
   for (int s = 0; s < steps && lo < hi; ++s) {
     const double mid = 0.5 * (lo + hi);
@@ -239,11 +143,11 @@ void bisect(const Eigen::MatrixXd& normalized, Index dk, double lo, double hi, i
 /// SVD serves every step; then, when even that is impossible, above it, where
 /// each step may choose a new R x J (and pay a new certified SVD).
 void lower_bound(const Eigen::MatrixXd& normalized, Index dk, double hi, int steps, int steps_above,
-                 SigmaCache& sigma, ApproxBounds& out) {
+                 LowerBoundCache& sigma, ApproxBounds& out) {
   if (!(hi > 0)) return;
   double best = 0;
   detail::ImpossibilityCheck proof;
-  const double smallest = normalized.minCoeff();  // a lower bound of min Â
+  const double smallest = sigma.smallest();  // a lower bound of min Â
   const double full_top = std::min(hi, smallest);
   if (full_top > 0) {
     const double edge = std::nextafter(full_top, 0.0);
@@ -260,9 +164,12 @@ void lower_bound(const Eigen::MatrixXd& normalized, Index dk, double hi, int ste
   if (full_top < hi)
     for (const double theta : {1.0, 2.0}) bisect(normalized, dk, full_top, hi, steps_above, sigma, proof, best, theta);
   out.error_lower = best;
-  out.lower_rows = proof.rows;
-  out.lower_cols = proof.cols;
-  out.sigma_lower = proof.sigma_lower;
+  if (best > 0) {
+    out.lower_proof.sigma_lower = proof.sigma_lower;
+    out.lower_proof.vectors = sigma.values(proof.rows, proof.cols, dk + 1)->right_vectors.leftCols(dk + 1);
+    out.lower_proof.rows = std::move(proof.rows);
+    out.lower_proof.cols = std::move(proof.cols);
+  }
 }
 
 void validate(const Matrix<Rational>& A, Index dk) {
@@ -272,80 +179,155 @@ void validate(const Matrix<Rational>& A, Index dk) {
                       " tokens has 1 <= d_k <= n");
 }
 
-ApproxBounds bounds_with(const Matrix<Rational>& A, const Eigen::MatrixXd& normalized, Index dk,
-                         const ApproxOptions& o, SigmaCache& sigma) {
+/// Fixed embeddings for the upper bound's search: X exactly and in doubles, the
+/// pseudo-inverse that maps a free start's Q, K to weights, and rank X.
+struct Embeddings {
+  const Matrix<Rational>& exact;
+  Eigen::MatrixXd X, pinv;
+  Index rank = 0;
+};
+
+/// The SVDs behind the starts, truncated to the widest width asked (each width's
+/// start is a truncation: the log-domain optimum at that width): the centered log
+/// of the target, and the same for the target with its entries floored at
+/// 0.01 / n and 0.1 / n. Tiny entries dominate log A (a weight of 1e-9 is a score
+/// 20 below its row), while the max error cares little about them, so the
+/// floored starts are often far better for saturated patterns.
+std::vector<TruncatedSvd> start_svds(const Matrix<Rational>& A, const Eigen::MatrixXd& T, Index widest) {
   const Index n = A.rows();
-  ApproxBounds out;
-  out.n = n;
-  out.dk = dk;
-  const unsigned bits = std::max(o.bits, 64u);
-  // The start: the log-domain optimum, certified as it is.
-  Witness start = detail::truncated_witness(approx_centered_log(detail::zeros_replaced(A)), dk);
-  start.error_bits = bits;
-  start.max_abs_error = certified_witness_error(A, start.Q, start.K, bits);
-  out.start_error = start.max_abs_error;
-  out.witness = start;
-  const Eigen::MatrixXd T = approx_normalized_target(A);
-  // The budget: evaluations cost about 6 n^2 d_k flops; by default about 2.5e10
-  // flops in all (a few seconds), at most 20000 evaluations. Runs go in order
-  // while some is left.
-  long budget = o.max_evaluations > 0 ? o.max_evaluations
-                                      : static_cast<long>(std::clamp(2.5e10 / (6.0 * double(n) * double(n) * double(dk)),
-                                                                     50.0, 20000.0));
-  // Starts: the log-domain optimum, and the same for the target with its entries
-  // floored at 0.01 / n and 0.1 / n. Tiny entries dominate log A (a weight of 1e-9
-  // is a score 20 below its row), while the max error cares little about them, so
-  // the floored starts are often far better for saturated patterns.
-  std::vector<Eigen::VectorXd> starts{pack(start)};
+  std::vector<TruncatedSvd> out{approx_truncated_svd(approx_centered_log(detail::zeros_replaced(A)), widest)};
   for (const double floor : {0.01, 0.1}) {
     const Eigen::MatrixXd floored = T.cwiseMax(floor / static_cast<double>(n));
     const Eigen::MatrixXd L = floored.array().log().matrix();
     const Eigen::MatrixXd LC = L.colwise() - L.rowwise().mean();
-    if (LC.allFinite()) starts.push_back(pack(detail::truncated_witness(LC, dk)));
+    if (LC.allFinite()) out.push_back(approx_truncated_svd(LC, widest));
   }
-  // Then seeded random restarts.
-  std::mt19937_64 rng(o.seed);
-  std::normal_distribution<double> gauss(0.0, 1.0);
-  const Eigen::VectorXd x0 = starts.front();  // a copy: starts grows below
-  const double spread = x0.size() ? std::max(x0.norm() / std::sqrt(static_cast<double>(x0.size())), 0.1) : 0.1;
-  // Even restarts perturb the first start; odd ones are fresh random points of
-  // its scale (another basin altogether).
-  for (int r = 0; r < o.restarts; ++r) {
-    Eigen::VectorXd x = r % 2 == 0 ? x0 : Eigen::VectorXd(Eigen::VectorXd::Zero(x0.size()));
-    const double size = r % 2 == 0 ? 0.5 * spread : spread;
-    for (Index t = 0; t < x.size(); ++t) x(t) += size * gauss(rng);
-    starts.push_back(std::move(x));
-  }
-  // Runs are compared by their double max error; only the best is certified
-  // (certification costs an MPFI softmax: more than a run at large n).
-  Eigen::VectorXd best_x;
-  double best_double = inf;
-  for (const Eigen::VectorXd& x : starts) {
-    if (budget <= 0) break;
-    if (!x.allFinite()) continue;
-    double run_error = inf;
-    Eigen::VectorXd y = optimise(T, dk, x, o.max_iterations, budget, run_error);
-    if (y.allFinite() && run_error < best_double) {
-      best_double = run_error;
-      best_x = std::move(y);
+  return out;
+}
+
+/// The start of width dk (<= n) from one of those SVDs.
+Witness start_at(const TruncatedSvd& svd, Index dk) {
+  Witness w;
+  std::tie(w.Q, w.K) = detail::balanced_factors(svd.U, svd.s, svd.V, dk, std::sqrt(static_cast<double>(dk)));
+  return w;
+}
+
+/// What every width shares: Â (bounds and doubles), the certified singular
+/// values of the centered log, the SVDs behind the starts, and the embeddings.
+struct Context {
+  Context(const Matrix<Rational>& target, Index widest, Index values, const Embeddings* embeddings = nullptr)
+      : A(target),
+        bounds(normalized_target_bounds(target)),
+        T(approx_normalized_target(target)),
+        sigma(target, bounds.lo, values),
+        svds(start_svds(target, T, std::min(widest, target.rows()))),
+        emb(embeddings) {}
+  const Matrix<Rational>& A;
+  BoundsMatrix bounds;
+  Eigen::MatrixXd T;
+  LowerBoundCache sigma;
+  std::vector<TruncatedSvd> svds;
+  const Embeddings* emb;
+};
+
+/// A free start of width w <= dk as weights of width dk on X: W = X^+ Q padded
+/// with zero columns, scaled by (dk / w)^(1/4) so the scores stay Q K^T / sqrt(w).
+Eigen::VectorXd weights_start(const Witness& w, const Embeddings& e, Index dk) {
+  const Index m = e.X.cols(), width = w.Q.cols();
+  const double scale = std::pow(static_cast<double>(dk) / static_cast<double>(width), 0.25);
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(2 * m * dk);
+  Eigen::Map<Eigen::MatrixXd>(x.data(), m, dk).leftCols(width) = scale * e.pinv * w.Q;
+  Eigen::Map<Eigen::MatrixXd>(x.data() + m * dk, m, dk).leftCols(width) = scale * e.pinv * w.K;
+  return x;
+}
+
+/// How the upper bound's witnesses are certified: in MPFI at the options' bits
+/// (what certificates and their checker use), or in doubles with directed
+/// rounding (attention/certified_softmax.hpp: as certified, far faster; width).
+enum class Certification { mpfi, doubles };
+
+/// error_upper at width dk: the starts, certified as they are, then (with
+/// o.optimise) the search from them, its result certified too; the best is kept.
+void upper_bound(Context& c, Index dk, const ApproxOptions& o, Certification how, ApproxBounds& out) {
+  const Matrix<Rational>& A = c.A;
+  const Index n = A.rows();
+  const unsigned bits = std::max(o.bits, 64u);
+  const Embeddings* emb = c.emb;
+  std::vector<Witness> free_starts;
+  for (const TruncatedSvd& svd : c.svds) free_starts.push_back(start_at(svd, std::min(dk, n)));
+  const auto certify_free = [&](Witness& w) {
+    if (how == Certification::mpfi) {
+      w.error_bits = bits;
+      w.max_abs_error = certified_witness_error(A, w.Q, w.K, bits);
+    } else {
+      w.error_bits = 53;  // doubles and directed rounding
+      w.max_abs_error = fast_certified_witness_error(c.bounds, w.Q, w.K);
+    }
+  };
+  std::vector<Eigen::VectorXd> starts;
+  if (!emb) {
+    for (const Witness& w : free_starts) starts.push_back(pack(w));
+    Witness start = free_starts.front();
+    certify_free(start);
+    out.start_error = start.max_abs_error;
+    out.witness = start;
+    const Eigen::VectorXd best = o.optimise ? detail::search_witness(c.T, dk, nullptr, starts, o) : Eigen::VectorXd();
+    if (best.size()) {
+      Witness w = unpack(best, n, dk);
+      certify_free(w);
+      if (w.max_abs_error < out.witness.max_abs_error) out.witness = std::move(w);
+    }
+    out.error_upper = out.witness.max_abs_error;
+  } else {
+    out.witness.max_abs_error = inf;  // no free witness: the weights are the witness
+    out.weights_error_bits = bits;
+    const Index m = emb->X.cols();
+    const auto certify = [&](const Eigen::VectorXd& x) {
+      const Eigen::MatrixXd WQ = Eigen::Map<const Eigen::MatrixXd>(x.data(), m, dk);
+      const Eigen::MatrixXd WK = Eigen::Map<const Eigen::MatrixXd>(x.data() + m * dk, m, dk);
+      const double error = detail::certified_embedding_error(A, emb->exact, WQ, WK, bits);
+      if (error < out.error_upper) {
+        out.error_upper = error;
+        out.WQ = WQ;
+        out.WK = WK;
+      }
+      return error;
+    };
+    if (emb->X.allFinite() && emb->pinv.allFinite()) {
+      for (const Witness& w : free_starts) starts.push_back(weights_start(w, *emb, dk));
+      out.start_error = certify(starts.front());
+      const Eigen::VectorXd best = o.optimise ? detail::search_witness(c.T, dk, &emb->X, starts, o) : Eigen::VectorXd();
+      if (best.size()) certify(best);
     }
   }
-  if (best_x.size()) {
-    Witness w = unpack(best_x, n, dk);
-    w.error_bits = bits;
-    w.max_abs_error = certified_witness_error(A, w.Q, w.K, bits);
-    if (w.max_abs_error < out.witness.max_abs_error) out.witness = std::move(w);
-  }
-  out.error_upper = out.witness.max_abs_error;
-  lower_bound(normalized, dk, std::min(out.error_upper, 1.0), o.bisection_steps, o.bisection_steps_above, sigma, out);
+}
+
+/// error_lower at width dk (min(dk, rank X) with embeddings), searched up to
+/// out.error_upper, and the words that explain it.
+void lower_bound_and_reason(Context& c, Index dk, const ApproxOptions& o, ApproxBounds& out) {
+  const Embeddings* emb = c.emb;
+  // With embeddings, X M X^T has rank <= min(d_k, rank X): the free bound at
+  // that width holds.
+  const Index width = emb ? std::min(dk, emb->rank) : dk;
+  lower_bound(c.bounds.lo, width, std::min(out.error_upper, 1.0), o.bisection_steps, o.bisection_steps_above, c.sigma, out);
+  const std::string sigma_name = "sigma_" + std::to_string(width + 1);
   if (out.error_lower > 0)
-    out.lower_reason = "sigma_" + std::to_string(dk + 1) + " of the centered log on " + std::to_string(out.lower_rows) +
-                       " x " + std::to_string(out.lower_cols) + " entries is certified >= " +
-                       format_lower_bound(out.sigma_lower, 3) + ", above every error matrix a head within " +
-                       format_lower_bound(out.error_lower, 3) + " could leave";
+    out.lower_reason = sigma_name + " of the centered log on " + std::to_string(out.lower_proof.rows.size()) + " x " +
+                       std::to_string(out.lower_proof.cols.size()) + " entries is certified >= " +
+                       format_lower_bound(out.lower_proof.sigma_lower, 3) + ", above every error matrix a head within " +
+                       format_lower_bound(out.error_lower, 3) + " could leave" +
+                       (emb && width < dk ? " (rank X = " + std::to_string(width) + " bounds the head's rank)" : "");
   else
-    out.lower_reason = "no error is excluded: the certified singular value sigma_" + std::to_string(dk + 1) +
+    out.lower_reason = "no error is excluded: the certified singular value " + sigma_name +
                        " is not above the bound for any eps tried";
+}
+
+ApproxBounds bounds_at(Context& c, Index dk, const ApproxOptions& o, Certification how) {
+  ApproxBounds out;
+  out.n = c.A.rows();
+  out.dk = dk;
+  upper_bound(c, dk, o, how, out);
+  lower_bound_and_reason(c, dk, o, out);
   return out;
 }
 
@@ -454,9 +436,18 @@ void rows_and_columns_above(const Eigen::MatrixXd& below, double eps, std::vecto
 
 ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Index dk, const ApproxOptions& o) {
   validate(A, dk);
-  const Eigen::MatrixXd normalized = normalized_below(A);
-  SigmaCache sigma(A, dk + 1);
-  return bounds_with(A, normalized, dk, o, sigma);
+  Context c(A, dk, dk + 1);
+  return bounds_at(c, dk, o, Certification::mpfi);
+}
+
+ApproxBounds approx_error_bounds(const Matrix<Rational>& A, const Matrix<Rational>& X, Index dk,
+                                 const ApproxOptions& o) {
+  detail::validate_embeddings_question(A, X, dk);
+  Embeddings e{X, X.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); }), {}, 0};
+  if (e.X.allFinite()) e.pinv = e.X.completeOrthogonalDecomposition().pseudoInverse();
+  e.rank = A.rows() - exact_kernel_basis(Matrix<Rational>(X.transpose())).cols();  // exact: N^T X = 0 spans the rest
+  Context c(A, dk, std::min(dk, e.rank) + 1, &e);
+  return bounds_at(c, dk, o, Certification::mpfi);
 }
 
 EpsilonVerdict epsilon_verdict(const ApproxBounds& b, double epsilon) {
@@ -474,6 +465,30 @@ const char* to_string(EpsilonVerdict v) {
   return "undecided";
 }
 
+namespace {
+/// Carries each bound to the neighbouring widths and reads off the widths. E* is
+/// non-increasing in d_k (a head of width d is one of width d + 1 with a zero
+/// column, rescaled): lower bounds carry from the right, upper bounds from the left.
+void settle(WidthResult& out) {
+  for (std::size_t i = out.profile.size(); i-- > 1;)
+    out.profile[i - 1].error_lower = std::max(out.profile[i - 1].error_lower, out.profile[i].error_lower);
+  for (std::size_t i = 1; i < out.profile.size(); ++i)
+    out.profile[i].error_upper = std::min(out.profile[i].error_upper, out.profile[i - 1].error_upper);
+  out.width_lower = out.max_dk + 1;
+  for (const WidthProfileEntry& e : out.profile)
+    if (!(e.error_lower > out.epsilon)) {
+      out.width_lower = e.dk;
+      break;
+    }
+  out.width_upper = 0;
+  for (const WidthProfileEntry& e : out.profile)
+    if (e.error_upper <= out.epsilon) {
+      out.width_upper = e.dk;
+      break;
+    }
+}
+}  // namespace
+
 WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk, const ApproxOptions& o) {
   validate(A, 1);
   if (!(epsilon >= 0 && epsilon <= 1))
@@ -482,46 +497,35 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   if (max_dk == 0) max_dk = n;
   if (max_dk < 1 || max_dk > n)
     throw input_error("max d_k = " + std::to_string(max_dk) + " is out of range: 1 <= max d_k <= n = " + std::to_string(n));
-  const Eigen::MatrixXd normalized = normalized_below(A);
-  SigmaCache sigma(A, max_dk + 1);  // one certified SVD serves every d_k on the same R x J
+  // One certified SVD (lower bounds) and one SVD per start (upper bounds) serve every width.
+  Context c(A, max_dk, max_dk + 1);
   WidthResult out;
   out.epsilon = epsilon;
   out.max_dk = max_dk;
-  // Once a width is certified within epsilon, every larger one is too (below):
-  // those widths carry its upper bound and compute only their lower bounds,
-  // which share the certified SVD, instead of optimising a witness each.
-  double carried_upper = inf;
-  bool within = false;
+  // First every width from its starts alone, certified in doubles: the bracket.
+  ApproxOptions starts_only = o;
+  starts_only.optimise = false;
   for (Index dk = 1; dk <= max_dk; ++dk) {
-    if (within) {
-      ApproxBounds b;
-      lower_bound(normalized, dk, std::min(carried_upper, 1.0), o.bisection_steps, o.bisection_steps_above, sigma, b);
-      out.profile.push_back({dk, b.error_lower, carried_upper});
-      continue;
-    }
-    const ApproxBounds b = bounds_with(A, normalized, dk, o, sigma);
+    const ApproxBounds b = bounds_at(c, dk, starts_only, Certification::doubles);
     out.profile.push_back({dk, b.error_lower, b.error_upper});
-    carried_upper = std::min(carried_upper, b.error_upper);
-    within = carried_upper <= epsilon;
   }
-  // E* is non-increasing in d_k (a head of width d is one of width d + 1 with a
-  // zero column, rescaled), so each bound carries over: lower bounds from the
-  // right, upper bounds from the left.
-  for (std::size_t i = out.profile.size(); i-- > 1;)
-    out.profile[i - 1].error_lower = std::max(out.profile[i - 1].error_lower, out.profile[i].error_lower);
-  for (std::size_t i = 1; i < out.profile.size(); ++i)
-    out.profile[i].error_upper = std::min(out.profile[i].error_upper, out.profile[i - 1].error_upper);
-  out.width_lower = max_dk + 1;
-  for (const WidthProfileEntry& e : out.profile)
-    if (!(e.error_lower > epsilon)) {
-      out.width_lower = e.dk;
-      break;
+  settle(out);
+  // Then the search, only where it can lower width_upper: by bisection over the
+  // open widths [width_lower, width_upper) (a witness within epsilon at d settles
+  // every width above d), each result certified in doubles.
+  if (o.optimise) {
+    Index lo = out.width_lower, hi = out.width_upper ? out.width_upper - 1 : max_dk;
+    while (lo <= hi) {
+      const Index mid = lo + (hi - lo) / 2;
+      ApproxBounds b;
+      upper_bound(c, mid, o, Certification::doubles, b);
+      WidthProfileEntry& e = out.profile[static_cast<std::size_t>(mid - 1)];
+      e.error_upper = std::min(e.error_upper, b.error_upper);
+      if (b.error_upper <= epsilon) hi = mid - 1;
+      else lo = mid + 1;
     }
-  for (const WidthProfileEntry& e : out.profile)
-    if (e.error_upper <= epsilon) {
-      out.width_upper = e.dk;
-      break;
-    }
+    settle(out);
+  }
   return out;
 }
 

@@ -1,5 +1,6 @@
 // Writing and checking free-scores certificates (attnrank/reach/certificate.hpp).
 #include <attnrank/reach/certificate.hpp>
+#include <attnrank/reach/detail/approximate_certificate.hpp>
 #include <attnrank/reach/detail/certificate_parts.hpp>
 
 #include <attnrank/io/detail/json_fields.hpp>
@@ -180,13 +181,17 @@ void add_free_claims(json& c, const ReachResult& r) {
 /// The fields a free certificate has (the embeddings certificate of a full-row-
 /// rank X adds its own to these).
 const std::vector<const char*> free_required_fields = {"format", "question", "target_fingerprint", "n", "dk", "verdict", "digest"};
-const std::vector<const char*> free_optional_fields = {"zero_entry", "floor_lower", "floor_upper", "lower_proof", "upper_proof", "witness"};
+const std::vector<const char*> free_optional_fields = {"zero_entry", "floor_lower", "floor_upper", "lower_proof", "upper_proof", "witness", "approximate"};
 
 /// The format string, checked before anything else: an older format gets a
 /// message that says so rather than a list of fields it lacks.
 void check_format(const json& c) {
   if (!c.is_object() || !c.contains("format")) throw std::invalid_argument("not an attnrank reach certificate");
   const std::string format = json_string(c.at("format"), "format");
+  if (format == "attnrank-reach-certificate/2") {  // /3 without the approximate bounds
+    if (c.contains("approximate")) throw std::invalid_argument("a certificate of format /2 has no \"approximate\" field");
+    return;
+  }
   if (format != reach_certificate_format)
     throw std::invalid_argument("format \"" + format + "\" is not " + reach_certificate_format +
                                 (format == "attnrank-reach-certificate/1" ? " (written by an earlier attnrank: run reach --certificate again)" : ""));
@@ -307,9 +312,14 @@ void check_free_claims(const Matrix<Rational>& A, const json& c, Eigen::Index ma
 
 }  // namespace detail
 
-nlohmann::json make_reach_certificate(const Matrix<Rational>& A, const ReachResult& r) {
+nlohmann::json make_reach_certificate(const Matrix<Rational>& A, const ReachResult& r, const ApproxBounds* approx,
+                                      std::optional<double> epsilon) {
   detail::json c{{"format", reach_certificate_format}, {"question", "free"}, {"target_fingerprint", target_fingerprint(A)}};
   detail::add_free_claims(c, r);
+  if (approx) {
+    if (approx->dk != r.dk) throw std::invalid_argument("make_reach_certificate: the approximate bounds are for another d_k");
+    c["approximate"] = detail::approximate_claims(*approx, epsilon);
+  }
   c["digest"] = detail::digest_of(c);
   return c;
 }
@@ -324,6 +334,10 @@ CertificateCheck check_reach_certificate(const Matrix<Rational>& A, const nlohma
     if (detail::json_string(c.at("question"), "question") != "free") return reject("question must be \"free\"");
     detail::check_header(c, A);
     detail::check_free_claims(A, c, A.rows());
+    if (c.contains("approximate")) {
+      detail::check_approximate_claims(A, nullptr, detail::json_integer(c.at("dk")), c.at("approximate"));
+      return CertificateCheck{true, "verified: floor bounds, verdict, witness error and the approximate bounds re-proven from the target"};
+    }
   } catch (const std::exception& e) {
     return reject(e.what());
   }

@@ -98,11 +98,10 @@ AdmissibleScores admissible_scores(const Matrix<Rational>& A, const Matrix<Ratio
   return a;
 }
 
-EmbeddingsReach reach_with_embeddings(const Matrix<Rational>& A, const Matrix<Rational>& X, Eigen::Index dk,
-                                             const ReachOptions& o) {
-  using Eigen::Index;
+namespace detail {
+void validate_embeddings_question(const Matrix<Rational>& A, const Matrix<Rational>& X, Eigen::Index dk) {
   validate_target(A, "target");
-  const Index n = A.rows();
+  const Eigen::Index n = A.rows();
   if (X.rows() != n)
     throw input_error("the embeddings X have " + std::to_string(X.rows()) + " rows, but the target has n = " +
                       std::to_string(n) + " tokens (X must be n x d_model)", "embeddings X");
@@ -110,6 +109,14 @@ EmbeddingsReach reach_with_embeddings(const Matrix<Rational>& A, const Matrix<Ra
   if (dk < 1 || dk > X.cols())
     throw input_error("d_k = " + std::to_string(dk) + " is out of range: with d_model = " + std::to_string(X.cols()) +
                       " a head has 1 <= d_k <= d_model");
+}
+}  // namespace detail
+
+EmbeddingsReach reach_with_embeddings(const Matrix<Rational>& A, const Matrix<Rational>& X, Eigen::Index dk,
+                                             const ReachOptions& o) {
+  using Eigen::Index;
+  detail::validate_embeddings_question(A, X, dk);
+  const Index n = A.rows();
   EmbeddingsReach out;
   const Matrix<Rational> N = exact_kernel_basis(Matrix<Rational>(X.transpose()));  // n x k, N^T X = 0
   const Index free_dk = std::min(dk, n);

@@ -2,6 +2,7 @@
 #include <attnrank/reach/embeddings_certificate.hpp>
 #include <attnrank/io/detail/json_fields.hpp>
 #include <attnrank/io/json.hpp>
+#include <attnrank/reach/detail/approximate_certificate.hpp>
 #include <attnrank/reach/detail/certificate_parts.hpp>
 
 using nlohmann::json;
@@ -27,7 +28,8 @@ void check_weights(const Matrix<Rational>& A, const Matrix<Rational>& X, const j
 }  // namespace detail
 
 nlohmann::json make_embeddings_certificate(const Matrix<Rational>& A, const Matrix<Rational>& X,
-                                                  const EmbeddingsReach& e) {
+                                                  const EmbeddingsReach& e, const ApproxBounds* approx,
+                                                  std::optional<double> epsilon) {
   using nlohmann::json;
   const ReachResult& r = e.result;
   json c{{"format", reach_certificate_format},
@@ -55,6 +57,10 @@ nlohmann::json make_embeddings_certificate(const Matrix<Rational>& A, const Matr
                     {"W_K", matrix_json(e.WK)},
                     {"error_bits", e.weights_error_bits},
                     {"max_abs_error", e.weights_max_abs_error}};
+  if (approx) {
+    if (approx->dk != r.dk) throw std::invalid_argument("make_embeddings_certificate: the approximate bounds are for another d_k");
+    c["approximate"] = detail::approximate_claims(*approx, epsilon);
+  }
   c["digest"] = detail::digest_of(c);
   return c;
 }
@@ -68,7 +74,7 @@ CertificateCheck check_embeddings_certificate(const Matrix<Rational>& A, const M
     check_format(c);
     if (!c.contains("question") || c.at("question") != "embeddings") return reject("not a certificate for fixed embeddings");
     const bool free_decides = !c.contains("constraints");
-    const std::vector<const char*> optional = joined(free_decides ? free_optional_fields : std::vector<const char*>{}, {"weights"});
+    const std::vector<const char*> optional = joined(free_decides ? free_optional_fields : std::vector<const char*>{"approximate"}, {"weights"});
     const std::vector<const char*> required =
         free_decides ? joined(free_required_fields, {"x_fingerprint", "x_full_row_rank"})
                      : joined(free_required_fields, {"x_fingerprint", "x_full_row_rank", "constraints", "rank_lower",
@@ -85,6 +91,7 @@ CertificateCheck check_embeddings_certificate(const Matrix<Rational>& A, const M
     if (free_decides && N.cols() != 0 && !c.contains("zero_entry"))
       return reject("X does not have full row rank and the target has no zero entry: the free question does not decide");
     if (c.contains("weights")) check_weights(A, X, c.at("weights"), dk);
+    if (c.contains("approximate")) check_approximate_claims(A, &X, dk, c.at("approximate"));
     if (free_decides) {
       check_free_claims(A, c, X.cols());
       return CertificateCheck{true, "verified: the free question decides (X has full row rank or the target a zero entry); floor bounds, verdict and errors re-proven from the target and X"};

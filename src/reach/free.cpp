@@ -1,6 +1,7 @@
 // The free-scores decision of attnrank/reach/free.hpp: floor bounds, witness, verdict.
 #include <attnrank/reach/free.hpp>
 
+#include <attnrank/attention/certified_softmax.hpp>
 #include <attnrank/attention/softmax.hpp>
 #include <attnrank/linalg/numeric_rank.hpp>
 #include <attnrank/linalg/detail/balanced_factors.hpp>
@@ -132,6 +133,14 @@ double certified_witness_error(const Matrix<Rational>& A, const Eigen::MatrixXd&
     for (Index j = 0; j < n; ++j) mpfi_interv_d(S(i, j).backend().data(), qk.lo(i, j), qk.hi(i, j));
   detail::scale_by_root_dk(S, Q.cols());
   return detail::softmax_distance(A, S);
+}
+
+double fast_certified_witness_error(const BoundsMatrix& target, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K) {
+  const Eigen::Index n = target.lo.rows();
+  if (Q.rows() != n || K.rows() != n || Q.cols() != K.cols() || Q.cols() < 1)
+    throw input_error("witness: Q and K must both be " + std::to_string(n) + " x d_k");
+  if (!Q.allFinite() || !K.allFinite()) return INFINITY;
+  return max_abs_difference_upper(certified_softmax_bounds(certified_scaled_scores(Q, K)), target);
 }
 
 namespace detail {

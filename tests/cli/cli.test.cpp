@@ -250,6 +250,25 @@ TEST_CASE("attnrank reach --epsilon, width and svd") {
     CHECK(text.rfind("epsilon 0.01: not_within", 0) == 0);  // leads with the question asked
     CHECK_THAT(text, Catch::Contains("verdict: unreachable") && Catch::Contains("how close: "));
   }
+  SECTION("reach: the certificate carries the bounds, and the checker re-proves them") {
+    const std::string cert = (scratch() / "cert_eps.json").string();
+    REQUIRE(attnrank_cli("reach diag:4:0.7 --dk 1 --epsilon 0.2 --certificate " + cert).code == 0);
+    const auto c = nlohmann::json::parse(slurp(cert));
+    CHECK(c["format"] == "attnrank-reach-certificate/3");
+    CHECK(c["approximate"]["epsilon_verdict"] == "undecided");
+    CHECK(c["approximate"]["error_lower"].get<double>() > 0);
+    CHECK_THAT(attnrank_cli("reach --check " + cert + " diag:4:0.7").out, Catch::Contains("the approximate bounds re-proven"));
+  }
+  SECTION("reach --x --epsilon: bounds for heads on fixed embeddings, weights as the witness") {
+    const std::string x = file("emb_eps.csv", "1,0\n0,1\n1,1\n2,-1\n"), cert = (scratch() / "cert_x_eps.json").string();
+    const auto j = nlohmann::json::parse(attnrank_cli("reach diag:4:0.7 --dk 2 --x " + x + " --epsilon 0.1 --json").out);
+    CHECK(j["question"] == "embeddings");
+    CHECK(j["witness_W_Q"].size() == 2);
+    CHECK(j["error_lower"].get<double>() <= j["error_upper"].get<double>());
+    CHECK(j["certificate"]["approximate"].contains("weights"));
+    REQUIRE(attnrank_cli("reach diag:4:0.7 --dk 2 --x " + x + " --epsilon 0.1 --certificate " + cert).code == 0);
+    CHECK(attnrank_cli("reach --check " + cert + " diag:4:0.7 --x " + x).code == 0);
+  }
   SECTION("width: the bracket, the profile, the figure") {
     const std::string svg = (scratch() / "width.svg").string();
     const Run r = attnrank_cli("width diag:3:0.8 --epsilon 0.2 --json --svg " + svg);
@@ -263,6 +282,13 @@ TEST_CASE("attnrank reach --epsilon, width and svd") {
     const std::string figure = slurp(svg);
     CHECK_THAT(figure, Catch::Contains("<svg") && Catch::Contains("class=\"band\""));
     CHECK_THAT(attnrank_cli("width diag:3:0.8 --epsilon 0.2").out, Catch::Contains("1 <= d_k <= 2"));
+    // Without the search: the starts' bounds, never below the searched ones; the same lower bounds.
+    const auto fast = nlohmann::json::parse(attnrank_cli("width diag:3:0.8 --epsilon 0.2 --no-search --json").out);
+    for (std::size_t i = 0; i < 3; ++i) {
+      CHECK(fast["profile"][i]["error_upper"].get<double>() >= j["profile"][i]["error_upper"].get<double>());
+      CHECK(fast["profile"][i]["error_lower"] == j["profile"][i]["error_lower"]);
+    }
+    CHECK_THAT(attnrank_cli("width diag:3:0.8 --epsilon 0.2 --no-search").out, Catch::Contains("--no-search"));
   }
   SECTION("svd: certified bounds as decimal strings, gaps when asked") {
     const auto j = nlohmann::json::parse(attnrank_cli("svd hilbert:4 --top 4 --gaps --json").out);

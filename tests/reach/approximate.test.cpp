@@ -8,6 +8,8 @@
 #include <attnrank/attention/softmax.hpp>
 #include <attnrank/io/matrix_spec.hpp>
 #include <attnrank/reach/approximate.hpp>
+#include <attnrank/reach/detail/witness_search.hpp>
+#include <attnrank/reach/embeddings.hpp>
 
 #include <cmath>
 #include <random>
@@ -59,8 +61,8 @@ TEST_CASE("attnrank::approx_error_bounds on the tutorial target") {
   CHECK(b.error_upper < 0.3501);
   CHECK(b.start_error > 0.37);  // the log-domain witness is worse; the optimiser fixes it
   CHECK(b.witness.max_abs_error == b.error_upper);
-  CHECK(b.lower_rows == 3);
-  CHECK(b.sigma_lower > 2);
+  CHECK(b.lower_proof.rows.size() == 3);
+  CHECK(b.lower_proof.sigma_lower > 2);
   CHECK(epsilon_verdict(b, 0.36) == EpsilonVerdict::within);
   CHECK(epsilon_verdict(b, 0.01) == EpsilonVerdict::not_within);
   CHECK(epsilon_verdict(b, 0.2) == EpsilonVerdict::undecided);
@@ -186,5 +188,87 @@ TEST_CASE("attnrank::detail::eta_norm_upper and rows_and_columns_above") {
     for (const Eigen::Index i : rows)
       for (const Eigen::Index j : cols) RC_ASSERT(below(i, j) > t);
     if ((below.array() > t).all()) RC_ASSERT(rows.size() == std::size_t(n) && cols.size() == std::size_t(m));
+  });
+}
+
+TEST_CASE("attnrank::approx_error_bounds with fixed embeddings") {
+  const Matrix<Rational> A = generated_target(6, 2, 1.0, 1e-2, 11).A;
+  SECTION("X = I: the free question; the lower bound is the free one, the upper bound as good within 2x") {
+    const ApproxBounds free = approx_error_bounds(A, 2, quick());
+    const ApproxBounds on_x = approx_error_bounds(A, Matrix<Rational>(Matrix<Rational>::Identity(6, 6)), 2, quick());
+    // The same proof at the same width; bisection ranges end at each error_upper, so
+    // the two may differ by the bisection's resolution.
+    CHECK(on_x.error_lower == Approx(free.error_lower).epsilon(0.02));
+    CHECK(on_x.lower_proof.vectors.cols() == 3);
+    CHECK(on_x.error_upper <= 2 * free.error_upper);
+    CHECK(on_x.error_lower <= on_x.error_upper);
+    CHECK(on_x.WQ.rows() == 6);
+    CHECK(on_x.WQ.cols() == 2);
+    CHECK(std::isinf(on_x.witness.max_abs_error));  // the weights are the witness, not a free Q, K
+    CHECK(detail::certified_embedding_error(A, Matrix<Rational>(Matrix<Rational>::Identity(6, 6)), on_x.WQ, on_x.WK, 256) <=
+          on_x.error_upper);
+  }
+  SECTION("rank X bounds the head's rank: X of rank 1 at d_k = 3 has the free width-1 lower bound") {
+    Matrix<Rational> X(6, 3);
+    for (Eigen::Index i = 0; i < 6; ++i) X.row(i) << i + 1, 2 * (i + 1), -(i + 1);
+    const ApproxBounds b = approx_error_bounds(A, X, 3, quick());
+    CHECK(b.error_lower == Approx(approx_error_bounds(A, 1, quick()).error_lower).epsilon(0.02));
+    CHECK(b.lower_proof.vectors.cols() == 2);  // sigma_2: width min(3, rank X) = 1, plus one
+    CHECK(b.lower_reason.find("rank X = 1") != std::string::npos);
+  }
+  SECTION("bad input") {
+    CHECK_THROWS_WITH(approx_error_bounds(A, Matrix<Rational>(Matrix<Rational>::Identity(5, 5)), 1),
+                      Catch::Contains("the embeddings X have 5 rows"));
+    CHECK_THROWS_WITH(approx_error_bounds(A, Matrix<Rational>(Matrix<Rational>::Identity(6, 2)), 3),
+                      Catch::Contains("d_k = 3 is out of range"));
+  }
+  rc::prop("a head on X that generated a perturbed target: error_lower <= its certified error; the search never worsens the start", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(3, 8);
+    const auto m = *rc::gen::inRange<Eigen::Index>(1, 6);
+    const auto dk = *rc::gen::inRange<Eigen::Index>(1, m + 1);
+    std::mt19937_64 rng(*rc::gen::arbitrary<std::uint32_t>());
+    std::normal_distribution<double> g(0.0, 1.0);
+    const Eigen::MatrixXd Xd = Eigen::MatrixXd::NullaryExpr(n, m, [&] { return std::round(4 * g(rng)) / 4; });
+    const Eigen::MatrixXd WQ = Eigen::MatrixXd::NullaryExpr(m, dk, [&] { return g(rng); });
+    const Eigen::MatrixXd WK = Eigen::MatrixXd::NullaryExpr(m, dk, [&] { return g(rng); });
+    Eigen::MatrixXd P = softmax_rows(Eigen::MatrixXd((Xd * WQ) * (Xd * WK).transpose() / std::sqrt(double(dk))));
+    std::uniform_real_distribution<double> u(-1e-3, 1e-3);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) P(i, j) = std::max(P(i, j) + u(rng), 1e-9);
+    const Matrix<Rational> T = P.unaryExpr([](double x) { return to_rational(x); });
+    const Matrix<Rational> X = Xd.unaryExpr([](double x) { return to_rational(x); });
+    const double known = detail::certified_embedding_error(T, X, WQ, WK, 64);  // E*_X <= known
+    const ApproxBounds b = approx_error_bounds(T, X, dk, quick());
+    RC_ASSERT(b.error_lower <= known);
+    RC_ASSERT(b.error_lower <= b.error_upper);
+    RC_ASSERT(b.error_upper <= b.start_error);
+  });
+}
+
+TEST_CASE("attnrank::detail::surrogate_value") {
+  rc::prop("the gradient matches central differences (free and through X)", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(2, 6), dk = *rc::gen::inRange<Eigen::Index>(1, 3);
+    const bool embeddings = *rc::gen::arbitrary<bool>();
+    const Eigen::Index m = embeddings ? *rc::gen::inRange<Eigen::Index>(1, 5) : n;
+    std::mt19937_64 rng(*rc::gen::arbitrary<std::uint32_t>());
+    std::normal_distribution<double> g(0.0, 1.0);
+    const Eigen::MatrixXd X = Eigen::MatrixXd::NullaryExpr(n, m, [&] { return g(rng); });
+    const Eigen::MatrixXd T = softmax_rows(Eigen::MatrixXd(Eigen::MatrixXd::NullaryExpr(n, n, [&] { return g(rng); })));
+    const Eigen::VectorXd x = Eigen::VectorXd::NullaryExpr(2 * m * dk, [&] { return 0.5 * g(rng); });
+    const double tau = *rc::gen::element(0.0, 0.01, 0.1);
+    Eigen::VectorXd grad, scratch;
+    double worst = 0;
+    detail::surrogate_value(T, dk, embeddings ? &X : nullptr, tau, x, grad, worst);
+    RC_ASSERT(worst >= 0);
+    for (Eigen::Index t = 0; t < x.size(); ++t) {
+      const double h = 1e-6;
+      Eigen::VectorXd up = x, down = x;
+      up(t) += h;
+      down(t) -= h;
+      const double f_up = detail::surrogate_value(T, dk, embeddings ? &X : nullptr, tau, up, scratch, worst);
+      const double f_down = detail::surrogate_value(T, dk, embeddings ? &X : nullptr, tau, down, scratch, worst);
+      // Central differences err by O(h^2 f''') plus rounding O(u f / h): 1e-5 relative to the scale.
+      RC_ASSERT(std::abs((f_up - f_down) / (2 * h) - grad(t)) <= 1e-5 * (1 + grad.cwiseAbs().maxCoeff()));
+    }
   });
 }

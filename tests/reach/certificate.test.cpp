@@ -8,12 +8,14 @@
 //  * targets beyond the double range get finite witnesses and valid certificates.
 #include "rank_support.hpp"
 
+#include <attnrank/reach/approximate.hpp>
 #include <attnrank/reach/certificate.hpp>
 #include <attnrank/reach/detail/certificate_parts.hpp>
 #include <attnrank/reach/embeddings.hpp>
 #include <attnrank/reach/embeddings_certificate.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,7 +61,7 @@ std::vector<std::pair<std::string, json>> tampered(const json& c, Eigen::Index n
     out.emplace_back("unknown field in " + at.to_string(), redigest(added));
     for (const auto& item : node.items()) {
       const json::json_pointer p = at / item.key();
-      const bool optional = at.empty() && (item.key() == "witness" || item.key() == "weights");
+      const bool optional = at.empty() && (item.key() == "witness" || item.key() == "weights" || item.key() == "approximate");
       if (item.key() != "digest" && !optional) {
         json removed = c;
         removed[p.parent_pointer()].erase(item.key());
@@ -95,6 +97,40 @@ std::vector<std::pair<std::string, json>> tampered(const json& c, Eigen::Index n
     t = c;
     t["witness"]["max_abs_error"] = -1.0;
     out.emplace_back("negative error bound", redigest(t));
+  }
+  if (c.contains("approximate")) {
+    const json& a = c["approximate"];
+    const auto change = [&](const std::string& why, const json::json_pointer& p, json value) {
+      json t = c;
+      t["approximate"][p] = std::move(value);
+      out.emplace_back(why, redigest(t));
+    };
+    json old_format = c;
+    old_format["format"] = "attnrank-reach-certificate/2";
+    out.emplace_back("format /2 with approximate bounds", redigest(old_format));
+    const double lower = a["error_lower"].get<double>();
+    if (lower > 0) {
+      change("error_lower doubled", json::json_pointer("/error_lower"), 2 * lower);
+      change("error_lower one percent up", json::json_pointer("/error_lower"), 1.01 * lower);
+      change("error_lower zero, its proof kept", json::json_pointer("/error_lower"), 0.0);
+      change("lower proof's width one more", json::json_pointer("/lower_proof/width"), a["lower_proof"]["width"].get<long>() + 1);
+      change("lower proof's vectors zero", json::json_pointer("/lower_proof/vectors"),
+             matrix_json(Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(a["lower_proof"]["vectors"].size()),
+                                               static_cast<Eigen::Index>(a["lower_proof"]["vectors"][0].size()))));
+      json rows = a["lower_proof"]["rows"];
+      rows.push_back(rows[0]);
+      change("a row twice", json::json_pointer("/lower_proof/rows"), rows);
+    }
+    if (a["error_upper"].is_number()) {
+      const double upper = a["error_upper"].get<double>();
+      change("error_upper halved", json::json_pointer("/error_upper"), 0.5 * upper);
+      change("error_upper null, the witness kept", json::json_pointer("/error_upper"), nullptr);
+      change("error_upper below error_lower", json::json_pointer("/error_upper"), 0.5 * lower);
+    }
+    if (a.contains("epsilon_verdict"))
+      for (const char* v : {"within", "not_within", "undecided", "maybe"})
+        if (a["epsilon_verdict"] != v) change(std::string("epsilon_verdict ") + v, json::json_pointer("/epsilon_verdict"), v);
+    if (a.contains("epsilon")) change("epsilon above 1", json::json_pointer("/epsilon"), 1.5);
   }
   return out;
 }
@@ -178,6 +214,40 @@ TEST_CASE("attnrank certificates: properties", "[property]") {
     RC_ASSERT(c.valid);
     if (r.witness && r.witness->Q_exact.size() == 0) RC_ASSERT(true_witness_error(A, r.witness->Q, r.witness->K) <= r.witness->max_abs_error + 1e-60);
   });
+  rc::prop("approximate bounds: the producer's certificate passes its own checker, free and on embeddings, with zeros and tiny entries", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(2, 7);
+    Matrix<Rational> A = gen_positive_target(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const int kind = *rc::gen::inRange(0, 6);
+      if (kind == 0) A(i, (i + 1) % n) = 0;
+      if (kind == 1) A(i, (i + 1) % n) = Rational(1, Integer(10) << 200);
+    }
+    ApproxOptions o;
+    o.max_iterations = 30;
+    o.restarts = *rc::gen::inRange(0, 2);
+    o.seed = *rc::gen::arbitrary<std::uint32_t>();
+    const std::optional<double> eps = *rc::gen::element(std::optional<double>(), std::optional<double>(0.05));
+    if (*rc::gen::arbitrary<bool>()) {
+      const auto dk = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+      const ApproxBounds b = approx_error_bounds(A, dk, o);
+      RC_ASSERT(b.error_lower <= b.error_upper);
+      const CertificateCheck c = check_reach_certificate(A, make_reach_certificate(A, reach(A, dk), &b, eps));
+      RC_LOG() << c.reason;
+      RC_ASSERT(c.valid);
+    } else {
+      const auto d = *rc::gen::inRange<Eigen::Index>(1, 6);
+      const Matrix<Rational> X = rational_matrix(gen_integer_matrix(n, d, 3));
+      const auto dk = *rc::gen::inRange<Eigen::Index>(1, d + 1);
+      const ApproxBounds b = approx_error_bounds(A, X, dk, o);
+      RC_ASSERT(b.error_lower <= b.error_upper);
+      if (std::isfinite(b.error_upper))
+        RC_ASSERT(detail::certified_embedding_error(A, X, b.WQ, b.WK, 256) <= b.error_upper + 1e-60);
+      const CertificateCheck c =
+          check_embeddings_certificate(A, X, make_embeddings_certificate(A, X, reach_with_embeddings(A, X, dk), &b, eps));
+      RC_LOG() << c.reason;
+      RC_ASSERT(c.valid);
+    }
+  });
 }
 
 TEST_CASE("attnrank certificates: targets beyond the double range") {
@@ -249,6 +319,33 @@ TEST_CASE("attnrank certificates: the checkers accept exactly the format") {
         expect_all_tampering_rejected(make_embeddings_certificate(T, X, reach_with_embeddings(T, X, dk)), T.rows(),
                                       [&, &T = T, &X = X](const json& t) { return check_embeddings_certificate(T, X, t); });
       }
+  }
+  SECTION("certificates with approximate bounds, free and on embeddings: every tampering is rejected") {
+    ApproxOptions quick;
+    quick.max_iterations = 40;
+    quick.restarts = 0;
+    const Matrix<Rational> A = *builtin_matrix("diag:4:0.7");
+    for (Eigen::Index dk : {1, 2}) {
+      INFO("free, d_k = " << dk);
+      const ApproxBounds b = approx_error_bounds(A, dk, quick);
+      REQUIRE(b.error_lower > 0);
+      for (const std::optional<double> eps : {std::optional<double>(), std::optional<double>(0.2)})
+        expect_all_tampering_rejected(make_reach_certificate(A, reach(A, dk), &b, eps), A.rows(),
+                                      [&](const json& t) { return check_reach_certificate(A, t); });
+    }
+    Matrix<Rational> X(4, 2);
+    X << 1, 0, 0, 1, 1, 1, 2, -1;
+    const ApproxBounds b = approx_error_bounds(A, X, 2, quick);
+    REQUIRE(b.error_lower > 0);
+    REQUIRE(b.WQ.rows() == 2);
+    expect_all_tampering_rejected(make_embeddings_certificate(A, X, reach_with_embeddings(A, X, 2), &b, 0.1), A.rows(),
+                                  [&](const json& t) { return check_embeddings_certificate(A, X, t); });
+  }
+  SECTION("format /2 (before the approximate bounds) is still accepted") {
+    const Matrix<Rational> A = *builtin_matrix("diag:4:0.7");
+    json c = make_reach_certificate(A, reach(A, 2));
+    c["format"] = "attnrank-reach-certificate/2";
+    CHECK(check_reach_certificate(A, redigest(c)).valid);
   }
   SECTION("the audit's tampering of an embeddings certificate (X without full row rank)") {
     const Matrix<Rational> A = *builtin_matrix("diag:3:0.8");

@@ -265,3 +265,32 @@ TEST_CASE("attnrank::approx_witness_pattern and approx_centered_log_spectrum: th
     CHECK(s.isApprox(approx_rank(approx_centered_log(A)).singular_values));
   }
 }
+
+TEST_CASE("attnrank::fast_certified_witness_error", "[property]") {
+  rc::prop("at least the true error (MPFI at 256 bits on the exact witness) and within 1e-13 + 1e-15 max |score| of MPFI at 64 bits; targets with zeros and 2^-200 entries", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 8), dk = *rc::gen::inRange<Eigen::Index>(1, 4);
+    Matrix<Rational> A(n, n);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) {
+        const int kind = *rc::gen::inRange(0, 6);
+        A(i, j) = kind == 0 ? Rational(0) : kind == 1 ? Rational(1, Integer(1) << 200) : Rational(*rc::gen::inRange(1, 50), 7);
+      }
+    for (Eigen::Index i = 0; i < n; ++i) A(i, i) += 1;
+    const double scale = *rc::gen::element(0.1, 1.0, 10.0, 100.0);
+    Eigen::MatrixXd Q(n, dk), K(n, dk);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < dk; ++j) {
+        Q(i, j) = scale * *rc::gen::inRange(-1000, 1001) / 997.0;
+        K(i, j) = scale * *rc::gen::inRange(-1000, 1001) / 991.0;
+      }
+    const double fast = fast_certified_witness_error(normalized_target_bounds(A), Q, K);
+    const auto exact = [](const Eigen::MatrixXd& M) { return Matrix<Rational>(M.unaryExpr([](double x) { return to_rational(x); })); };
+    // The 256-bit bound is within 1e-70 of the truth (which is at most 1: MPFI does not clamp).
+    RC_ASSERT(fast >= std::min(certified_witness_error(A, exact(Q), exact(K), 256), 1.0) - 1e-70);
+    // Both start from the same directed product; the division by sqrt(d_k) in
+    // doubles adds about u |score| to each score's width, so the slack scales with
+    // the largest score.
+    const double largest = (Q * K.transpose()).cwiseAbs().maxCoeff();
+    RC_ASSERT(fast <= certified_witness_error(A, Q, K, 64) + 1e-13 + 1e-15 * largest);
+  });
+}

@@ -14,8 +14,11 @@
 //    falls below a certified lower bound on sigma_(d_k+1)(L C_J) is impossible, and
 //    E* >= eps. The largest eps found by bisection, each step checked in directed
 //    rounding and MPFR, is error_lower.
+// With fixed embeddings X the same bounds hold for heads Q = X W^Q, K = X W^K:
+// error_lower at width min(d_k, rank X), error_upper from optimised weights.
 // The gap between the bounds is reported, never hidden: it is the honest state of
-// the question.
+// the question. Certificates carry both bounds with their proofs
+// (reach/detail/approximate_certificate.hpp).
 
 #include <attnrank/linalg/certified_svd.hpp>
 #include <attnrank/reach/free.hpp>
@@ -39,25 +42,52 @@ struct ApproxOptions {
   /// Surrogate evaluations in all (each about 6 n^2 d_k flops); 0: about 2.5e10
   /// flops' worth, between 50 and 20000. Later starts run only while some is left.
   long max_evaluations = 0;
+  /// false: no search, the log-domain and floored starts only (fast; the upper
+  /// bounds are those of the starts).
+  bool optimise = true;
+};
+
+/// The proof of error_lower (empty when error_lower is 0): the rows R and
+/// columns J (0-based) of the entries it used, the certified lower bound on
+/// sigma_(d_k+1)(log(Â)_RJ C_J) it beat, and the approximate right singular
+/// vectors (|J| x (d_k+1)) that let a checker re-prove that bound on its own
+/// (certify_singular_value_above).
+struct LowerBoundProof {
+  std::vector<Eigen::Index> rows, cols;
+  double sigma_lower = 0;
+  Eigen::MatrixXd vectors;
 };
 
 /// error_lower <= E*(A, d_k) <= error_upper, both certified.
 struct ApproxBounds {
   Eigen::Index n = 0, dk = 0;
   double error_lower = 0;  ///< every head of width d_k misses Â by at least this somewhere
-  double error_upper = std::numeric_limits<double>::infinity();  ///< `witness` is within this
-  Witness witness;         ///< the best witness found; witness.max_abs_error == error_upper
-  double start_error = std::numeric_limits<double>::infinity();  ///< certified error of the SVD start
-  /// The proof of error_lower: the rows and columns R x J it used (sizes), and the
-  /// certified lower bound on sigma_(d_k+1)(log(Â)_RJ C_J) it beat.
-  Eigen::Index lower_rows = 0, lower_cols = 0;
-  double sigma_lower = 0;
+  double error_upper = std::numeric_limits<double>::infinity();  ///< the witness is within this
+  /// The free question: the best Q, K found; witness.max_abs_error == error_upper.
+  /// With fixed embeddings it is empty, and the witness is the weights below.
+  Witness witness;
+  /// Fixed embeddings X: the head weights W^Q, W^K (d_model x d_k) behind
+  /// error_upper, which is certified for exactly these doubles on the exact X,
+  /// in MPFI at weights_error_bits.
+  Eigen::MatrixXd WQ, WK;
+  unsigned weights_error_bits = 0;
+  double start_error = std::numeric_limits<double>::infinity();  ///< certified error of the log-domain start
+  LowerBoundProof lower_proof;
   std::string lower_reason;
 };
 
 /// Certified bounds on E*(A, d_k). A as for reach (n x n, entries >= 0, no zero row;
 /// zero entries allowed: they only shrink R x J); 1 <= d_k <= n. input_error otherwise.
 ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Eigen::Index dk, const ApproxOptions& options = {});
+
+/// The same question for a head on fixed embeddings X (n x d_model):
+/// E*_X(A, d_k) = inf over W^Q, W^K (d_model x d_k) of
+/// max |softmax((X W^Q)(X W^K)^T / sqrt(d_k)) - Â|, for 1 <= d_k <= d_model.
+/// error_lower is the free bound at width min(d_k, rank X) (X M X^T is one score
+/// matrix of that rank, so E*_X >= E*(A, min(d_k, rank X))); error_upper
+/// optimises the weights from the free starts mapped by X's pseudo-inverse.
+ApproxBounds approx_error_bounds(const Matrix<Rational>& A, const Matrix<Rational>& X, Eigen::Index dk,
+                                 const ApproxOptions& options = {});
 
 enum class EpsilonVerdict { within, not_within, undecided };
 /// "within": error_upper <= eps (a certified witness); "not_within": error_lower >
@@ -79,19 +109,22 @@ struct WidthResult {
   std::vector<WidthProfileEntry> profile;
 };
 
-/// Bounds for d_k = 1..max_dk (max_dk <= n; 0 means n). Above the first width
-/// with a certified witness within eps, no further witness is optimised: those
-/// widths carry its error_upper (E* is non-increasing in d_k) and compute their
-/// lower bounds only. input_error on bad input or eps outside [0, 1].
+/// Bounds for d_k = 1..max_dk (max_dk <= n; 0 means n). Every width gets its
+/// lower bound (one certified SVD serves all) and the certified error of its
+/// starts (truncations of one SVD per start; certified in doubles with directed
+/// rounding, attention/certified_softmax.hpp). Then, with options.optimise, the
+/// search runs only where it can lower width_upper: by bisection over the widths
+/// from width_lower to width_upper - 1. Each bound carries to the neighbouring
+/// widths (E* is non-increasing in d_k). input_error on bad input or eps outside [0, 1].
 WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Eigen::Index max_dk = 0,
                          const ApproxOptions& options = {});
 
 namespace detail {
 /// Certified: for this eps and d_k, no P = softmax(S) with rank S <= d_k has
-/// max |P - Â| <= eps. `sigma` caches the certified singular values per R x J.
+/// max |P - Â| <= eps.
 struct ImpossibilityCheck {
   bool impossible = false;
-  Eigen::Index rows = 0, cols = 0;
+  std::vector<Eigen::Index> rows, cols;  ///< R x J
   double sigma_lower = 0;  ///< certified lower bound on sigma_(d_k+1)(log(Â)_RJ C_J)
   double eta_norm = 0;     ///< certified upper bound on ||eta(eps)||_2 over R x J
 };

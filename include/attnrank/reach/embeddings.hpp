@@ -50,6 +50,10 @@ EmbeddingsReach reach_with_embeddings(const Matrix<Rational>& A, const Matrix<Ra
                                       const ReachOptions& options = {});
 
 namespace detail {
+/// input_error unless A is a valid target, X is n x d_model (d_model >= 1) and
+/// 1 <= d_k <= d_model.
+void validate_embeddings_question(const Matrix<Rational>& A, const Matrix<Rational>& X, Eigen::Index dk);
+
 /// Certified max |softmax((X WQ)(X WK)^T / sqrt(dk)) - Â|, all in MPFI at `bits`.
 double certified_embedding_error(const Matrix<Rational>& A, const Matrix<Rational>& X, const Eigen::MatrixXd& WQ,
                                  const Eigen::MatrixXd& WK, unsigned bits);

@@ -105,6 +105,12 @@ ReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const ReachOptions
 double certified_witness_error(const Matrix<Rational>& A, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
                                unsigned bits = 64);
 
+/// The same bound in doubles with directed rounding (attention/certified_softmax.hpp)
+/// against `target`, bounds of Â (normalized_target_bounds(A)): certified too, a
+/// few ulps looser than MPFI and far faster (no MPFR softmax). +inf when Q or K
+/// is not finite or a bound overflows.
+double fast_certified_witness_error(const BoundsMatrix& target, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K);
+
 /// The same for an exact (rational) witness, all in MPFI at `bits`.
 double certified_witness_error(const Matrix<Rational>& A, const Matrix<Rational>& Q, const Matrix<Rational>& K,
                                unsigned bits);

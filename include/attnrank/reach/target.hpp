@@ -17,6 +17,7 @@
 #include <attnrank/numbers/scalar_traits.hpp>
 #include <attnrank/numbers/tiers.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -66,6 +67,10 @@ Eigen::MatrixXd approx_centered_log(const Matrix<Rational>& A);
 /// first, so rows scaled by 10^400 come out right; entries below the double
 /// range become 0.
 Eigen::MatrixXd approx_normalized_target(const Matrix<Rational>& A);
+
+/// Certified bounds of Â = A with rows normalised, in doubles: each entry rounded
+/// down (up) over its row sum rounded up (down), in MPFR; zeros stay exactly 0.
+BoundsMatrix normalized_target_bounds(const Matrix<Rational>& A);
 
 inline void validate_target(const Matrix<Rational>& A, const std::string& source) {
   if (A.rows() == 0) throw input_error(source + ": the target is empty");
@@ -258,6 +263,28 @@ inline Eigen::MatrixXd approx_normalized_target(const Matrix<Rational>& A) {
     for (Eigen::Index j = 0; j < A.cols(); ++j) sum += A(i, j);
     for (Eigen::Index j = 0; j < A.cols(); ++j) T(i, j) = scalar_traits<double>::from_rational(Rational(A(i, j) / sum));
   }
+  return T;
+}
+
+inline BoundsMatrix normalized_target_bounds(const Matrix<Rational>& A) {
+  BoundsMatrix T{Eigen::MatrixXd(A.rows(), A.cols()), Eigen::MatrixXd(A.rows(), A.cols())};
+  mpfr_t a, sum_up, sum_down;
+  mpfr_inits2(64, a, sum_up, sum_down, static_cast<mpfr_ptr>(nullptr));
+  for (Eigen::Index i = 0; i < A.rows(); ++i) {
+    Rational s = 0;
+    for (Eigen::Index j = 0; j < A.cols(); ++j) s += A(i, j);
+    mpfr_set_q(sum_up, s.backend().data(), MPFR_RNDU);
+    mpfr_set_q(sum_down, s.backend().data(), MPFR_RNDD);
+    for (Eigen::Index j = 0; j < A.cols(); ++j) {
+      mpfr_set_q(a, A(i, j).backend().data(), MPFR_RNDD);
+      mpfr_div(a, a, sum_up, MPFR_RNDD);
+      T.lo(i, j) = mpfr_get_d(a, MPFR_RNDD);
+      mpfr_set_q(a, A(i, j).backend().data(), MPFR_RNDU);
+      mpfr_div(a, a, sum_down, MPFR_RNDU);
+      T.hi(i, j) = std::min(1.0, mpfr_get_d(a, MPFR_RNDU));
+    }
+  }
+  mpfr_clears(a, sum_up, sum_down, static_cast<mpfr_ptr>(nullptr));
   return T;
 }
 

@@ -1,0 +1,34 @@
+#pragma once
+// Certified softmax in doubles: for every real score matrix S within entrywise
+// bounds lo <= S <= hi, bounds on softmax(S) row by row, computed with doubles and
+// directed rounding only (no MPFR), so at the cost of a few passes over the
+// matrix. The proof:
+//  * any shift m of a row leaves softmax unchanged; m = max_j hi_ij keeps every
+//    exponent <= 0 (no overflow), and s_ij - m lies in [lo_ij - m, hi_ij - m]
+//    with the two differences rounded down and up;
+//  * exp by numbers/detail/vector_exp.hpp (round to nearest), whose error is
+//    below 4u exp(x) + 2^-1075 (u = 2^-53); widened by 8u relative and 2^-1074
+//    absolute in directed rounding, the results bound exp below and above;
+//  * p_ij = e_ij / sum_k e_k lies in [e_lo / sum_hi, e_hi / sum_lo] (the sums
+//    rounded down and up, the quotients outward), and in [0, 1].
+// Width for point scores: about (2 n + 20 + 2 |s_ij - max_j s_ij|) u relative
+// (n the row length: the sums; the last term: exp's conditioning), plus what the
+// width of the score bounds costs through exp.
+// Rows with an infinite or NaN bound get [0, 1]: true, and useless.
+
+#include <attnrank/numbers/directed_rounding.hpp>
+
+namespace attnrank {
+
+/// Bounds of softmax over each row, for every S with S.lo <= S <= S.hi.
+BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S);
+
+/// Bounds of Q K^T / sqrt(d_k) for the double matrices Q, K (n x d_k): two
+/// directed GEMMs, and the division by sqrt(d_k) enclosed.
+BoundsMatrix certified_scaled_scores(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K);
+
+/// An upper bound on max |P_ij - T_ij| over every P within `P` and T within `T`
+/// (same shape), rounded up; +inf when a bound is not finite.
+double max_abs_difference_upper(const BoundsMatrix& P, const BoundsMatrix& T);
+
+}  // namespace attnrank

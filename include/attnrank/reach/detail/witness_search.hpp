@@ -1,0 +1,32 @@
+#pragma once
+// The search behind error_upper (reach/approximate.hpp): L-BFGS (LBFGSpp) on
+// smooth surrogates of the max error, from given starts and seeded restarts,
+// within an evaluation budget. Nothing here is trusted or certified: the caller
+// certifies the point returned, for exactly those numbers.
+
+#include <attnrank/reach/approximate.hpp>
+
+#include <Eigen/Core>
+
+#include <vector>
+
+namespace attnrank::detail {
+
+/// The point with the smallest double max error |softmax(Q K^T / sqrt(d_k)) - T|
+/// that any run met. A point is [vec Q; vec K] (Q, K: n x d_k), or with fixed
+/// embeddings X (n x d_model, doubles) [vec W^Q; vec W^K] (d_model x d_k) with
+/// Q = X W^Q, K = X W^K. Runs go from each start in turn, then from
+/// options.restarts seeded points (even: the first start perturbed; odd: fresh
+/// points of its scale, another basin), while the budget lasts: options.max_evaluations
+/// surrogate evaluations, or by default about 2.5e10 flops' worth (50..20000).
+/// Empty when no run met a finite point.
+Eigen::VectorXd search_witness(const Eigen::MatrixXd& T, Eigen::Index dk, const Eigen::MatrixXd* X,
+                               const std::vector<Eigen::VectorXd>& starts, const ApproxOptions& options);
+
+/// The surrogate's value and gradient at x (as the search uses them): tau = 0 is
+/// sum D^2, tau > 0 is tau log sum exp(D^2 / tau); `max_error` gets max |D|.
+/// For the tests, which compare the gradient with finite differences.
+double surrogate_value(const Eigen::MatrixXd& T, Eigen::Index dk, const Eigen::MatrixXd* X, double tau,
+                       const Eigen::VectorXd& x, Eigen::VectorXd& gradient, double& max_error);
+
+}  // namespace attnrank::detail
