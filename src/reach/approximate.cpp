@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <queue>
 #include <tuple>
 #include <utility>
 
@@ -49,13 +50,18 @@ class LowerBoundCache {
   /// The logs are enclosed once; each R x J slices and centers them. `below`:
   /// lower bounds of Â.
   LowerBoundCache(const Matrix<Rational>& A, const Eigen::MatrixXd& below, Index values)
-      : log_(certified_log_bounds(detail::zeros_replaced(A))), values_(values), smallest_(below.minCoeff()) {
+      : log_(certified_log_bounds(detail::zeros_replaced(A))), values_(values), smallest_(below.minCoeff()), below_(below) {
     for (Index i = 0; i < A.rows(); ++i) all_rows_.push_back(i);
     for (Index j = 0; j < A.cols(); ++j) all_cols_.push_back(j);
   }
 
   /// A lower bound of min Â: below it, R x J is every entry.
   double smallest() const { return smallest_; }
+  /// Â's lower bounds in increasing order (for R x J above min Â), sorted once.
+  const detail::EntryOrder& order() {
+    if (order_.value.empty()) order_ = detail::entry_order(below_);
+    return order_;
+  }
   const std::vector<Index>& all_rows() const { return all_rows_; }
   const std::vector<Index>& all_cols() const { return all_cols_; }
 
@@ -96,6 +102,8 @@ class LowerBoundCache {
   BoundsMatrix log_;  ///< log A entrywise (zeros replaced: those entries are never in R x J)
   Index values_;
   double smallest_;
+  const Eigen::MatrixXd& below_;
+  detail::EntryOrder order_;
   std::vector<Index> all_rows_, all_cols_;
   std::map<double, double> full_eta_;
   std::map<std::pair<std::vector<Index>, std::vector<Index>>, CertifiedSingularValues> cache_;
@@ -109,7 +117,7 @@ detail::ImpossibilityCheck check_impossible(const Eigen::MatrixXd& normalized, I
     c.rows = sigma.all_rows();
     c.cols = sigma.all_cols();
   } else {
-    detail::rows_and_columns_above(normalized, theta * eps, c.rows, c.cols);
+    detail::rows_and_columns_above(sigma.order(), theta * eps, c.rows, c.cols);
   }
   if (c.rows.empty() || c.cols.size() < 2) return c;
   c.sigma_lower = sigma.lower(c.rows, c.cols, dk + 1);
@@ -123,9 +131,9 @@ detail::ImpossibilityCheck check_impossible(const Eigen::MatrixXd& normalized, I
 /// its own proof, so the answer is sound even where the check is not monotone
 /// in eps (R x J changes as eps passes entries of Â).
 void bisect(const Eigen::MatrixXd& normalized, Index dk, double lo, double hi, int steps, LowerBoundCache& sigma,
-            detail::ImpossibilityCheck& proof, double& best, double theta = 1) {
+            detail::ImpossibilityCheck& proof, double& best, double theta = 1, bool geometric = false) {
   for (int s = 0; s < steps && lo < hi; ++s) {
-    const double mid = 0.5 * (lo + hi);
+    const double mid = geometric && lo > 0 ? std::sqrt(lo * hi) : 0.5 * (lo + hi);
     const detail::ImpossibilityCheck c = check_impossible(normalized, dk, mid, sigma, theta);
     if (c.impossible) {
       lo = mid;
@@ -161,8 +169,12 @@ void lower_bound(const Eigen::MatrixXd& normalized, Index dk, double hi, int ste
   }
   // Above min Â: R x J drops the entries <= theta eps; theta = 2 keeps every
   // eta_ij <= log 2, which often proves more than dropping only those <= eps.
+  // Geometric steps: the provable eps is usually within a small factor of min Â,
+  // while hi (the witness's error) can be orders of magnitude above it, where R x J
+  // shrinks to nothing and every step costs a pass over the entries.
   if (full_top < hi)
-    for (const double theta : {1.0, 2.0}) bisect(normalized, dk, full_top, hi, steps_above, sigma, proof, best, theta);
+    for (const double theta : {1.0, 2.0})
+      bisect(normalized, dk, full_top, hi, steps_above, sigma, proof, best, theta, true);
   out.error_lower = best;
   if (best > 0) {
     out.lower_proof.sigma_lower = proof.sigma_lower;
@@ -392,6 +404,16 @@ double eta_norm_upper(const Eigen::MatrixXd& below, const std::vector<Index>& ro
   return norm2_upper(eta);
 }
 
+namespace {
+/// The indices whose flag is set.
+std::vector<Index> kept(const std::vector<bool>& in) {
+  std::vector<Index> out;
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (in[i]) out.push_back(static_cast<Index>(i));
+  return out;
+}
+}  // namespace
+
 void rows_and_columns_above(const Eigen::MatrixXd& below, double eps, std::vector<Index>& rows,
                             std::vector<Index>& cols) {
   const Index n = below.rows(), m = below.cols();
@@ -424,12 +446,89 @@ void rows_and_columns_above(const Eigen::MatrixXd& below, double eps, std::vecto
       row_bad(best_row) = 0;
     }
   }
-  rows.clear();
-  cols.clear();
-  for (Index i = 0; i < n; ++i)
-    if (row_in[static_cast<std::size_t>(i)]) rows.push_back(i);
-  for (Index j = 0; j < m; ++j)
-    if (col_in[static_cast<std::size_t>(j)]) cols.push_back(j);
+  rows = kept(row_in);
+  cols = kept(col_in);
+}
+
+EntryOrder entry_order(const Eigen::MatrixXd& below) {
+  EntryOrder o;
+  o.rows = below.rows();
+  o.cols = below.cols();
+  std::vector<Index> index(static_cast<std::size_t>(below.size()));
+  for (Index t = 0; t < below.size(); ++t) index[static_cast<std::size_t>(t)] = t;
+  std::stable_sort(index.begin(), index.end(), [&](Index a, Index b) { return below(a) < below(b); });
+  for (const Index t : index) {
+    o.value.push_back(below(t));
+    o.row.push_back(t % o.rows);  // column-major
+    o.col.push_back(t / o.rows);
+  }
+  return o;
+}
+
+void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Index>& rows, std::vector<Index>& cols) {
+  const Index n = order.rows, m = order.cols;
+  // The bad entries (below <= eps, as !(below > eps) above: values are never NaN),
+  // as lists per row and per column (counting sort: no allocation per line).
+  const Index bad = std::upper_bound(order.value.begin(), order.value.end(), eps) - order.value.begin();
+  std::vector<Index> row_start(static_cast<std::size_t>(n + 1), 0), col_start(static_cast<std::size_t>(m + 1), 0);
+  for (Index t = 0; t < bad; ++t) {
+    ++row_start[static_cast<std::size_t>(order.row[static_cast<std::size_t>(t)] + 1)];
+    ++col_start[static_cast<std::size_t>(order.col[static_cast<std::size_t>(t)] + 1)];
+  }
+  for (Index i = 0; i < n; ++i) row_start[static_cast<std::size_t>(i + 1)] += row_start[static_cast<std::size_t>(i)];
+  for (Index j = 0; j < m; ++j) col_start[static_cast<std::size_t>(j + 1)] += col_start[static_cast<std::size_t>(j)];
+  std::vector<Index> row_entries(static_cast<std::size_t>(bad)), col_entries(static_cast<std::size_t>(bad));
+  {
+    std::vector<Index> r_fill(row_start.begin(), row_start.end() - 1), c_fill(col_start.begin(), col_start.end() - 1);
+    for (Index t = 0; t < bad; ++t) {
+      const Index i = order.row[static_cast<std::size_t>(t)], j = order.col[static_cast<std::size_t>(t)];
+      row_entries[static_cast<std::size_t>(r_fill[static_cast<std::size_t>(i)]++)] = j;
+      col_entries[static_cast<std::size_t>(c_fill[static_cast<std::size_t>(j)]++)] = i;
+    }
+  }
+  std::vector<int> row_bad(static_cast<std::size_t>(n)), col_bad(static_cast<std::size_t>(m));
+  for (Index i = 0; i < n; ++i) row_bad[static_cast<std::size_t>(i)] = static_cast<int>(row_start[static_cast<std::size_t>(i + 1)] - row_start[static_cast<std::size_t>(i)]);
+  for (Index j = 0; j < m; ++j) col_bad[static_cast<std::size_t>(j)] = static_cast<int>(col_start[static_cast<std::size_t>(j + 1)] - col_start[static_cast<std::size_t>(j)]);
+  // The dense version's rule: the row (column) with the most bad entries, the
+  // first such; the column when it has at least as many. Max-heaps of
+  // (count, -index) give the same choice; stale entries are skipped on top.
+  using Item = std::pair<int, Index>;
+  std::priority_queue<Item> row_heap, col_heap;
+  for (Index i = 0; i < n; ++i) row_heap.emplace(row_bad[static_cast<std::size_t>(i)], -i);
+  for (Index j = 0; j < m; ++j) col_heap.emplace(col_bad[static_cast<std::size_t>(j)], -j);
+  std::vector<bool> row_in(static_cast<std::size_t>(n), true), col_in(static_cast<std::size_t>(m), true);
+  const auto top = [](std::priority_queue<Item>& heap, const std::vector<int>& count, const std::vector<bool>& in) {
+    while (!heap.empty()) {
+      const auto [c, minus_i] = heap.top();
+      const std::size_t i = static_cast<std::size_t>(-minus_i);
+      if (in[i] && count[i] == c) return static_cast<Index>(i);
+      heap.pop();
+    }
+    return Index{-1};
+  };
+  while (true) {
+    const Index best_row = top(row_heap, row_bad, row_in), best_col = top(col_heap, col_bad, col_in);
+    const int r = best_row < 0 ? 0 : row_bad[static_cast<std::size_t>(best_row)];
+    const int c = best_col < 0 ? 0 : col_bad[static_cast<std::size_t>(best_col)];
+    if (r == 0 && c == 0) break;
+    if (c >= r) {
+      col_in[static_cast<std::size_t>(best_col)] = false;
+      for (Index t = col_start[static_cast<std::size_t>(best_col)]; t < col_start[static_cast<std::size_t>(best_col + 1)]; ++t) {
+        const Index i = col_entries[static_cast<std::size_t>(t)];
+        if (row_in[static_cast<std::size_t>(i)]) row_heap.emplace(--row_bad[static_cast<std::size_t>(i)], -i);
+      }
+      col_bad[static_cast<std::size_t>(best_col)] = 0;
+    } else {
+      row_in[static_cast<std::size_t>(best_row)] = false;
+      for (Index t = row_start[static_cast<std::size_t>(best_row)]; t < row_start[static_cast<std::size_t>(best_row + 1)]; ++t) {
+        const Index j = row_entries[static_cast<std::size_t>(t)];
+        if (col_in[static_cast<std::size_t>(j)]) col_heap.emplace(--col_bad[static_cast<std::size_t>(j)], -j);
+      }
+      row_bad[static_cast<std::size_t>(best_row)] = 0;
+    }
+  }
+  rows = kept(row_in);
+  cols = kept(col_in);
 }
 
 }  // namespace detail

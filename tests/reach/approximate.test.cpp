@@ -188,6 +188,15 @@ TEST_CASE("attnrank::detail::eta_norm_upper and rows_and_columns_above") {
     for (const Eigen::Index i : rows)
       for (const Eigen::Index j : cols) RC_ASSERT(below(i, j) > t);
     if ((below.array() > t).all()) RC_ASSERT(rows.size() == std::size_t(n) && cols.size() == std::size_t(m));
+    // The sorted version makes the same choice, for this and other thresholds.
+    const detail::EntryOrder order = detail::entry_order(below);
+    for (const double u : {t, t / 2, (t + 1) / 2, 0.0, 1.0}) {
+      std::vector<Eigen::Index> r1, c1, r2, c2;
+      detail::rows_and_columns_above(below, u, r1, c1);
+      detail::rows_and_columns_above(order, u, r2, c2);
+      RC_ASSERT(r1 == r2);
+      RC_ASSERT(c1 == c2);
+    }
   });
 }
 

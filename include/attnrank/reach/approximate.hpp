@@ -138,6 +138,18 @@ double eta_norm_upper(const Eigen::MatrixXd& below, const std::vector<Eigen::Ind
 /// left (any choice is sound).
 void rows_and_columns_above(const Eigen::MatrixXd& below, double eps, std::vector<Eigen::Index>& rows,
                             std::vector<Eigen::Index>& cols);
+/// The entries of `below` in increasing order, for many calls on one matrix: the
+/// entries <= eps are then a prefix, found by bisection.
+struct EntryOrder {
+  Eigen::Index rows = 0, cols = 0;
+  std::vector<double> value;
+  std::vector<Eigen::Index> row, col;
+};
+EntryOrder entry_order(const Eigen::MatrixXd& below);
+/// The same choice as above (the same rows and columns, by the same greedy rule),
+/// in time proportional to the entries <= eps rather than to the matrix.
+void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Eigen::Index>& rows,
+                            std::vector<Eigen::Index>& cols);
 }  // namespace detail
 
 }  // namespace attnrank
