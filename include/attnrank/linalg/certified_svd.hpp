@@ -14,8 +14,10 @@
 // When U and V are square (the full SVD, used when M is small enough), M =
 // U^-T B V^-1 also gives sigma_i(M) <= (s_i + e) / sqrt((1 - a)(1 - b)) (Rump,
 // "Verified bounds for singular values", BIT 51, 2011). For a truncated SVD the
-// upper bound is sigma_i(M) <= ||M - U_(i-1) diag(s) V_(i-1)^T||_2 <= the
-// Frobenius or sqrt(||.||_1 ||.||_inf) norm of that remainder: sound, loose.
+// upper bounds come from one explicit remainder R = M - U diag(s) V^T: the
+// Frobenius norm of M - (its rank-(i-1) part) for every i from ||R||_F and k x k
+// Gram matrices, or s_i + ||R||_2 by Weyl (docs/math.md, 10): sound, loose when
+// the rest of the spectrum is large.
 // No Gram matrix is formed, so resolution is about n u sigma_1, not sqrt(u) sigma_1.
 
 #include <attnrank/linalg/certified_rank.hpp>
