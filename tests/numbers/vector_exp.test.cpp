@@ -107,6 +107,14 @@ TEST_CASE("attnrank::detail::exp_double") {
     CHECK(detail::exp_double(-inf) == 0.0);
     CHECK(detail::exp_double(inf) == inf);
     CHECK(std::isnan(detail::exp_double(std::nan(""))));
+    CHECK(std::isnan(detail::exp_double(-std::nan(""))));  // negative NaN: no integer overflow inside (UBSan)
+    CHECK(std::isnan(detail::exp_double(inf - inf)));
+    double v[4] = {-std::nan(""), 1.0, inf - inf, -inf};
+    detail::exp_in_place(v, 4);
+    CHECK(std::isnan(v[0]));
+    CHECK(v[1] == Approx(std::exp(1.0)).epsilon(1e-15));
+    CHECK(std::isnan(v[2]));
+    CHECK(v[3] == 0.0);
     CHECK(detail::exp_double(710.0) == inf);
     CHECK(detail::exp_double(-746.0) == 0.0);
     CHECK(detail::exp_double(-1e300) == 0.0);

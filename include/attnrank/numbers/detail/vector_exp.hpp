@@ -34,7 +34,11 @@ inline double exp_double(double x) {
   constexpr double ln2_lo = 0x1.a39ef35793c76p-33;        // ln2 - ln2_hi, rounded
   constexpr double shifter = 0x1.8p52;                    // x + shifter rounds x to an integer
   // Beyond these exp(x) is 0 or +inf in double; clamping keeps k in range for the
-  // exponent arithmetic below (NaN passes both comparisons unchanged).
+  // exponent arithmetic below. NaN (of either sign: inf - inf is -NaN) computes as
+  // 0 and is returned as it came: a NaN's bits in that arithmetic would overflow
+  // an int64 (UBSan caught -NaN from an optimiser's overflowing trial step).
+  const double input = x;
+  x = x == x ? x : 0.0;
   x = x < -746.0 ? -746.0 : x;
   x = x > 710.0 ? 710.0 : x;
   const double t = x * inv_ln2 + shifter;
@@ -62,7 +66,8 @@ inline double exp_double(double x) {
   const std::int64_t k2 = k - k1;
   const double scale1 = std::bit_cast<double>(static_cast<std::uint64_t>(k1 + 1023) << 52);
   const double scale2 = std::bit_cast<double>(static_cast<std::uint64_t>(k2 + 1023) << 52);
-  return p * scale1 * scale2;
+  const double result = p * scale1 * scale2;
+  return input == input ? result : input;
 }
 
 /// v[i] = exp_double(v[i]) for i < count; the loop the compiler vectorises.
