@@ -414,42 +414,6 @@ std::vector<Index> kept(const std::vector<bool>& in) {
 }
 }  // namespace
 
-void rows_and_columns_above(const Eigen::MatrixXd& below, double eps, std::vector<Index>& rows,
-                            std::vector<Index>& cols) {
-  const Index n = below.rows(), m = below.cols();
-  Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic> bad(n, m);
-  Eigen::VectorXi row_bad = Eigen::VectorXi::Zero(n), col_bad = Eigen::VectorXi::Zero(m);
-  for (Index i = 0; i < n; ++i)
-    for (Index j = 0; j < m; ++j) {
-      bad(i, j) = !(below(i, j) > eps);  // kept entries have Â >= below > eps
-      row_bad(i) += bad(i, j);
-      col_bad(j) += bad(i, j);
-    }
-  std::vector<bool> row_in(static_cast<std::size_t>(n), true), col_in(static_cast<std::size_t>(m), true);
-  while (true) {
-    Index best_row = -1, best_col = -1;
-    for (Index i = 0; i < n; ++i)
-      if (row_in[static_cast<std::size_t>(i)] && (best_row < 0 || row_bad(i) > row_bad(best_row))) best_row = i;
-    for (Index j = 0; j < m; ++j)
-      if (col_in[static_cast<std::size_t>(j)] && (best_col < 0 || col_bad(j) > col_bad(best_col))) best_col = j;
-    const int r = best_row < 0 ? 0 : row_bad(best_row), c = best_col < 0 ? 0 : col_bad(best_col);
-    if (r == 0 && c == 0) break;
-    if (c >= r) {  // drop the column: it removes at least as many bad entries
-      col_in[static_cast<std::size_t>(best_col)] = false;
-      for (Index i = 0; i < n; ++i)
-        if (row_in[static_cast<std::size_t>(i)] && bad(i, best_col)) --row_bad(i);
-      col_bad(best_col) = 0;
-    } else {
-      row_in[static_cast<std::size_t>(best_row)] = false;
-      for (Index j = 0; j < m; ++j)
-        if (col_in[static_cast<std::size_t>(j)] && bad(best_row, j)) --col_bad(j);
-      row_bad(best_row) = 0;
-    }
-  }
-  rows = kept(row_in);
-  cols = kept(col_in);
-}
-
 EntryOrder entry_order(const Eigen::MatrixXd& below) {
   EntryOrder o;
   o.rows = below.rows();

@@ -39,6 +39,50 @@ Generated generated_target(Eigen::Index n, Eigen::Index d, double scale, double 
   return out;
 }
 
+using Eigen::Index;
+
+/// The reference for detail::rows_and_columns_above: the same greedy rule on the
+/// dense matrix, step for step (what the library ran before the sorted version).
+void dense_rows_and_columns_above(const Eigen::MatrixXd& below, double eps, std::vector<Index>& rows,
+                                  std::vector<Index>& cols) {
+  const Index n = below.rows(), m = below.cols();
+  Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic> bad(n, m);
+  Eigen::VectorXi row_bad = Eigen::VectorXi::Zero(n), col_bad = Eigen::VectorXi::Zero(m);
+  for (Index i = 0; i < n; ++i)
+    for (Index j = 0; j < m; ++j) {
+      bad(i, j) = !(below(i, j) > eps);  // kept entries have Â >= below > eps
+      row_bad(i) += bad(i, j);
+      col_bad(j) += bad(i, j);
+    }
+  std::vector<bool> row_in(static_cast<std::size_t>(n), true), col_in(static_cast<std::size_t>(m), true);
+  while (true) {
+    Index best_row = -1, best_col = -1;
+    for (Index i = 0; i < n; ++i)
+      if (row_in[static_cast<std::size_t>(i)] && (best_row < 0 || row_bad(i) > row_bad(best_row))) best_row = i;
+    for (Index j = 0; j < m; ++j)
+      if (col_in[static_cast<std::size_t>(j)] && (best_col < 0 || col_bad(j) > col_bad(best_col))) best_col = j;
+    const int r = best_row < 0 ? 0 : row_bad(best_row), c = best_col < 0 ? 0 : col_bad(best_col);
+    if (r == 0 && c == 0) break;
+    if (c >= r) {  // drop the column: it removes at least as many bad entries
+      col_in[static_cast<std::size_t>(best_col)] = false;
+      for (Index i = 0; i < n; ++i)
+        if (row_in[static_cast<std::size_t>(i)] && bad(i, best_col)) --row_bad(i);
+      col_bad(best_col) = 0;
+    } else {
+      row_in[static_cast<std::size_t>(best_row)] = false;
+      for (Index j = 0; j < m; ++j)
+        if (col_in[static_cast<std::size_t>(j)] && bad(best_row, j)) --col_bad(j);
+      row_bad(best_row) = 0;
+    }
+  }
+  rows.clear();
+  cols.clear();
+  for (Index i = 0; i < n; ++i)
+    if (row_in[static_cast<std::size_t>(i)]) rows.push_back(i);
+  for (Index j = 0; j < m; ++j)
+    if (col_in[static_cast<std::size_t>(j)]) cols.push_back(j);
+}
+
 ApproxOptions quick() {
   ApproxOptions o;
   o.max_iterations = 60;
@@ -184,15 +228,15 @@ TEST_CASE("attnrank::detail::eta_norm_upper and rows_and_columns_above") {
       for (Eigen::Index j = 0; j < m; ++j) below(i, j) = *rc::gen::inRange(0, 100) / 100.0;
     const double t = *rc::gen::inRange(0, 100) / 100.0;
     std::vector<Eigen::Index> rows, cols;
-    detail::rows_and_columns_above(below, t, rows, cols);
+    detail::rows_and_columns_above(detail::entry_order(below), t, rows, cols);
     for (const Eigen::Index i : rows)
       for (const Eigen::Index j : cols) RC_ASSERT(below(i, j) > t);
     if ((below.array() > t).all()) RC_ASSERT(rows.size() == std::size_t(n) && cols.size() == std::size_t(m));
-    // The sorted version makes the same choice, for this and other thresholds.
+    // The same choice as the dense reference, for this and other thresholds.
     const detail::EntryOrder order = detail::entry_order(below);
     for (const double u : {t, t / 2, (t + 1) / 2, 0.0, 1.0}) {
       std::vector<Eigen::Index> r1, c1, r2, c2;
-      detail::rows_and_columns_above(below, u, r1, c1);
+      dense_rows_and_columns_above(below, u, r1, c1);
       detail::rows_and_columns_above(order, u, r2, c2);
       RC_ASSERT(r1 == r2);
       RC_ASSERT(c1 == c2);

@@ -133,11 +133,6 @@ struct ImpossibilityCheck {
 /// sqrt(||.||_1 ||.||_inf) norms, rounded up: >= ||E||_2 for every |E| <= eta.
 double eta_norm_upper(const Eigen::MatrixXd& below, const std::vector<Eigen::Index>& rows,
                       const std::vector<Eigen::Index>& cols, double eps);
-/// Rows and columns whose entries all exceed eps (by their lower bounds `below`):
-/// greedily drop the row or column with the most other entries until none is
-/// left (any choice is sound).
-void rows_and_columns_above(const Eigen::MatrixXd& below, double eps, std::vector<Eigen::Index>& rows,
-                            std::vector<Eigen::Index>& cols);
 /// The entries of `below` in increasing order, for many calls on one matrix: the
 /// entries <= eps are then a prefix, found by bisection.
 struct EntryOrder {
@@ -146,8 +141,10 @@ struct EntryOrder {
   std::vector<Eigen::Index> row, col;
 };
 EntryOrder entry_order(const Eigen::MatrixXd& below);
-/// The same choice as above (the same rows and columns, by the same greedy rule),
-/// in time proportional to the entries <= eps rather than to the matrix.
+/// Rows and columns whose entries all exceed eps (by the lower bounds of Â
+/// `order` sorts): greedily drop the row or column with the most other entries
+/// until none is left (any choice is sound; ties go to the first, columns before
+/// rows), in time proportional to the entries <= eps rather than to the matrix.
 void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Eigen::Index>& rows,
                             std::vector<Eigen::Index>& cols);
 }  // namespace detail
