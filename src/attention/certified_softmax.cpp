@@ -13,79 +13,90 @@ namespace {
 
 using Eigen::Index;
 constexpr double inf = std::numeric_limits<double>::infinity();
-constexpr double tiny = 0x1p-1074;  // the smallest subnormal: covers exp's absolute error below 2^-1022
+// Covers exp's absolute error below 2^-1022 (2^-1075); normal, so that no
+// operation meets a subnormal operand (each would cost a microcode assist).
+constexpr double tiny = 0x1p-1021;
 
 }  // namespace
 
 BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S) {
   const Index rows = S.lo.rows(), cols = S.lo.cols();
   BoundsMatrix P;
-  P.lo = Eigen::MatrixXd::Zero(rows, cols);
-  P.hi = Eigen::MatrixXd::Ones(rows, cols);
-  if (rows == 0 || cols == 0) return P;
-  // Rows with a non-finite bound keep [0, 1].
-  std::vector<bool> usable(static_cast<std::size_t>(rows), true);
-  std::vector<double> top(static_cast<std::size_t>(rows), -inf);
+  if (rows == 0 || cols == 0) {
+    P.lo = Eigen::MatrixXd::Zero(rows, cols);
+    P.hi = Eigen::MatrixXd::Ones(rows, cols);
+    return P;
+  }
+  // Rows with a non-finite bound (or lo > hi) get [0, 1] at the end; the passes
+  // below run over every row (whole-matrix array operations: vectorised), their
+  // values in such rows discarded.
+  // Column by column (the storage order): Eigen's rowwise reductions of a
+  // column-major matrix walk it by rows.
+  std::vector<char> usable(static_cast<std::size_t>(rows), 1);
+  Eigen::VectorXd top = Eigen::VectorXd::Constant(rows, -inf);
   for (Index j = 0; j < cols; ++j)
     for (Index i = 0; i < rows; ++i) {
       const double lo = S.lo(i, j), hi = S.hi(i, j);
-      if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) usable[static_cast<std::size_t>(i)] = false;
-      else top[static_cast<std::size_t>(i)] = std::max(top[static_cast<std::size_t>(i)], hi);
+      usable[static_cast<std::size_t>(i)] &= static_cast<char>(std::isfinite(lo) && std::isfinite(hi) && lo <= hi);
+      top(i) = std::max(top(i), hi);
     }
-  Eigen::MatrixXd low(rows, cols), high(rows, cols);  // the shifted exponents, then their exps
+  for (Index i = 0; i < rows; ++i)
+    if (!usable[static_cast<std::size_t>(i)]) top(i) = 0;
+  const auto row_sums = [&](const Eigen::MatrixXd& M) {
+    Eigen::VectorXd sum = Eigen::VectorXd::Zero(rows);
+    for (Index j = 0; j < cols; ++j) sum += M.col(j);
+    return sum;
+  };
+  // P.lo and P.hi first hold the shifted exponents, then their exps, then the quotients.
   {
     DownwardRounding down;
-    for (Index j = 0; j < cols; ++j)
-      for (Index i = 0; i < rows; ++i) low(i, j) = usable[static_cast<std::size_t>(i)] ? S.lo(i, j) - top[static_cast<std::size_t>(i)] : 0.0;
-    detail::rounding_barrier(low);
-  }
-  {
-    UpwardRounding up;
-    for (Index j = 0; j < cols; ++j)
-      for (Index i = 0; i < rows; ++i) high(i, j) = usable[static_cast<std::size_t>(i)] ? S.hi(i, j) - top[static_cast<std::size_t>(i)] : 0.0;
-    detail::rounding_barrier(high);
-  }
-  // exp_double's error bound holds in round-to-nearest, the mode here.
-  detail::exp_in_place(low.data(), static_cast<std::size_t>(low.size()));
-  detail::exp_in_place(high.data(), static_cast<std::size_t>(high.size()));
-  std::vector<double> sum_lo(static_cast<std::size_t>(rows), 0.0), sum_hi(static_cast<std::size_t>(rows), 0.0);
-  constexpr double shrink = 1 - 0x1p-50, grow = 1 + 0x1p-50;  // 8u: more than 4u / (1 - 4u)
-  {
-    DownwardRounding down;
-    for (Index j = 0; j < cols; ++j)
-      for (Index i = 0; i < rows; ++i) {
-        double e = low(i, j) * shrink - tiny;
-        e = e > 0 ? e : 0.0;
-        low(i, j) = e;
-        sum_lo[static_cast<std::size_t>(i)] += e;
-      }
-    detail::rounding_barrier(low);
-  }
-  {
-    UpwardRounding up;
-    for (Index j = 0; j < cols; ++j)
-      for (Index i = 0; i < rows; ++i) {
-        const double e = high(i, j) * grow + tiny;
-        high(i, j) = e;
-        sum_hi[static_cast<std::size_t>(i)] += e;
-      }
-    detail::rounding_barrier(high);
-  }
-  {
-    DownwardRounding down;
-    for (Index j = 0; j < cols; ++j)
-      for (Index i = 0; i < rows; ++i)
-        if (usable[static_cast<std::size_t>(i)]) P.lo(i, j) = low(i, j) / sum_hi[static_cast<std::size_t>(i)];
+    P.lo = (S.lo.array().colwise() - top.array()).matrix();
     detail::rounding_barrier(P.lo);
   }
   {
     UpwardRounding up;
-    for (Index j = 0; j < cols; ++j)
-      for (Index i = 0; i < rows; ++i)
-        if (usable[static_cast<std::size_t>(i)] && sum_lo[static_cast<std::size_t>(i)] > 0)
-          P.hi(i, j) = std::min(1.0, high(i, j) / sum_lo[static_cast<std::size_t>(i)]);
+    P.hi = (S.hi.array().colwise() - top.array()).matrix();
     detail::rounding_barrier(P.hi);
   }
+  {
+    RoundingScope<FE_TONEAREST> nearest;  // exp_double's error bound holds in round-to-nearest
+    detail::exp_in_place(P.lo.data(), static_cast<std::size_t>(P.lo.size()));
+    detail::exp_in_place(P.hi.data(), static_cast<std::size_t>(P.hi.size()));
+    detail::rounding_barrier(P.lo);
+    detail::rounding_barrier(P.hi);
+  }
+  constexpr double shrink = 1 - 0x1p-50, grow = 1 + 0x1p-50;  // 8u: more than 4u / (1 - 4u)
+  Eigen::VectorXd sum_lo, sum_hi;
+  {
+    DownwardRounding down;
+    P.lo = (P.lo.array() * shrink - tiny).max(0.0).matrix();
+    sum_lo = row_sums(P.lo);
+    detail::rounding_barrier(P.lo);
+    detail::rounding_barrier(sum_lo);
+  }
+  {
+    UpwardRounding up;
+    P.hi = (P.hi.array() * grow + tiny).matrix();
+    sum_hi = row_sums(P.hi);
+    detail::rounding_barrier(P.hi);
+    detail::rounding_barrier(sum_hi);
+  }
+  {
+    DownwardRounding down;
+    P.lo.array().colwise() /= sum_hi.array();
+    detail::rounding_barrier(P.lo);
+  }
+  {
+    UpwardRounding up;
+    // sum_lo = 0 (every lower end underflowed) gives +inf, then 1.
+    P.hi = (P.hi.array().colwise() / sum_lo.array()).min(1.0).matrix();
+    detail::rounding_barrier(P.hi);
+  }
+  for (Index i = 0; i < rows; ++i)
+    if (!usable[static_cast<std::size_t>(i)]) {
+      P.lo.row(i).setZero();
+      P.hi.row(i).setOnes();
+    }
   return P;
 }
 
@@ -118,16 +129,12 @@ BoundsMatrix certified_scaled_scores(const Eigen::MatrixXd& Q, const Eigen::Matr
 }
 
 double max_abs_difference_upper(const BoundsMatrix& P, const BoundsMatrix& T) {
+  // Whole-matrix expressions, no temporaries: each difference rounds upward.
   UpwardRounding up;
-  double worst = 0;
-  for (Index j = 0; j < P.lo.cols(); ++j)
-    for (Index i = 0; i < P.lo.rows(); ++i) {
-      double a = P.hi(i, j) - T.lo(i, j), b = T.hi(i, j) - P.lo(i, j);
-      detail::rounding_barrier(a);
-      detail::rounding_barrier(b);
-      if (!(a <= inf) || !(b <= inf)) return inf;  // NaN
-      worst = std::max(worst, std::max(a, b));
-    }
+  const auto above = P.hi - T.lo, below = T.hi - P.lo;
+  if (above.hasNaN() || below.hasNaN()) return inf;
+  double worst = std::max({0.0, above.maxCoeff(), below.maxCoeff()});
+  detail::rounding_barrier(worst);
   return std::isfinite(worst) ? worst : inf;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 using namespace attnrank;
 
@@ -185,6 +186,25 @@ TEST_CASE("attnrank::approx_width") {
       CHECK(upper <= last_upper);
       last_lower = r.width_lower;
       last_upper = upper;
+    }
+  }
+  SECTION("every width's bound is sound though the widths search together") {
+    // A head of width d generated the target: E*(d_k) <= its error for every
+    // d_k >= d, so no profile entry there may claim more; each entry within its
+    // own width's bounds. n = 70 also takes the two-thread paths (Â's bounds
+    // beside the logs; theta = 1 and 2 side by side).
+    for (const auto& [n, d, noise, seed] : {std::tuple{9, 2, 1e-3, 3u}, std::tuple{12, 1, 1e-2, 5u}, std::tuple{70, 3, 1e-3, 11u}}) {
+      const Generated t = generated_target(n, d, 1.0, noise, seed);
+      const double known = certified_witness_error(t.A, t.Q, t.K, 64);
+      ApproxOptions no_search = quick();
+      no_search.optimise = false;
+      const WidthResult r = approx_width(t.A, std::min(known, 1.0), 6, no_search);
+      for (const WidthProfileEntry& e : r.profile) {
+        INFO("n = " << n << ", d = " << d << ", d_k = " << e.dk << ": " << e.error_lower << " <= E* <= " << e.error_upper);
+        CHECK(e.error_lower <= e.error_upper);
+        if (e.dk >= d) CHECK(e.error_lower <= known);
+      }
+      CHECK(r.width_lower <= d);  // error_lower(d) <= E*(d) <= known = epsilon
     }
   }
   SECTION("bad input") {

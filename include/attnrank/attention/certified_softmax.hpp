@@ -7,8 +7,10 @@
 //    exponent <= 0 (no overflow), and s_ij - m lies in [lo_ij - m, hi_ij - m]
 //    with the two differences rounded down and up;
 //  * exp by numbers/detail/vector_exp.hpp (round to nearest), whose error is
-//    below 4u exp(x) + 2^-1075 (u = 2^-53); widened by 8u relative and 2^-1074
-//    absolute in directed rounding, the results bound exp below and above;
+//    below 4u exp(x) + 2^-1075 (u = 2^-53); widened by 8u relative and 2^-1021
+//    absolute in directed rounding, the results bound exp below and above (a
+//    normal constant: a subnormal one costs a microcode assist per entry on x86,
+//    which made the softmax 20x slower);
 //  * p_ij = e_ij / sum_k e_k lies in [e_lo / sum_hi, e_hi / sum_lo] (the sums
 //    rounded down and up, the quotients outward), and in [0, 1].
 // Width for point scores: about (2 n + 20 + 2 |s_ij - max_j s_ij|) u relative

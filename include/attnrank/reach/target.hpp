@@ -9,10 +9,12 @@
 // A target with a zero entry is produced by no finite S (softmax is positive).
 //
 // This header validates targets and encloses log(A) C: as a ball of doubles
-// (53-bit MPFR logs rounded outward, centering by directed rounding) for big
-// targets, or in MPFI at the working precision.
+// (logs proven at double speed, numbers/certified_log.hpp; centering by directed
+// rounding) for big targets, or in MPFI at the working precision.
 
+#include <attnrank/numbers/certified_log.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
+#include <attnrank/numbers/rational_enclosure.hpp>
 #include <attnrank/error.hpp>
 #include <attnrank/numbers/scalar_traits.hpp>
 #include <attnrank/numbers/tiers.hpp>
@@ -33,11 +35,11 @@ void validate_target(const Matrix<Rational>& A, const std::string& source);
 /// Positions (row, column), 0-based, of the zero entries of A.
 std::vector<std::pair<Eigen::Index, Eigen::Index>> zero_entries(const Matrix<Rational>& A);
 
-/// A ball of doubles containing log(A) C (A positive). Entries whose logs are
-/// enclosed at 53 bits, rounded outward, then centered with directed rounding.
+/// A ball of doubles containing log(A) C (A positive): logs enclosed a few ulps
+/// wide, rounded outward, then centered with directed rounding.
 template <class Derived>
 BallMatrix certified_centered_log_ball(const Eigen::MatrixBase<Derived>& A);
-/// Entrywise bounds lo <= log A <= hi (A positive), at 53 bits, rounded outward.
+/// Entrywise bounds lo <= log A <= hi (A positive), a few ulps apart.
 template <class Derived>
 BoundsMatrix certified_log_bounds(const Eigen::MatrixBase<Derived>& A);
 /// A ball containing L C for every L within the bounds: each row's mean
@@ -68,8 +70,11 @@ Eigen::MatrixXd approx_centered_log(const Matrix<Rational>& A);
 /// range become 0.
 Eigen::MatrixXd approx_normalized_target(const Matrix<Rational>& A);
 
-/// Certified bounds of Â = A with rows normalised, in doubles: each entry rounded
-/// down (up) over its row sum rounded up (down), in MPFR; zeros stay exactly 0.
+/// Certified bounds of Â = A with rows normalised, in doubles: each entry's lower
+/// (upper) end over the row sum's upper (lower) end, rounded outward; the row sum
+/// is the sum of the entries' ends in directed rounding (MPFR at 64 bits from the
+/// exact sum for a row with entries outside the normal double range). Zeros stay
+/// exactly 0; upper ends are at most 1.
 BoundsMatrix normalized_target_bounds(const Matrix<Rational>& A);
 
 inline void validate_target(const Matrix<Rational>& A, const std::string& source) {
@@ -80,11 +85,12 @@ inline void validate_target(const Matrix<Rational>& A, const std::string& source
   for (Eigen::Index i = 0; i < A.rows(); ++i) {
     bool positive = false;
     for (Eigen::Index j = 0; j < A.cols(); ++j) {
-      if (A(i, j) < 0)
+      const int sign = mpq_sgn(A(i, j).backend().data());
+      if (sign < 0)
         throw input_error(source + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) +
                               ": attention weights cannot be negative (" + A(i, j).str() + ")",
                           source, static_cast<long>(i + 1), static_cast<long>(j + 1));
-      if (A(i, j) > 0) positive = true;
+      if (sign > 0) positive = true;
     }
     if (!positive)
       throw input_error(source + ": row " + std::to_string(i + 1) + " is all zeros (a softmax row sums to 1)", source,
@@ -96,35 +102,55 @@ inline std::vector<std::pair<Eigen::Index, Eigen::Index>> zero_entries(const Mat
   std::vector<std::pair<Eigen::Index, Eigen::Index>> z;
   for (Eigen::Index i = 0; i < A.rows(); ++i)
     for (Eigen::Index j = 0; j < A.cols(); ++j)
-      if (A(i, j) == 0) z.emplace_back(i, j);
+      if (mpq_sgn(A(i, j).backend().data()) == 0) z.emplace_back(i, j);  // no temporary Rational(0)
   return z;
 }
 
 template <class Derived>
 BoundsMatrix certified_log_bounds(const Eigen::MatrixBase<Derived>& A) {
   const Eigen::Index n = A.rows(), m = A.cols();
-  Eigen::MatrixXd lo(n, m), hi(n, m);
-  // One rounded-down quotient and one rounded-down log per entry: with
-  // x_lo = RNDD(a) <= a < x_lo + ulp(x_lo) and log increasing,
+  // Each entry enclosed in doubles, then their logs enclosed at double speed
+  // (numbers/certified_log.hpp). An entry whose lower end is not a normal double
+  // (10^-400 and the like) is done in MPFR from the rational: one rounded-down
+  // quotient and one rounded-down log, with x_lo = RNDD(a) <= a < x_lo + ulp(x_lo)
+  // and log increasing,
   //   lo = RNDD(log x_lo) <= log a <= log x_lo + ulp(x_lo) / x_lo <= lo + ulp(lo) + 2^-52,
   // and the upper end is that sum rounded up.
-  mpfr_t q, l;
-  mpfr_inits2(53, q, l, static_cast<mpfr_ptr>(nullptr));
-  for (Eigen::Index i = 0; i < n; ++i)
-    for (Eigen::Index j = 0; j < m; ++j) {
-      const int inexact_q = mpfr_set_q(q, A(i, j).backend().data(), MPFR_RNDD);
-      const int inexact_l = mpfr_log(l, q, MPFR_RNDD);
-      lo(i, j) = mpfr_get_d(l, MPFR_RNDD);  // exact: l has 53 bits
-      if (inexact_l == 0 && inexact_q == 0) {
-        hi(i, j) = lo(i, j);
+  const Derived& entries = A.derived();  // MatrixBase::operator() would copy each Rational
+  BoundsMatrix x{Eigen::MatrixXd(n, m), Eigen::MatrixXd(n, m)};
+  std::vector<std::pair<Eigen::Index, Eigen::Index>> wide;
+  for (Eigen::Index j = 0; j < m; ++j)
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const auto [a, b] = rational_enclosure(entries(i, j));
+      if (!(a >= 0x1p-1000 && b <= 0x1p1000)) {
+        wide.emplace_back(i, j);
+        x.lo(i, j) = x.hi(i, j) = 1;  // replaced below
       } else {
-        mpfr_nextabove(l);
-        if (inexact_q != 0) mpfr_add_d(l, l, 0x1p-52, MPFR_RNDU);
-        hi(i, j) = mpfr_get_d(l, MPFR_RNDU);
+        x.lo(i, j) = a;
+        x.hi(i, j) = b;
       }
     }
+  BoundsMatrix out{Eigen::MatrixXd(n, m), Eigen::MatrixXd(n, m)};
+  Eigen::MatrixXd& lo = out.lo;
+  Eigen::MatrixXd& hi = out.hi;
+  log_bounds(x.lo.data(), x.hi.data(), lo.data(), hi.data(), static_cast<std::size_t>(lo.size()));
+  if (wide.empty()) return out;
+  mpfr_t q, l;
+  mpfr_inits2(53, q, l, static_cast<mpfr_ptr>(nullptr));
+  for (const auto& [i, j] : wide) {
+    const int inexact_q = mpfr_set_q(q, entries(i, j).backend().data(), MPFR_RNDD);
+    const int inexact_l = mpfr_log(l, q, MPFR_RNDD);
+    lo(i, j) = mpfr_get_d(l, MPFR_RNDD);  // exact: l has 53 bits
+    if (inexact_l == 0 && inexact_q == 0) {
+      hi(i, j) = lo(i, j);
+    } else {
+      mpfr_nextabove(l);
+      if (inexact_q != 0) mpfr_add_d(l, l, 0x1p-52, MPFR_RNDU);
+      hi(i, j) = mpfr_get_d(l, MPFR_RNDU);
+    }
+  }
   mpfr_clears(q, l, static_cast<mpfr_ptr>(nullptr));
-  return BoundsMatrix{std::move(lo), std::move(hi)};
+  return out;
 }
 
 inline BallMatrix certified_row_centered(const BoundsMatrix& L) {
@@ -266,25 +292,59 @@ inline Eigen::MatrixXd approx_normalized_target(const Matrix<Rational>& A) {
   return T;
 }
 
-inline BoundsMatrix normalized_target_bounds(const Matrix<Rational>& A) {
-  BoundsMatrix T{Eigen::MatrixXd(A.rows(), A.cols()), Eigen::MatrixXd(A.rows(), A.cols())};
+namespace detail {
+/// normalized_target_bounds for row i from the exact row sum, in MPFR: rows far
+/// outside the double range.
+inline void normalized_row_bounds_mpfr(const Matrix<Rational>& A, Eigen::Index i, BoundsMatrix& T) {
   mpfr_t a, sum_up, sum_down;
   mpfr_inits2(64, a, sum_up, sum_down, static_cast<mpfr_ptr>(nullptr));
-  for (Eigen::Index i = 0; i < A.rows(); ++i) {
-    Rational s = 0;
-    for (Eigen::Index j = 0; j < A.cols(); ++j) s += A(i, j);
-    mpfr_set_q(sum_up, s.backend().data(), MPFR_RNDU);
-    mpfr_set_q(sum_down, s.backend().data(), MPFR_RNDD);
-    for (Eigen::Index j = 0; j < A.cols(); ++j) {
-      mpfr_set_q(a, A(i, j).backend().data(), MPFR_RNDD);
-      mpfr_div(a, a, sum_up, MPFR_RNDD);
-      T.lo(i, j) = mpfr_get_d(a, MPFR_RNDD);
-      mpfr_set_q(a, A(i, j).backend().data(), MPFR_RNDU);
-      mpfr_div(a, a, sum_down, MPFR_RNDU);
-      T.hi(i, j) = std::min(1.0, mpfr_get_d(a, MPFR_RNDU));
-    }
+  Rational s = 0;
+  for (Eigen::Index j = 0; j < A.cols(); ++j) s += A(i, j);
+  mpfr_set_q(sum_up, s.backend().data(), MPFR_RNDU);
+  mpfr_set_q(sum_down, s.backend().data(), MPFR_RNDD);
+  for (Eigen::Index j = 0; j < A.cols(); ++j) {
+    mpfr_set_q(a, A(i, j).backend().data(), MPFR_RNDD);
+    mpfr_div(a, a, sum_up, MPFR_RNDD);
+    T.lo(i, j) = mpfr_get_d(a, MPFR_RNDD);
+    mpfr_set_q(a, A(i, j).backend().data(), MPFR_RNDU);
+    mpfr_div(a, a, sum_down, MPFR_RNDU);
+    T.hi(i, j) = std::min(1.0, mpfr_get_d(a, MPFR_RNDU));
   }
   mpfr_clears(a, sum_up, sum_down, static_cast<mpfr_ptr>(nullptr));
+}
+}  // namespace detail
+
+inline BoundsMatrix normalized_target_bounds(const Matrix<Rational>& A) {
+  const Eigen::Index n = A.rows(), m = A.cols();
+  BoundsMatrix T{Eigen::MatrixXd(n, m), Eigen::MatrixXd(n, m)};
+  std::vector<bool> in_range(static_cast<std::size_t>(n), true);
+  for (Eigen::Index j = 0; j < m; ++j)
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const auto [a, b] = rational_enclosure(A(i, j));
+      T.lo(i, j) = a;
+      T.hi(i, j) = b;
+      if (!(a == 0 || (a >= 0x1p-1000 && b <= 0x1p1000))) in_range[static_cast<std::size_t>(i)] = false;
+    }
+  {
+    UpwardRounding up;
+    // Row sums: s_hi = fl_up(sum of upper ends), -s_lo = fl_up(sum of -lower ends).
+    const Eigen::VectorXd sum_hi = T.hi.rowwise().sum(), neg_sum_lo = (-T.lo).rowwise().sum();
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double s_hi = sum_hi(i), s_lo = -neg_sum_lo(i);
+      if (!(s_lo >= 0x1p-1000 && s_hi <= 0x1p1000)) in_range[static_cast<std::size_t>(i)] = false;
+      if (!in_range[static_cast<std::size_t>(i)]) continue;
+      for (Eigen::Index j = 0; j < m; ++j) {
+        double hi = T.hi(i, j) / s_lo;            // >= a_hi / s_lo
+        double neg_lo = -T.lo(i, j) / s_hi;       // >= -a_lo / s_hi
+        detail::rounding_barrier(hi);
+        detail::rounding_barrier(neg_lo);
+        T.hi(i, j) = std::min(1.0, hi);
+        T.lo(i, j) = -neg_lo;
+      }
+    }
+  }
+  for (Eigen::Index i = 0; i < n; ++i)
+    if (!in_range[static_cast<std::size_t>(i)]) detail::normalized_row_bounds_mpfr(A, i, T);
   return T;
 }
 

@@ -1,9 +1,12 @@
 #pragma once
-// Row blocks on threads, for the multiple-precision tiers. The rows of a product
-// and of a softmax are independent, and an MPFR multiply-add or exponential costs
-// tens of nanoseconds to microseconds, so dealing rows to the machine's cores pays
-// from a few thousand operations on. Doubles do not come here: Eigen and the
-// directed-rounding product have their own threading.
+// Independent work on threads: row blocks, for the multiple-precision tiers (the
+// rows of a product and of a softmax are independent, and an MPFR multiply-add or
+// exponential costs tens of nanoseconds to microseconds, so dealing rows to the
+// machine's cores pays from a few thousand operations on), and two jobs side by
+// side. Double matrix products do not come here: Eigen and the directed-rounding
+// product have their own threading; the approximate question deals out its widths
+// and its two independent searches. A directed-rounding scope is per thread, so
+// each job sets its own.
 //
 // Threads read shared inputs and write disjoint rows; MPFR keeps its flags,
 // exponent range and constant caches per thread (Debian builds it thread-safe),
@@ -67,6 +70,35 @@ void for_row_blocks(long rows, double operations, const Body& body) {
   for (std::thread& w : workers) w.join();
   for (const std::exception_ptr& f : failures)
     if (f) std::rethrow_exception(f);
+}
+
+/// Runs `beside` on a second thread while `here` runs on this one (both here, one
+/// after the other, when row_threads() is 1): two independent jobs of similar
+/// length. An exception from either is rethrown after both have finished.
+template <class Beside, class Here>
+void run_side_by_side(const Beside& beside, const Here& here) {
+  if (row_threads() < 2) {
+    beside();
+    here();
+    return;
+  }
+  std::exception_ptr failure_beside, failure_here;
+  std::thread worker([&] {
+    try {
+      beside();
+    } catch (...) {
+      failure_beside = std::current_exception();
+    }
+    mpfr_free_cache();  // this thread's constant caches
+  });
+  try {
+    here();
+  } catch (...) {
+    failure_here = std::current_exception();
+  }
+  worker.join();
+  if (failure_here) std::rethrow_exception(failure_here);
+  if (failure_beside) std::rethrow_exception(failure_beside);
 }
 
 }  // namespace attnrank::detail

@@ -1,0 +1,92 @@
+#pragma once
+// The search behind error_lower (reach/approximate.hpp, docs/math.md section 9):
+// the largest eps for which a certified sigma_(w+1)(log(Â)_RJ C_J) exceeds the
+// certified bound on ||eta(eps)||_2, for several widths w at once. Every eps
+// accepted is its own proof (R x J, the two certified numbers), so the answer is
+// sound whatever the search visits; sharing only saves work: R x J, ||eta|| and
+// the certified singular values at one eps serve every width (the singular values
+// are computed once per R x J, as many as the widest width needs).
+
+#include <attnrank/reach/approximate.hpp>
+#include <attnrank/linalg/certified_svd.hpp>
+#include <attnrank/numbers/directed_rounding.hpp>
+
+#include <Eigen/Core>
+
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace attnrank::detail {
+
+/// What every width's lower bound shares: the certified singular values of
+/// log(Â)_RJ C_J, once per R x J, and below min Â (R x J = every entry, the same
+/// for every width and step) the bound on ||eta(eps)||_2 for each eps tried.
+/// values() and eta_norm() may be called from two threads at once (after
+/// sort_entries()); results are computed outside the lock.
+class LowerBoundCache {
+ public:
+  /// A: the target (unnormalised is fine: the centering removes row scaling).
+  /// `below`: lower bounds of Â (kept by reference). `values`: how many singular
+  /// values each R x J gets (the widest width + 1).
+  LowerBoundCache(const Matrix<Rational>& A, const Eigen::MatrixXd& below, Eigen::Index values)
+      : LowerBoundCache(logs_of(A), below, values) {}
+  /// The same from logs_of(A), computed already.
+  LowerBoundCache(BoundsMatrix logs, const Eigen::MatrixXd& below, Eigen::Index values);
+  /// The certified logs of A it needs (zero entries replaced as detail::zeros_replaced does).
+  static BoundsMatrix logs_of(const Matrix<Rational>& A);
+
+  /// A lower bound of min Â: below it, R x J is every entry.
+  double smallest() const { return smallest_; }
+  /// The enclosed logs of A (zeros replaced as detail::zeros_replaced does).
+  const BoundsMatrix& log() const { return log_; }
+  const Eigen::MatrixXd& below() const { return below_; }
+  const std::vector<Eigen::Index>& all_rows() const { return all_rows_; }
+  const std::vector<Eigen::Index>& all_cols() const { return all_cols_; }
+
+  /// Sorts the entries for rows_and_columns above min Â (once; before threads
+  /// share the cache, which then only reads the order).
+  void sort_entries();
+  /// R x J for threshold t: every entry when t < smallest(), else the rows and
+  /// columns whose entries all exceed t (rows_and_columns_above).
+  void rows_and_columns(double t, std::vector<Eigen::Index>& rows, std::vector<Eigen::Index>& cols);
+  /// eta_norm_upper on R x J; remembered for R x J = every entry.
+  double eta_norm(const std::vector<Eigen::Index>& rows, const std::vector<Eigen::Index>& cols, double eps);
+  /// The certified singular values of log(Â)_RJ C_J; null when it has fewer
+  /// than `index` or fewer than two columns.
+  const CertifiedSingularValues* values(const std::vector<Eigen::Index>& rows, const std::vector<Eigen::Index>& cols,
+                                        Eigen::Index index);
+
+ private:
+  BoundsMatrix log_;
+  Eigen::Index values_;
+  double smallest_;
+  const Eigen::MatrixXd& below_;
+  EntryOrder order_;  ///< sorted on first use above min Â
+  std::vector<Eigen::Index> all_rows_, all_cols_;
+  std::mutex mutex_;  ///< guards the two maps: two searches may share the cache
+  std::map<double, double> full_eta_;
+  std::map<std::pair<std::vector<Eigen::Index>, std::vector<Eigen::Index>>, CertifiedSingularValues> cache_;
+};
+
+/// One width's search: no eps at or above `ceiling` (a certified witness's error)
+/// can be impossible, so none is tried; `best` and `proof` are the largest eps
+/// proven so far (0: none).
+struct LowerSearch {
+  Eigen::Index width = 1;
+  double ceiling = 0;
+  double best = 0;
+  ImpossibilityCheck proof;
+};
+
+/// Runs every search: the edge just below min Â; above min Â (when the ceiling
+/// is higher) `steps_above` geometric steps for each threshold factor theta = 1, 2
+/// (R x J drops the entries <= theta eps: eta_ij <= log 2 with theta = 2, which
+/// often proves more); then, for a width with nothing proven, `steps` bisection
+/// steps on [0, edge). A step counts for a width only where that width is tried,
+/// so each width gets the resolution it would alone, and widths whose answers
+/// agree share every point.
+void search_lower_bounds(std::vector<LowerSearch>& searches, int steps, int steps_above, LowerBoundCache& cache);
+
+}  // namespace attnrank::detail

@@ -1,0 +1,418 @@
+// The search behind error_lower: reach/detail/lower_bound_search.hpp states what
+// it proves and how the widths share it; docs/math.md section 9 has the proof.
+#include <attnrank/reach/detail/lower_bound_search.hpp>
+
+#include <attnrank/numbers/certified_log.hpp>
+#include <attnrank/numbers/detail/parallel.hpp>
+#include <attnrank/reach/free.hpp>
+#include <attnrank/reach/target.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <queue>
+#include <utility>
+
+namespace attnrank::detail {
+namespace {
+
+using Eigen::Index;
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+BoundsMatrix log_bounds_of(const Matrix<Rational>& A) {
+  return zero_entries(A).empty() ? certified_log_bounds(A) : certified_log_bounds(zeros_replaced(A));
+}
+
+/// R x J at one eps, shared by every width tried there; ||eta|| on it, once.
+struct Point {
+  double eps = 0;
+  std::vector<Index> rows, cols;
+  bool eta_known = false;
+  double eta = inf;
+};
+
+/// The check for one width at a point (Point::eta computed on first need).
+ImpossibilityCheck verdict(LowerBoundCache& cache, Point& p, Index width) {
+  ImpossibilityCheck c;
+  if (p.rows.empty() || p.cols.size() < 2) return c;
+  const CertifiedSingularValues* s = cache.values(p.rows, p.cols, width + 1);
+  if (!s || width + 1 > static_cast<Index>(s->values.size())) return c;
+  c.sigma_lower = s->values[static_cast<std::size_t>(width)].lower;
+  if (!(c.sigma_lower > 0)) return c;
+  if (!p.eta_known) {
+    p.eta = cache.eta_norm(p.rows, p.cols, p.eps);
+    p.eta_known = true;
+  }
+  c.eta_norm = p.eta;
+  c.impossible = c.eta_norm < c.sigma_lower;
+  if (c.impossible) {
+    c.rows = p.rows;
+    c.cols = p.cols;
+  }
+  return c;
+}
+
+/// A width in a bisection, with the steps it has left there.
+struct Member {
+  LowerSearch* search;
+  int budget;
+};
+
+/// Bisection for the largest impossible eps in [lo, hi), for every member at
+/// once: one point splits the group into those proven there (who go up) and the
+/// rest (who go down). A member is tried only below its ceiling.
+void bisect(std::vector<Member> group, double lo, double hi, double theta, bool geometric, LowerBoundCache& cache) {
+  std::erase_if(group, [&](const Member& m) { return m.budget <= 0 || !(m.search->ceiling > lo); });
+  if (group.empty() || !(lo < hi)) return;
+  const double mid = geometric && lo > 0 ? std::sqrt(lo * hi) : 0.5 * (lo + hi);
+  if (!(mid > lo && mid < hi)) return;
+  std::vector<Member> up, down;
+  Point p;
+  p.eps = mid;
+  bool placed = false;
+  for (Member m : group) {
+    if (!(mid < m.search->ceiling)) {
+      down.push_back(m);
+      continue;
+    }
+    if (!placed) {
+      cache.rows_and_columns(theta * mid, p.rows, p.cols);
+      placed = true;
+    }
+    ImpossibilityCheck c = verdict(cache, p, m.search->width);
+    --m.budget;
+    if (c.impossible) {
+      if (mid > m.search->best) {
+        m.search->best = mid;
+        m.search->proof = std::move(c);
+      }
+      up.push_back(m);
+    } else {
+      down.push_back(m);
+    }
+  }
+  bisect(std::move(up), mid, hi, theta, geometric, cache);
+  bisect(std::move(down), lo, mid, theta, geometric, cache);
+}
+
+}  // namespace
+
+LowerBoundCache::LowerBoundCache(BoundsMatrix logs, const Eigen::MatrixXd& below, Index values)
+    : log_(std::move(logs)), values_(values), smallest_(below.minCoeff()), below_(below) {
+  for (Index i = 0; i < log_.lo.rows(); ++i) all_rows_.push_back(i);
+  for (Index j = 0; j < log_.lo.cols(); ++j) all_cols_.push_back(j);
+}
+
+BoundsMatrix LowerBoundCache::logs_of(const Matrix<Rational>& A) { return log_bounds_of(A); }
+
+void LowerBoundCache::sort_entries() {
+  if (order_.value.empty()) order_ = entry_order(below_);
+}
+
+void LowerBoundCache::rows_and_columns(double t, std::vector<Index>& rows, std::vector<Index>& cols) {
+  if (t < smallest_) {
+    rows = all_rows_;
+    cols = all_cols_;
+    return;
+  }
+  sort_entries();
+  rows_and_columns_above(order_, t, rows, cols);
+}
+
+double LowerBoundCache::eta_norm(const std::vector<Index>& rows, const std::vector<Index>& cols, double eps) {
+  const bool every_entry = rows.size() == all_rows_.size() && cols.size() == all_cols_.size();
+  if (!every_entry) return eta_norm_upper(below_, rows, cols, eps);
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = full_eta_.find(eps);
+    if (it != full_eta_.end()) return it->second;
+  }
+  const double v = eta_norm_upper(below_, rows, cols, eps);
+  const std::lock_guard<std::mutex> lock(mutex_);
+  full_eta_.emplace(eps, v);
+  return v;
+}
+
+const CertifiedSingularValues* LowerBoundCache::values(const std::vector<Index>& rows, const std::vector<Index>& cols,
+                                                       Index index) {
+  const Index p = std::min<Index>(static_cast<Index>(rows.size()), static_cast<Index>(cols.size()));
+  if (index > p || cols.size() < 2) return nullptr;
+  auto key = std::make_pair(rows, cols);
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = cache_.find(key);
+    if (it != cache_.end()) return &it->second;
+  }
+  const BoundsMatrix sub{log_.lo(rows, cols), log_.hi(rows, cols)};
+  const BallMatrix LC = certified_row_centered(sub);
+  SvdOptions lower_only;
+  lower_only.upper_bounds = false;
+  CertifiedSingularValues s = certified_singular_values(LC, std::min(values_, p), lower_only);
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return &cache_.emplace(std::move(key), std::move(s)).first->second;  // the first one in, if both computed it
+}
+
+void search_lower_bounds(std::vector<LowerSearch>& searches, int steps, int steps_above, LowerBoundCache& cache) {
+  const double smallest = cache.smallest();  // a lower bound of min Â
+  // The edge of min Â first, where R x J is every entry (one certified SVD and,
+  // for every width with the same edge, one eta norm): often the answer below it.
+  std::vector<LowerSearch*> edge_failed;
+  for (LowerSearch& s : searches) {
+    const double full_top = std::min(s.ceiling, smallest);
+    if (!(full_top > 0)) continue;
+    Point edge;
+    edge.eps = std::nextafter(full_top, 0.0);
+    cache.rows_and_columns(edge.eps, edge.rows, edge.cols);
+    ImpossibilityCheck c = verdict(cache, edge, s.width);
+    if (!c.impossible) {
+      edge_failed.push_back(&s);
+    } else if (edge.eps > s.best) {
+      s.best = edge.eps;
+      s.proof = std::move(c);
+    }
+  }
+  // Above min Â: R x J drops the entries <= theta eps. Geometric steps: the
+  // provable eps is usually within a small factor of min Â, while the ceiling
+  // can be orders of magnitude above it, where R x J shrinks to nothing.
+  // The two factors are independent searches: theta = 2 runs on its own copy of
+  // the searches, on a second thread when there is one, and the better of the
+  // two proofs is kept for each width.
+  const auto search_above = [&](std::vector<LowerSearch>& own, double theta) {
+    std::vector<Member> above;
+    double ceiling = 0;
+    for (LowerSearch& s : own)
+      if (smallest < s.ceiling) {
+        above.push_back({&s, steps_above});
+        ceiling = std::max(ceiling, s.ceiling);
+      }
+    bisect(std::move(above), smallest, ceiling, theta, true, cache);
+  };
+  std::vector<LowerSearch> doubled = searches;
+  cache.sort_entries();
+  run_side_by_side([&] { search_above(doubled, 2.0); }, [&] { search_above(searches, 1.0); });
+  for (std::size_t k = 0; k < searches.size(); ++k)
+    if (doubled[k].best > searches[k].best) {
+      searches[k].best = doubled[k].best;
+      searches[k].proof = std::move(doubled[k].proof);
+    }
+  // Below the edge, by bisection, for the widths with nothing proven yet (an eps
+  // proven above min Â beats every point below it).
+  std::vector<Member> below;
+  double top = 0;
+  for (LowerSearch* s : edge_failed)
+    if (s->best == 0) {
+      const double edge = std::nextafter(std::min(s->ceiling, smallest), 0.0);
+      below.push_back({s, steps});
+      top = std::max(top, edge);
+    }
+  bisect(std::move(below), 0, top, 1, false, cache);
+}
+
+double eta_norm_upper(const Eigen::MatrixXd& below, const std::vector<Index>& rows, const std::vector<Index>& cols,
+                      double eps) {
+  const std::size_t r = rows.size(), c = cols.size();
+  if (r == 0 || c == 0) return 0;
+  // eta >= 0, so ||eta||_2 <= min(||eta||_F, sqrt(max row sum * max column sum)),
+  // accumulated in one pass, column by column, rounding up.
+  // x = eps / a rounded up (a is already a lower bound of Â). For x <= 1/16,
+  // -log(1 - x) = sum_k x^k / k <= sum_(k<=12) x^k / k + x^13 / (13 (1 - x)),
+  // every term positive and rounded up (Horner), so the sum is an upper bound
+  // within a few ulps; larger x (entries within 16 eps: many, above min Â) go to
+  // neg_log1m_upper (numbers/certified_log.hpp), outside the upward-rounding scope.
+  std::vector<double> a(r), x(r), h(r), row_sums(r, 0.0), col_sums(c, 0.0);
+  std::vector<double> large_x;
+  std::vector<std::pair<std::size_t, std::size_t>> large_at;
+  double squares = 0;
+  {
+    UpwardRounding up;
+    double inverse[14];
+    for (int k = 1; k <= 13; ++k) {
+      inverse[k] = 1.0 / k;  // >= 1 / k
+      detail::rounding_barrier(inverse[k]);
+    }
+    for (std::size_t jj = 0; jj < c; ++jj) {
+      const double* column = &below(0, cols[jj]);
+      for (std::size_t i = 0; i < r; ++i) a[i] = column[rows[i]];
+      bool bad = false;
+      for (std::size_t i = 0; i < r; ++i) {
+        x[i] = eps / a[i];
+        bad |= !(a[i] > 0) || !(x[i] < 1);
+      }
+      if (bad) return inf;
+      for (std::size_t i = 0; i < r; ++i) {  // branch-free: the compiler vectorises it
+        const double t = x[i];
+        const double one_minus = t - 1.0;  // >= t - 1, so -one_minus <= 1 - t
+        double t13 = t * t;
+        t13 = t13 * t13;            // t^4
+        t13 = t13 * t13 * t13 * t;  // t^13
+        double horner = inverse[12];
+        for (int k = 11; k >= 1; --k) horner = inverse[k] + t * horner;
+        h[i] = inverse[13] * t13 / -one_minus + t * horner;  // the tail, >= t^13 / (13 (1 - t)), plus the rest
+      }
+      double col = 0;
+      for (std::size_t i = 0; i < r; ++i) {
+        if (x[i] > 0.0625) {
+          large_x.push_back(x[i]);
+          large_at.emplace_back(i, jj);
+          continue;
+        }
+        col += h[i];
+        squares += h[i] * h[i];
+        row_sums[i] += h[i];
+      }
+      col_sums[jj] = col;
+    }
+    detail::rounding_barrier(squares);
+  }
+  if (!large_x.empty()) {
+    std::vector<double> hi(large_x.size());
+    neg_log1m_upper(large_x.data(), hi.data(), hi.size());
+    UpwardRounding up;
+    for (std::size_t t = 0; t < hi.size(); ++t) {
+      squares += hi[t] * hi[t];
+      row_sums[large_at[t].first] += hi[t];
+      col_sums[large_at[t].second] += hi[t];
+    }
+    detail::rounding_barrier(squares);
+  }
+  UpwardRounding up;
+  const double max_row = *std::max_element(row_sums.begin(), row_sums.end());
+  const double max_col = *std::max_element(col_sums.begin(), col_sums.end());
+  double frobenius = std::sqrt(squares);
+  double product = max_row * max_col;
+  detail::rounding_barrier(product);
+  double mixed = std::sqrt(product);
+  detail::rounding_barrier(frobenius);
+  detail::rounding_barrier(mixed);
+  const double best = std::min(frobenius, mixed);
+  return std::isfinite(best) ? best : inf;
+}
+
+namespace {
+/// Sorts (key, index) pairs by key, then index, as std::sort would: least
+/// significant digit first, 16 bits a pass, each pass stable. The indices come in
+/// increasing order, so stability keeps ties in index order.
+void radix_sort(std::vector<std::pair<std::uint64_t, std::uint64_t>>& v) {
+  if (v.empty()) return;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> scratch(v.size());
+  std::vector<std::size_t> count(1 << 16);
+  for (int shift = 0; shift < 64; shift += 16) {
+    std::fill(count.begin(), count.end(), 0);
+    for (const auto& e : v) ++count[(e.first >> shift) & 0xffff];
+    if (count[(v.front().first >> shift) & 0xffff] == v.size()) continue;  // one digit value: already in order
+    std::size_t total = 0;
+    for (std::size_t& c : count) {
+      const std::size_t here = c;
+      c = total;
+      total += here;
+    }
+    for (const auto& e : v) scratch[count[(e.first >> shift) & 0xffff]++] = e;
+    v.swap(scratch);
+  }
+}
+
+/// The indices whose flag is set.
+std::vector<Index> kept(const std::vector<bool>& in) {
+  std::vector<Index> out;
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (in[i]) out.push_back(static_cast<Index>(i));
+  return out;
+}
+}  // namespace
+
+EntryOrder entry_order(const Eigen::MatrixXd& below) {
+  EntryOrder o;
+  o.rows = below.rows();
+  o.cols = below.cols();
+  // (key, index) pairs sorted as integers: the key orders doubles as numbers
+  // (sign bit flipped for non-negatives, every bit for negatives; -0 counts as +0),
+  // and the index breaks ties as a stable sort would. NaN is never among them.
+  const std::size_t size = static_cast<std::size_t>(below.size());
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> keyed(size);
+  for (std::size_t t = 0; t < size; ++t) {
+    const double v = below.data()[t] == 0 ? 0.0 : below.data()[t];
+    const std::uint64_t bits = std::bit_cast<std::uint64_t>(v);
+    keyed[t] = {bits >> 63 ? ~bits : bits | (std::uint64_t{1} << 63), t};
+  }
+  radix_sort(keyed);
+  o.value.resize(size);
+  o.row.resize(size);
+  o.col.resize(size);
+  for (std::size_t s = 0; s < size; ++s) {
+    const Index t = static_cast<Index>(keyed[s].second);
+    o.value[s] = below.data()[t];
+    o.row[s] = t % o.rows;  // column-major
+    o.col[s] = t / o.rows;
+  }
+  return o;
+}
+
+void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Index>& rows, std::vector<Index>& cols) {
+  const Index n = order.rows, m = order.cols;
+  // The bad entries (below <= eps, as !(below > eps) above: values are never NaN),
+  // as lists per row and per column (counting sort: no allocation per line).
+  const Index bad = std::upper_bound(order.value.begin(), order.value.end(), eps) - order.value.begin();
+  std::vector<Index> row_start(static_cast<std::size_t>(n + 1), 0), col_start(static_cast<std::size_t>(m + 1), 0);
+  for (Index t = 0; t < bad; ++t) {
+    ++row_start[static_cast<std::size_t>(order.row[static_cast<std::size_t>(t)] + 1)];
+    ++col_start[static_cast<std::size_t>(order.col[static_cast<std::size_t>(t)] + 1)];
+  }
+  for (Index i = 0; i < n; ++i) row_start[static_cast<std::size_t>(i + 1)] += row_start[static_cast<std::size_t>(i)];
+  for (Index j = 0; j < m; ++j) col_start[static_cast<std::size_t>(j + 1)] += col_start[static_cast<std::size_t>(j)];
+  std::vector<Index> row_entries(static_cast<std::size_t>(bad)), col_entries(static_cast<std::size_t>(bad));
+  {
+    std::vector<Index> r_fill(row_start.begin(), row_start.end() - 1), c_fill(col_start.begin(), col_start.end() - 1);
+    for (Index t = 0; t < bad; ++t) {
+      const Index i = order.row[static_cast<std::size_t>(t)], j = order.col[static_cast<std::size_t>(t)];
+      row_entries[static_cast<std::size_t>(r_fill[static_cast<std::size_t>(i)]++)] = j;
+      col_entries[static_cast<std::size_t>(c_fill[static_cast<std::size_t>(j)]++)] = i;
+    }
+  }
+  std::vector<int> row_bad(static_cast<std::size_t>(n)), col_bad(static_cast<std::size_t>(m));
+  for (Index i = 0; i < n; ++i) row_bad[static_cast<std::size_t>(i)] = static_cast<int>(row_start[static_cast<std::size_t>(i + 1)] - row_start[static_cast<std::size_t>(i)]);
+  for (Index j = 0; j < m; ++j) col_bad[static_cast<std::size_t>(j)] = static_cast<int>(col_start[static_cast<std::size_t>(j + 1)] - col_start[static_cast<std::size_t>(j)]);
+  // The dense version's rule: the row (column) with the most bad entries, the
+  // first such; the column when it has at least as many. Max-heaps of
+  // (count, -index) give the same choice; stale entries are skipped on top.
+  using Item = std::pair<int, Index>;
+  std::priority_queue<Item> row_heap, col_heap;
+  for (Index i = 0; i < n; ++i) row_heap.emplace(row_bad[static_cast<std::size_t>(i)], -i);
+  for (Index j = 0; j < m; ++j) col_heap.emplace(col_bad[static_cast<std::size_t>(j)], -j);
+  std::vector<bool> row_in(static_cast<std::size_t>(n), true), col_in(static_cast<std::size_t>(m), true);
+  const auto top = [](std::priority_queue<Item>& heap, const std::vector<int>& count, const std::vector<bool>& in) {
+    while (!heap.empty()) {
+      const auto [c, minus_i] = heap.top();
+      const std::size_t i = static_cast<std::size_t>(-minus_i);
+      if (in[i] && count[i] == c) return static_cast<Index>(i);
+      heap.pop();
+    }
+    return Index{-1};
+  };
+  while (true) {
+    const Index best_row = top(row_heap, row_bad, row_in), best_col = top(col_heap, col_bad, col_in);
+    const int r = best_row < 0 ? 0 : row_bad[static_cast<std::size_t>(best_row)];
+    const int c = best_col < 0 ? 0 : col_bad[static_cast<std::size_t>(best_col)];
+    if (r == 0 && c == 0) break;
+    if (c >= r) {
+      col_in[static_cast<std::size_t>(best_col)] = false;
+      for (Index t = col_start[static_cast<std::size_t>(best_col)]; t < col_start[static_cast<std::size_t>(best_col + 1)]; ++t) {
+        const Index i = col_entries[static_cast<std::size_t>(t)];
+        if (row_in[static_cast<std::size_t>(i)]) row_heap.emplace(--row_bad[static_cast<std::size_t>(i)], -i);
+      }
+      col_bad[static_cast<std::size_t>(best_col)] = 0;
+    } else {
+      row_in[static_cast<std::size_t>(best_row)] = false;
+      for (Index t = row_start[static_cast<std::size_t>(best_row)]; t < row_start[static_cast<std::size_t>(best_row + 1)]; ++t) {
+        const Index j = row_entries[static_cast<std::size_t>(t)];
+        if (col_in[static_cast<std::size_t>(j)]) col_heap.emplace(--col_bad[static_cast<std::size_t>(j)], -j);
+      }
+      row_bad[static_cast<std::size_t>(best_row)] = 0;
+    }
+  }
+  rows = kept(row_in);
+  cols = kept(col_in);
+}
+
+}  // namespace attnrank::detail
