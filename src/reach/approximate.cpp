@@ -340,7 +340,8 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   if (max_dk == 0) max_dk = n;
   if (max_dk < 1 || max_dk > n)
     throw input_error("max d_k = " + std::to_string(max_dk) + " is out of range: 1 <= max d_k <= n = " + std::to_string(n));
-  // One certified SVD (lower bounds) and one SVD per start (upper bounds) serve every width.
+  // One certified SVD of the centered log serves every width: the lower bounds
+  // below min Â, and through its vectors every width's start.
   Context c(A, max_dk, max_dk + 1);
   WidthResult out;
   out.epsilon = epsilon;
@@ -351,7 +352,7 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   // certified (the others could not lower the profile: E* is non-increasing in
   // d_k, so a narrower width's bound holds). The lower bounds search together:
   // most of their points serve every width.
-  const TruncatedSvd& svd = c.start_svds(false).front();
+  const TruncatedSvd svd = c.start_svds(false).front();  // a copy: the search adds starts later
   std::vector<Witness> starts(static_cast<std::size_t>(max_dk));
   std::vector<double> estimate(static_cast<std::size_t>(max_dk));
   constexpr double worth_threads = 1e9;  // each width is ~1 ms of double work: always deal them out

@@ -13,7 +13,8 @@
 //    (docs/math.md, "The approximate question"). So an eps whose bound on ||eta||_2
 //    falls below a certified lower bound on sigma_(d_k+1)(L C_J) is impossible, and
 //    E* >= eps. The largest eps found by bisection, each step checked in directed
-//    rounding and MPFR, is error_lower.
+//    rounding (the logs proven at double speed, numbers/certified_log.hpp), is
+//    error_lower.
 // With fixed embeddings X the same bounds hold for heads Q = X W^Q, K = X W^K:
 // error_lower at width min(d_k, rank X), error_upper from optimised weights.
 // The gap between the bounds is reported, never hidden: it is the honest state of
@@ -110,9 +111,11 @@ struct WidthResult {
 };
 
 /// Bounds for d_k = 1..max_dk (max_dk <= n; 0 means n). Every width gets its
-/// lower bound (one certified SVD serves all) and the certified error of its
-/// starts (truncations of one SVD per start; certified in doubles with directed
-/// rounding, attention/certified_softmax.hpp). Then, with options.optimise, the
+/// lower bound (the widths search together, reach/detail/lower_bound_search.hpp:
+/// each point's certified SVD serves all) and the certified error of its start
+/// (a truncation of one SVD; certified in doubles with directed rounding,
+/// attention/certified_softmax.hpp, when its error estimated in doubles improves
+/// on every narrower width's, whose bound holds too). Then, with options.optimise, the
 /// search runs only where it can lower width_upper: by bisection over the widths
 /// from width_lower to width_upper - 1. Each bound carries to the neighbouring
 /// widths (E* is non-increasing in d_k). input_error on bad input or eps outside [0, 1].
