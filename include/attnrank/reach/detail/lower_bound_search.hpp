@@ -41,7 +41,6 @@ class LowerBoundCache {
   double smallest() const { return smallest_; }
   /// The enclosed logs of A (zeros replaced as detail::zeros_replaced does).
   const BoundsMatrix& log() const { return log_; }
-  const Eigen::MatrixXd& below() const { return below_; }
   const std::vector<Eigen::Index>& all_rows() const { return all_rows_; }
   const std::vector<Eigen::Index>& all_cols() const { return all_cols_; }
 
