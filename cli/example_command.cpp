@@ -1,7 +1,9 @@
 // attnrank example: every step of the tutorial's Section 2.2.2, exact or certified.
 #include "commands.hpp"
 #include "layer_report.hpp"
+#include "run.hpp"
 
+#include <attnrank/attention/mask.hpp>
 #include <attnrank/tutorial/worked_example.hpp>
 
 namespace attnrank::cli {
@@ -10,16 +12,20 @@ void add_example_command(CLI::App& app, std::string& out) {
   auto* cmd = app.add_subcommand("example", "Every step of Section 2.2.2 (\"I love LLMs\", d_model = 4, h = 2)");
   struct Options {
     int digits = 2;
+    std::string mask = "none";
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
   cmd->add_option("--digits", opt->digits,
                   "Decimals to print, each certified by interval arithmetic (default 2, as the tutorial prints)")
       ->check(CLI::Range(0, max_digits));
+  cmd->add_option("--mask", opt->mask, "causal (each token attends to itself and the tokens before it), none, or a 3 x 3 file of 0s and 1s");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &out] {
     const auto layer = worked_example::layer<Rational>();
-    const FormattedTrace t = run_layer(layer, worked_example::X(), Tier::interval, opt->digits, 0);
+    std::vector<Mask> masks;
+    if (auto m = read_mask_argument(opt->mask, worked_example::X().rows(), "the example's X", input_limits())) masks.push_back(std::move(*m));
+    const FormattedTrace t = run_layer(layer, worked_example::X(), Tier::interval, opt->digits, 0, masks);
     const std::vector<std::string> tokens(std::begin(worked_example::tokens), std::end(worked_example::tokens));
     if (opt->json) {
       nlohmann::json j = trace_json(t);
@@ -27,7 +33,9 @@ void add_example_command(CLI::App& app, std::string& out) {
       j["tokens"] = tokens;
       out = j.dump(2) + "\n";
     } else {
-      out = "Section 2.2.2 - multi-head attention on \"I love LLMs\"\n" + narrate(t, tokens);
+      out = "Section 2.2.2 - multi-head attention on \"I love LLMs\"" +
+            std::string(masks.empty() ? "" : masks[0].is_causal() ? ", causally (each token sees itself and the tokens before it)" : ", masked") +
+            "\n" + narrate(t, tokens);
     }
   });
 }

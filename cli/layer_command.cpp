@@ -3,6 +3,7 @@
 #include "run.hpp"
 #include "layer_report.hpp"
 
+#include <attnrank/attention/mask.hpp>
 #include <attnrank/io/parse.hpp>
 
 #include <string>
@@ -29,6 +30,7 @@ void add_layer_command(CLI::App& app, std::string& out) {
     long heads = 0;
     int digits = 6;
     unsigned bits = 128;
+    std::vector<std::string> masks;
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
@@ -44,15 +46,25 @@ void add_layer_command(CLI::App& app, std::string& out) {
   cmd->add_option("--digits", opt->digits, "Decimals to print (default 6)")->check(CLI::Range(0, max_digits));
   cmd->add_option("--bits", opt->bits, "Working precision in bits for mp and interval (default 128)")
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
+  cmd->add_option("--mask", opt->masks,
+                  "causal, none, or a file of 0s and 1s (1: the query may attend): masked scores are -inf; once for "
+                  "every head, or once per head in head order");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &out] {
     const ParseLimits& limits = input_limits();
     const Matrix<Rational> X = read_matrix(opt->x, limits);
     const Matrix<Rational> wq = read_matrix(opt->wq, limits), wk = read_matrix(opt->wk, limits),
                            wv = read_matrix(opt->wv, limits), wo = read_matrix(opt->wo, limits);
+    if (opt->masks.size() > 1 && static_cast<long>(opt->masks.size()) != opt->heads)
+      throw input_error(std::to_string(opt->masks.size()) + " --mask options for " + std::to_string(opt->heads) +
+                        " heads: give --mask once for every head, or once per head");
+    std::vector<Mask> masks;
+    for (const std::string& m : opt->masks)
+      if (auto mask = read_mask_argument(m, X.rows(), opt->x + " (X)", limits)) masks.push_back(std::move(*mask));
+      else if (opt->masks.size() > 1) masks.push_back(Mask::full(X.rows()));
     try {
       const MultiHeadAttention<Rational> layer(wq, wk, wv, wo, opt->heads);
-      const FormattedTrace t = run_layer(layer, X, parse_tier(opt->tier), opt->digits, opt->bits);
+      const FormattedTrace t = run_layer(layer, X, parse_tier(opt->tier), opt->digits, opt->bits, masks);
       out = opt->json ? trace_json(t).dump(2) + "\n" : narrate(t, {});
     } catch (const input_error& e) {
       rethrow_with_file(e, {{"X", opt->x}, {"W^Q", opt->wq}, {"W^K", opt->wk}, {"W^V", opt->wv}, {"W^O", opt->wo}});

@@ -3,6 +3,7 @@
 #include <attnrank/attention/certified_forward.hpp>
 #include <attnrank/numbers/decimal.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace attnrank::cli {
@@ -45,11 +46,19 @@ FormattedTrace format_trace(const LayerTrace<L, N>& t, const Matrix<Rational>& X
   f.Q = format_matrix(t.Q, digits, failures);
   f.K = format_matrix(t.K, digits, failures);
   f.V = format_matrix(t.V, digits, failures);
-  for (const auto& h : t.heads)
+  for (const auto& h : t.heads) {
     f.heads.push_back({format_matrix(h.Q, digits, failures), format_matrix(h.K, digits, failures),
                        format_matrix(h.V, digits, failures), format_matrix(h.scores, digits, failures),
                        format_matrix(h.scaled, digits, failures), format_matrix(h.A, digits, failures),
                        format_matrix(h.Z, digits, failures)});
+    if (!h.mask) continue;
+    // A masked score is -inf: its entry in `scaled` holds a finite value softmax never reads.
+    f.masks.push_back(h.mask->name());
+    TextMatrix& scaled = f.heads.back().scaled;
+    for (Eigen::Index i = 0; i < h.mask->size(); ++i)
+      for (Eigen::Index j = 0; j < h.mask->size(); ++j)
+        if (!h.mask->allows(i, j)) scaled[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = "masked";
+  }
   f.concat = format_matrix(t.concat, digits, failures);
   f.output = format_matrix(t.output, digits, failures);
   f.enclosures = failures;
@@ -66,9 +75,9 @@ Tier parse_tier(const std::string& name) {
 }
 
 FormattedTrace run_layer(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X, Tier tier,
-                         int digits, unsigned bits) {
+                         int digits, unsigned bits, const std::vector<Mask>& masks) {
   if (tier == Tier::double_precision) {
-    const auto t = layer_in_tier<double>(layer).forward(to_tier<double>(X));
+    const auto t = layer_in_tier<double>(layer).forward(to_tier<double>(X), masks);
     FormattedTrace f = format_trace(t, X, digits);
     f.tier = "double";
     f.precision_bits = 53;
@@ -76,13 +85,13 @@ FormattedTrace run_layer(const MultiHeadAttention<Rational>& layer, const Matrix
   }
   if (tier == Tier::multiprecision) {
     PrecisionScope scope(bits);
-    const auto t = layer_in_tier<Real>(layer).forward(to_tier<Real>(X));
+    const auto t = layer_in_tier<Real>(layer).forward(to_tier<Real>(X), masks);
     FormattedTrace f = format_trace(t, X, digits);
     f.tier = "mp";
     f.precision_bits = PrecisionScope::bits();
     return f;
   }
-  const CertifiedTrace c = certified_forward(layer, X, digits, bits);
+  const CertifiedTrace c = certified_forward(layer, X, digits, bits, masks);
   // Formatted at the precision the intervals were computed at.
   const PrecisionScope scope(c.requested_bits);
   FormattedTrace f = format_trace(c.trace, X, digits);
@@ -112,6 +121,13 @@ std::string narrate(const FormattedTrace& t, const std::vector<std::string>& tok
   else
     out += "Numbers: tier " + t.tier + " (" + std::to_string(t.precision_bits) + " bits), " +
            std::to_string(t.digits) + " decimals, not certified.\n";
+  if (!t.masks.empty()) {
+    const bool shared = std::all_of(t.masks.begin(), t.masks.end(), [&](const std::string& m) { return m == t.masks[0]; });
+    std::string per_head;
+    for (std::size_t i = 0; i < t.masks.size(); ++i) per_head += (i ? ", head " : "head ") + std::to_string(i + 1) + " " + t.masks[i];
+    out += "Mask: " + (shared ? t.masks[0] + (t.heads.size() > 1 ? " (every head)" : "") : per_head) +
+           "; masked scores are -inf, so softmax puts exactly 0 there and normalises over the allowed keys.\n";
+  }
   if (t.enclosures > 0)
     out += "Note: " + std::to_string(t.enclosures) +
            " entries sit on a rounding tie and are printed as certified enclosures [lo, hi].\n";
@@ -157,6 +173,11 @@ nlohmann::json trace_json(const FormattedTrace& t) {
   j["digits"] = t.digits;
   j["certified"] = t.certified;
   j["enclosures"] = t.enclosures;
+  // One name when every head has the same mask ("none" without one), else one per head.
+  if (t.masks.empty()) j["mask"] = "none";
+  else if (std::all_of(t.masks.begin(), t.masks.end(), [&](const std::string& m) { return m == t.masks[0]; }))
+    j["mask"] = t.masks[0];
+  else j["mask"] = t.masks;
   j["X"] = to_json(t.X);
   j["Q"] = to_json(t.Q);
   j["K"] = to_json(t.K);

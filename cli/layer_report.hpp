@@ -29,6 +29,7 @@ struct FormattedTrace {
   int digits = 2;               ///< decimals after the point
   bool certified = false;       ///< every printed digit is proven (interval tier)
   std::size_t enclosures = 0;   ///< entries that could not be rounded with certainty
+  std::vector<std::string> masks;  ///< Mask::name() of each head's mask; empty without masks
 };
 
 /// Runs the layer on X and formats every step with `digits` decimals.
@@ -37,8 +38,10 @@ struct FormattedTrace {
 /// entry rounds with certainty or a cap is reached; an entry that still does
 /// not round uniquely (a true value on a rounding tie) is printed as its
 /// enclosure "[lo, hi]". mp: MPFR at `bits`. double: IEEE double.
+/// Masked scores print as "masked" (they are -inf); `masks` as in
+/// MultiHeadAttention::forward.
 FormattedTrace run_layer(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X, Tier tier,
-                         int digits, unsigned bits);
+                         int digits, unsigned bits, const std::vector<Mask>& masks = {});
 
 /// The trace step by step, labelled as in the tutorial's Section 2.2.2;
 /// `tokens` label the rows (row numbers when empty).

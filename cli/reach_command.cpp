@@ -11,6 +11,7 @@
 #include <attnrank/reach/approximate.hpp>
 #include <attnrank/reach/certificate.hpp>
 #include <attnrank/reach/embeddings_certificate.hpp>
+#include <attnrank/reach/masked.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -134,12 +135,109 @@ std::string bounds_lines(const ApproxBounds& b, std::uint64_t seed, bool embeddi
   return s.str();
 }
 
+/// The line every unmasked report of a causal pattern adds.
+constexpr const char* causal_note =
+    "the zeros are exactly the causal pattern; --mask causal asks the decoder question";
+
+std::string block_list(const std::vector<MaskedBlock>& blocks) {
+  std::ostringstream s;
+  for (std::size_t k = 0; k < blocks.size(); ++k) {
+    const MaskedBlock& b = blocks[k];
+    s << (k ? ", " : "") << b.rows.size() << "x" << b.cols.size() << ":";
+    if (b.lower == b.upper) s << b.lower;
+    else s << b.lower << ".." << b.upper;
+  }
+  return s.str();
+}
+
+/// The masked verdict in words: floor bounds with the blocks that prove them.
+std::string narrate_masked(const std::string& name, const MaskedReachResult& r, bool normalised) {
+  std::ostringstream s;
+  s << "target " << name << " (n = " << r.n << "), head width d_k = " << r.dk << ", mask " << r.mask
+    << ": masked scores are -inf, so only the allowed entries are asked about\n";
+  if (!normalised)
+    s << "  note: rows do not sum to 1; softmax normalises rows, so everything below is about A / rowsums\n";
+  const std::string close = r.witness && std::isfinite(r.witness->max_abs_error)
+                                ? "a masked width-" + std::to_string(r.dk) + " head comes within " +
+                                      format_upper_bound(r.witness->max_abs_error) + " (certified)"
+                                : "no witness error could be bounded";
+  if (r.has_zero_entry) {
+    s << "verdict: unreachable - " << r.reason << "; " << close << ".\n";
+  } else {
+    const MaskedFloorBounds& f = r.floor;
+    s << "  floor    min rank of S = log A + c 1^T on the allowed set: ";
+    if (f.lower == f.upper) s << "= " << f.lower;
+    else s << f.lower << " <= floor <= " << f.upper;
+    s << "\n           lower: " << f.lower_reason << " (" << f.lower_bits << " bits)\n";
+    s << "           upper: " << f.upper_reason << "\n";
+    s << "           " << (f.nested ? "blocks B_k" : "rectangles") << " (rows x columns: floor): " << block_list(f.blocks) << "\n";
+    if (f.nested && !f.overlaps.empty()) s << "           overlaps O_k: " << block_list(f.overlaps) << "\n";
+    s << "  ceiling  rank(Q K^T) <= d_k = " << r.dk << "\n";
+    s << "verdict: " << to_string(r.verdict) << " - ";
+    if (r.verdict == Verdict::unreachable)
+      s << "no masked head of width " << r.dk << " produces these entries exactly, as written; " << close << ".\n";
+    else if (r.verdict == Verdict::reachable)
+      s << "a masked head of width " << r.dk << " produces these entries exactly; " << close << ".\n";
+    else
+      s << "whether a masked head of width " << r.dk << " produces these entries exactly is not settled; " << close << ".\n";
+    s << "  because " << r.reason << ".\n";
+    if (!r.hint.empty()) s << "  to settle it: " << r.hint << ".\n";
+  }
+  if (r.witness && std::isfinite(r.witness->max_abs_error))
+    s << "witness at d_k = " << r.dk << " (alternating least squares on the allowed set): max |masked softmax(Q K^T / sqrt(d_k)) - A| <= "
+      << format_upper_bound(r.witness->max_abs_error) << " (certified)\n";
+  return s.str();
+}
+
+nlohmann::json blocks_json(const std::vector<MaskedBlock>& blocks) {
+  json out = json::array();
+  for (const MaskedBlock& b : blocks) {
+    json rows = json::array(), cols = json::array();
+    for (Eigen::Index i : b.rows) rows.push_back(i + 1);
+    for (Eigen::Index j : b.cols) cols.push_back(j + 1);
+    out.push_back({{"rows", rows}, {"columns", cols}, {"floor_lower", b.lower}, {"floor_upper", b.upper},
+                   {"upper_reason", b.upper_reason}, {"minor_residual", b.minor_residual}});
+  }
+  return out;
+}
+
+json masked_json(const MaskedReachResult& r, bool normalised) {
+  json j{{"n", r.n},
+         {"dk", r.dk},
+         {"question", "free"},
+         {"mask", r.mask},
+         {"verdict", to_string(r.verdict)},
+         {"reason", r.reason},
+         {"rows_sum_to_one", normalised},
+         {"max_abs_error", r.witness && std::isfinite(r.witness->max_abs_error) ? json(r.witness->max_abs_error) : json(nullptr)}};
+  if (r.has_zero_entry) {
+    j["floor_lower"] = nullptr;
+    j["floor_upper"] = nullptr;
+    j["zero_entry"] = {{"row", r.zeros[0].first + 1}, {"column", r.zeros[0].second + 1}};
+  } else {
+    j["floor_lower"] = r.floor.lower;
+    j["floor_upper"] = r.floor.upper;
+    j["bits"] = r.floor.lower_bits;
+    j["nested"] = r.floor.nested;
+    j["floor_lower_reason"] = r.floor.lower_reason;
+    j["floor_upper_reason"] = r.floor.upper_reason;
+    j["blocks"] = blocks_json(r.floor.blocks);
+    j["overlaps"] = blocks_json(r.floor.overlaps);
+  }
+  if (!r.hint.empty()) j["hint"] = r.hint;
+  if (r.witness) {
+    j["witness_Q"] = matrix_json(r.witness->Q);
+    j["witness_K"] = matrix_json(r.witness->K);
+  }
+  return j;
+}
+
 }  // namespace
 
 void add_reach_command(CLI::App& app, std::string& out) {
   auto* cmd = app.add_subcommand("reach", "Can a head of width d_k produce this attention pattern? Yes, no or undecided, with a certificate");
   struct Options {
-    std::string target, certificate, check, x, svg;
+    std::string target, certificate, check, x, svg, mask = "none";
     long dk = 0;
     unsigned bits = 53;
     double epsilon = -1;
@@ -155,6 +253,9 @@ void add_reach_command(CLI::App& app, std::string& out) {
   CLI::Option* epsilon_option =
       cmd->add_option("--epsilon", opt->epsilon, "Also decide whether some head of width d_k comes within this max entrywise error, in [0, 1]");
   cmd->add_option("--seed", opt->seed, "Seed of the optimiser's restarts for the error bounds (printed)");
+  cmd->add_option("--mask", opt->mask,
+                  "causal, none, or a file of 0s and 1s (1: the query may attend): decide for a masked head, whose "
+                  "masked scores are -inf (the target must be 0 exactly there)");
   cmd->add_flag("--full-floor", opt->full_floor, "Always bound the whole floor, not only what the verdict needs");
   cmd->add_option("--certificate", opt->certificate, "Also write the certificate (JSON) to this file");
   cmd->add_option("--check", opt->check, "Re-verify a certificate file against TARGET (and --x X) instead of deciding");
@@ -163,6 +264,19 @@ void add_reach_command(CLI::App& app, std::string& out) {
   cmd->callback([opt, dk_option, epsilon_option, &out] {
     const Matrix<Rational> A = read_matrix_argument(opt->target, input_limits());
     validate_target(A, opt->target);
+    if (const std::optional<Mask> mask = read_mask_argument(opt->mask, A.rows(), opt->target, input_limits())) {
+      for (const auto& [given, what] : {std::pair{!opt->x.empty(), "--x"}, {epsilon_option->count() > 0, "--epsilon"},
+                                        {!opt->check.empty(), "--check"}, {!opt->certificate.empty(), "--certificate"},
+                                        {!opt->svg.empty(), "--svg"}})
+        if (given) throw input_error(std::string(what) + " is not available with --mask yet (the masked question answers the verdict, the floor and a witness)");
+      if (dk_option->count() == 0) throw input_error("--dk is required (the head width to decide)");
+      validate_masked_target(A, *mask, opt->target);
+      ReachOptions o;
+      o.bits = opt->bits;
+      const MaskedReachResult r = reach(A, opt->dk, *mask, o);
+      out = opt->json ? masked_json(r, rows_sum_to_one(A)).dump(2) + "\n" : narrate_masked(opt->target, r, rows_sum_to_one(A));
+      return;
+    }
     if (!opt->check.empty()) {
       const json cert = read_certificate_file(opt->check);
       const CertificateCheck c = opt->x.empty() ? check_reach_certificate(A, cert)
@@ -224,6 +338,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
       std::optional<double> best = witness_error;
       if (approx && best && approx->error_upper < *best) best = approx->error_upper;
       out += narrate(opt->target, r, !emb, rows_sum_to_one(A), witness_error, best);
+      if (zeros_are_causal(A)) out += std::string("note: ") + causal_note + "\n";
       if (approx) out += bounds_lines(*approx, opt->seed, emb.has_value());
       else out += "how close: not computed for n > " + std::to_string(approx_default_limit) + " (pass --epsilon E to bound it)\n";
       if (emb) {
@@ -252,6 +367,8 @@ void add_reach_command(CLI::App& app, std::string& out) {
       j["bits"] = r.floor.lower_bits;
     }
     if (!r.hint.empty()) j["hint"] = r.hint;
+    j["mask"] = "none";
+    if (zeros_are_causal(A)) j["note"] = causal_note;
     if (approx) {
       j["error_lower"] = approx->error_lower;
       j["error_upper"] = std::isfinite(approx->error_upper) ? json(approx->error_upper) : json(nullptr);

@@ -2,6 +2,7 @@
 // Module attention: softmax and the multi-head attention layer in every tier,
 // with the trace of every intermediate. Depends on linalg and numbers.
 #include <attnrank/linalg.hpp>
+#include <attnrank/attention/mask.hpp>
 #include <attnrank/attention/softmax.hpp>
 #include <attnrank/attention/multi_head_attention.hpp>
 #include <attnrank/attention/certified_forward.hpp>

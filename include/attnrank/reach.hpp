@@ -8,6 +8,7 @@
 #include <attnrank/reach/target.hpp>
 #include <attnrank/reach/log_exponents.hpp>
 #include <attnrank/reach/free.hpp>
+#include <attnrank/reach/masked.hpp>
 #include <attnrank/reach/approximate.hpp>
 #include <attnrank/reach/embeddings.hpp>
 #include <attnrank/reach/certificate.hpp>

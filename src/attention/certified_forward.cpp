@@ -26,13 +26,13 @@ std::size_t unrounded_entries(const LayerTrace<Rational, Interval>& t, int decim
 }  // namespace
 
 CertifiedTrace certified_forward(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X, int decimals,
-                                 unsigned min_bits) {
+                                 unsigned min_bits, const std::vector<Mask>& masks) {
   const unsigned start = std::max(min_bits, bits_for_decimals(decimals));
   const unsigned cap = std::max(start * 8, 4096u);
   CertifiedTrace out;
   for (unsigned b = start;; b *= 2) {
     const PrecisionScope scope(b);
-    out.trace = layer.forward<Interval>(X);
+    out.trace = layer.forward<Interval>(X, masks);
     out.requested_bits = b;
     out.bits = PrecisionScope::bits();
     out.unrounded = unrounded_entries(out.trace, decimals);

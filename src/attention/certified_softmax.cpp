@@ -17,9 +17,7 @@ constexpr double inf = std::numeric_limits<double>::infinity();
 // operation meets a subnormal operand (each would cost a microcode assist).
 constexpr double tiny = 0x1p-1021;
 
-}  // namespace
-
-BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S) {
+BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask) {
   const Index rows = S.lo.rows(), cols = S.lo.cols();
   BoundsMatrix P;
   if (rows == 0 || cols == 0) {
@@ -34,8 +32,10 @@ BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S) {
   // column-major matrix walk it by rows.
   std::vector<char> usable(static_cast<std::size_t>(rows), 1);
   Eigen::VectorXd top = Eigen::VectorXd::Constant(rows, -inf);
+  const auto allowed = [mask](Index i, Index j) { return !mask || mask->allows(i, j); };
   for (Index j = 0; j < cols; ++j)
     for (Index i = 0; i < rows; ++i) {
+      if (!allowed(i, j)) continue;
       const double lo = S.lo(i, j), hi = S.hi(i, j);
       usable[static_cast<std::size_t>(i)] &= static_cast<char>(std::isfinite(lo) && std::isfinite(hi) && lo <= hi);
       top(i) = std::max(top(i), hi);
@@ -58,6 +58,10 @@ BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S) {
     P.hi = (S.hi.array().colwise() - top.array()).matrix();
     detail::rounding_barrier(P.hi);
   }
+  if (mask)  // exp(-inf) = 0 exactly (numbers/detail/vector_exp.hpp)
+    for (Index j = 0; j < cols; ++j)
+      for (Index i = 0; i < rows; ++i)
+        if (!mask->allows(i, j)) P.lo(i, j) = P.hi(i, j) = -inf;
   {
     RoundingScope<FE_TONEAREST> nearest;  // exp_double's error bound holds in round-to-nearest
     detail::exp_in_place(P.lo.data(), static_cast<std::size_t>(P.lo.size()));
@@ -77,6 +81,10 @@ BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S) {
   {
     UpwardRounding up;
     P.hi = (P.hi.array() * grow + tiny).matrix();
+    if (mask)  // a masked term is exactly 0, not [0, tiny]
+      for (Index j = 0; j < cols; ++j)
+        for (Index i = 0; i < rows; ++i)
+          if (!mask->allows(i, j)) P.hi(i, j) = 0;
     sum_hi = row_sums(P.hi);
     detail::rounding_barrier(P.hi);
     detail::rounding_barrier(sum_hi);
@@ -96,8 +104,23 @@ BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S) {
     if (!usable[static_cast<std::size_t>(i)]) {
       P.lo.row(i).setZero();
       P.hi.row(i).setOnes();
+      if (mask)
+        for (Index j = 0; j < cols; ++j)
+          if (!mask->allows(i, j)) P.hi(i, j) = 0;
     }
   return P;
+}
+
+}  // namespace
+
+BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S) { return softmax_bounds(S, nullptr); }
+
+BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask) {
+  mask.require_size(S.lo.rows(), "the score bounds");
+  if (S.lo.cols() != mask.size() || S.hi.rows() != S.lo.rows() || S.hi.cols() != S.lo.cols())
+    throw input_error("masked softmax: the score bounds must be " + std::to_string(mask.size()) + " x " +
+                      std::to_string(mask.size()));
+  return softmax_bounds(S, &mask);
 }
 
 BoundsMatrix certified_scaled_scores(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K) {

@@ -43,9 +43,7 @@ Witness unpack(const Eigen::VectorXd& x, Index n, Index dk) {
 
 void validate(const Matrix<Rational>& A, Index dk) {
   validate_target(A, "target");
-  if (dk < 1 || dk > A.rows())
-    throw input_error("d_k = " + std::to_string(dk) + " is out of range: a head on n = " + std::to_string(A.rows()) +
-                      " tokens has 1 <= d_k <= n");
+  require_head_width(dk, A.rows());
 }
 
 /// Fixed embeddings for the upper bound's search: X exactly and in doubles, the

@@ -184,13 +184,17 @@ double certified_witness_error(const Matrix<Rational>& A, const Matrix<Rational>
   return detail::softmax_distance(A, S);
 }
 
+void require_head_width(Eigen::Index dk, Eigen::Index n) {
+  if (dk < 1 || dk > n)
+    throw input_error("d_k = " + std::to_string(dk) + " is out of range: a head on n = " + std::to_string(n) +
+                      " tokens has 1 <= d_k <= n");
+}
+
 ReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const ReachOptions& o) {
   using namespace detail;
   validate_target(A, "target");
   const Index n = A.rows();
-  if (dk < 1 || dk > n)
-    throw input_error("d_k = " + std::to_string(dk) + " is out of range: a head on n = " + std::to_string(n) +
-                      " tokens has 1 <= d_k <= n");
+  require_head_width(dk, n);
   require_precision_bits(o.bits);
   ReachResult res;
   res.n = n;

@@ -1,5 +1,6 @@
 // An independent check: mpmath (Debian's python3-mpmath) computes the layer at 50
-// digits from the same exact inputs; the MPFR tier at 200 bits must agree.
+// digits from the same exact inputs, with and without masks; the MPFR tier at 200
+// bits must agree.
 #include "support.hpp"
 
 #include <cstdio>
@@ -40,7 +41,9 @@ TEST_CASE("attnrank::MultiHeadAttention agrees with an independent mpmath implem
   std::uniform_int_distribution<int> entry(-40, 40), size(1, 5), heads_dist(1, 3);
   const auto dir = std::filesystem::temp_directory_path() / ("attnrank-mpmath-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  for (int trial = 0; trial < 6; ++trial) {
+  // Trials 6..11 add a mask (causal, or random with a key in every row) for every head.
+  std::bernoulli_distribution coin(0.5);
+  for (int trial = 0; trial < 12; ++trial) {
     const Eigen::Index n = size(rng), heads = heads_dist(rng), d_k = size(rng), d_v = size(rng), d_model = size(rng) + 1;
     auto random = [&](Eigen::Index r, Eigen::Index c) {
       Matrix<Rational> m(r, c);
@@ -56,11 +59,22 @@ TEST_CASE("attnrank::MultiHeadAttention agrees with an independent mpmath implem
       write_csv(dir / names[i], *mats[i]);
       cmd += " " + (dir / names[i]).string();
     }
+    std::vector<Mask> masks;
+    if (trial >= 6) {
+      Matrix<Rational> M(n, n);
+      for (Eigen::Index i = 0; i < n; ++i) {
+        for (Eigen::Index j = 0; j < n; ++j) M(i, j) = trial % 2 == 0 ? Rational(j <= i) : Rational(coin(rng));
+        M(i, std::uniform_int_distribution<Eigen::Index>(0, n - 1)(rng)) = 1;
+      }
+      masks.push_back(Mask::from_matrix(M, "mask"));
+      write_csv(dir / "mask.csv", M);
+      cmd += " " + (dir / "mask.csv").string();
+    }
     std::istringstream reference(run(cmd));
     PrecisionScope scope(200);
     const MultiHeadAttention<Real> layer(from_rational<Real>(wq), from_rational<Real>(wk), from_rational<Real>(wv),
                                          from_rational<Real>(wo), heads);
-    const auto t = layer.forward(from_rational<Real>(X));
+    const auto t = layer.forward(from_rational<Real>(X), masks);
     for (Eigen::Index i = 0; i < t.output.rows(); ++i)
       for (Eigen::Index j = 0; j < t.output.cols(); ++j) {
         std::string text;

@@ -412,3 +412,64 @@ TEST_CASE("attnrank out of memory: a message and exit 1, never an abort") {
   CHECK(slurp(out).empty());
 }
 #endif
+
+TEST_CASE("attnrank masks: layer, example and reach") {
+  const std::string causal4 = file("causal4.csv",
+                                   "1,0,0,0\n0.3,0.7,0,0\n0.2,0.5,0.3,0\n0.1,0.2,0.3,0.4\n");
+  SECTION("reach --mask causal: the decoder question, floor floor(n/2), JSON with the mask and the blocks") {
+    const auto j = nlohmann::json::parse(attnrank_cli("reach " + causal4 + " --mask causal --dk 1 --json").out);
+    CHECK(j["mask"] == "causal");
+    CHECK(j["floor_lower"] == 2);
+    CHECK(j["floor_upper"] == 2);
+    CHECK(j["verdict"] == "unreachable");
+    CHECK(j["nested"] == true);
+    CHECK(j["blocks"].size() == 4);
+    CHECK(j["overlaps"].size() == 3);
+    const auto two = nlohmann::json::parse(attnrank_cli("reach " + causal4 + " --mask causal --dk 2 --json").out);
+    CHECK(two["verdict"] == "reachable");
+    CHECK(two["max_abs_error"] < 1e-12);
+    CHECK_THAT(attnrank_cli("reach " + causal4 + " --mask causal --dk 2").out,
+               Catch::Contains("mask causal") && Catch::Contains("blocks B_k") && Catch::Contains("verdict: reachable"));
+  }
+  SECTION("without --mask a causal pattern answers as before, with a note pointing at --mask causal") {
+    const Run r = attnrank_cli("reach " + causal4 + " --dk 2");
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("verdict: unreachable") && Catch::Contains("--mask causal asks the decoder question"));
+    const auto j = nlohmann::json::parse(attnrank_cli("reach " + causal4 + " --dk 2 --json").out);
+    CHECK(j["mask"] == "none");
+    CHECK_THAT(j["note"].get<std::string>(), Catch::Contains("causal pattern"));
+  }
+  SECTION("a mask file: 0/1 pattern, its fingerprint in the JSON") {
+    const std::string window = file("window.csv", "1,0,0\n1,1,0\n0,1,1\n");
+    const std::string target = file("window_target.csv", "1,0,0\n0.5,0.5,0\n0,0.25,0.75\n");
+    const auto j = nlohmann::json::parse(attnrank_cli("reach " + target + " --mask " + window + " --dk 1 --json").out);
+    CHECK(j["mask"].get<std::string>().rfind("pattern:", 0) == 0);
+    CHECK(j["nested"] == false);
+  }
+  SECTION("bad masks and targets: exit 2 naming file, row and column") {
+    expect_input_error("reach " + causal4 + " --mask " + file("half.csv", "1,0,0,0\n1,0.5,0,0\n1,1,1,0\n1,1,1,1\n") + " --dk 1",
+                       "half.csv: mask row 2, column 2 is 1/2");
+    expect_input_error("reach " + causal4 + " --mask " + file("empty_row.csv", "1,0,0,0\n0,0,0,0\n1,1,1,0\n1,1,1,1\n") + " --dk 1",
+                       "mask row 2 allows no key");
+    expect_input_error("reach " + causal4 + " --mask " + file("small.csv", "1,0\n1,1\n") + " --dk 1", "the mask is 2 x 2");
+    expect_input_error("reach diag:4:0.7 --mask causal --dk 1", "row 1, column 2 is 1/10 at a masked position");
+    expect_input_error("reach " + causal4 + " --mask causal --dk 1 --epsilon 0.1", "--epsilon is not available with --mask");
+    expect_input_error("reach " + causal4 + " --mask nosuchfile.csv --dk 1", "nosuchfile.csv");
+  }
+  SECTION("layer --mask and example --mask causal: masked scores print as masked, weights exactly 0") {
+    const auto j = nlohmann::json::parse(attnrank_cli("layer " + worked_example_args() + " --heads 2 --mask causal --json").out);
+    CHECK(j["mask"] == "causal");
+    CHECK(j["scaled_scores"][0][0][1] == "masked");
+    CHECK(j["A"][1][0][2] == "0.000000");
+    CHECK(j["A"][0][0][0] == "1.000000");
+    const auto e = nlohmann::json::parse(attnrank_cli("example --mask causal --json").out);
+    CHECK(e["mask"] == "causal");
+    CHECK(e["A"][0][1][0] == "0.20");
+    const auto two = nlohmann::json::parse(
+        attnrank_cli("layer " + worked_example_args() + " --heads 2 --tier double --mask causal --mask none --json").out);
+    CHECK(two["mask"] == nlohmann::json::array({"causal", "none"}));
+    CHECK(two["scaled_scores"][1][0][1] != "masked");
+    expect_input_error("layer " + worked_example_args() + " --heads 2 --mask causal --mask causal --mask causal",
+                       "3 --mask options for 2 heads");
+  }
+}

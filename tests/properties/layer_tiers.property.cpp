@@ -110,4 +110,58 @@ TEST_CASE("attnrank::MultiHeadAttention tiers") {
         RC_ASSERT(encloses(e.output(r, c), ref.output(r, c)));
       }
   });
+
+  rc::prop("with masks (causal or random, shared or one per head): intervals contain MPFR, double within its bound, masked weights exactly 0", [] {
+    const auto l = gen_layer();
+    const Eigen::Index n = l.X.rows();
+    std::vector<Mask> masks;
+    const int count = *rc::gen::element(1, static_cast<int>(l.heads));
+    for (int m = 0; m < count; ++m) {
+      if (*rc::gen::arbitrary<bool>()) {
+        masks.push_back(Mask::causal(n));
+        continue;
+      }
+      Matrix<Rational> M(n, n);
+      for (Eigen::Index i = 0; i < n; ++i) {
+        for (Eigen::Index j = 0; j < n; ++j) M(i, j) = *rc::gen::inRange(0, 2);
+        M(i, *rc::gen::inRange<Eigen::Index>(0, n)) = 1;
+      }
+      masks.push_back(Mask::from_matrix(M, "generated"));
+    }
+    LayerTrace<Rational, Interval> exact_path;
+    {
+      PrecisionScope scope(*rc::gen::inRange(53u, 160u));
+      exact_path = layer_in<Rational>(l).forward<Interval>(l.X, masks);
+    }
+    const auto t = layer_in<double>(l).forward(from_rational<double>(l.X), masks);
+    // The documented bound holds under a mask: a row's allowed spread is at most
+    // its whole spread, its allowed count at most n, and masked weights are exact.
+    const Matrix<double> bound = double_error_bound(l, t);
+    PrecisionScope fine(400);
+    const auto ref = layer_in<Real>(l).forward(from_rational<Real>(l.X), masks);
+    for (std::size_t i = 0; i < ref.heads.size(); ++i) {
+      const Mask& mask = masks[masks.size() == 1 ? 0 : i];
+      RC_ASSERT(t.heads[i].mask && *t.heads[i].mask == mask);
+      for (Eigen::Index r = 0; r < n; ++r)
+        for (Eigen::Index c = 0; c < n; ++c) {
+          RC_ASSERT(encloses(exact_path.heads[i].A(r, c), ref.heads[i].A(r, c)));
+          if (!mask.allows(r, c)) {
+            RC_ASSERT(t.heads[i].A(r, c) == 0.0);
+            RC_ASSERT(ref.heads[i].A(r, c) == 0);
+            RC_ASSERT(exact_path.heads[i].A(r, c) == 0);
+          }
+        }
+    }
+    for (Eigen::Index r = 0; r < ref.output.rows(); ++r)
+      for (Eigen::Index c = 0; c < ref.output.cols(); ++c) {
+        RC_ASSERT(encloses(exact_path.output(r, c), ref.output(r, c)));
+        RC_ASSERT(std::abs(t.output(r, c) - static_cast<double>(ref.output(r, c))) <= 2 * bound(r, c) + 1e-300);
+      }
+  });
+
+  SECTION("a wrong number of masks, or masks of the wrong size, are input errors") {
+    const auto layer = worked_example::layer<Rational>();
+    CHECK_THROWS_AS(layer.forward<Interval>(worked_example::X(), {Mask::causal(3), Mask::causal(3), Mask::causal(3)}), input_error);
+    CHECK_THROWS_AS(layer.forward<Interval>(worked_example::X(), {Mask::causal(4)}), input_error);
+  }
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Independent reference for the multi-head attention layer, in mpmath.
 
-Usage: layer_mpmath.py DIGITS HEADS X.csv WQ.csv WK.csv WV.csv WO.csv
+Usage: layer_mpmath.py DIGITS HEADS X.csv WQ.csv WK.csv WV.csv WO.csv [MASK.csv]
 Prints the output matrix, one row per line, entries separated by spaces, each
-with DIGITS significant digits. Written from the paper's formulas, sharing no
+with DIGITS significant digits. With MASK.csv (n x n of 0s and 1s, one mask for
+every head) a query attends only where the mask is 1: the other scores are -inf. Written from the paper's formulas, sharing no
 code with attnrank; inputs are CSV rows of integers, decimals or p/q.
 Needs Debian's python3-mpmath (run with /usr/bin/python3).
 """
@@ -32,6 +33,7 @@ def main():
     digits, heads = int(sys.argv[1]), int(sys.argv[2])
     mp.dps = digits + 20
     x, wq, wk, wv, wo = (read(p) for p in sys.argv[3:8])
+    mask = read(sys.argv[8]) if len(sys.argv) > 8 else None
     q, k, v = matmul(x, wq), matmul(x, wk), matmul(x, wv)
     dk, dv = len(wq[0]) // heads, len(wv[0]) // heads
     n = len(x)
@@ -42,9 +44,10 @@ def main():
         vi = [row[h * dv:(h + 1) * dv] for row in v]
         scores = [[mp.fsum(qi[r][c] * ki[s][c] for c in range(dk)) / mp.sqrt(dk) for s in range(n)] for r in range(n)]
         weights = []
-        for row in scores:
-            top = max(row)
-            e = [mp.exp(s - top) for s in row]
+        for r, row in enumerate(scores):
+            allowed = [mask is None or mask[r][s] == 1 for s in range(n)]
+            top = max(s for s, a in zip(row, allowed) if a)
+            e = [mp.exp(s - top) if a else mp.mpf(0) for s, a in zip(row, allowed)]
             total = mp.fsum(e)
             weights.append([x / total for x in e])
         z = matmul(weights, vi)

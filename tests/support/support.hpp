@@ -15,6 +15,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
+#include <functional>
 #include <string>
 
 namespace attnrank::test {
@@ -70,6 +71,16 @@ template <class T>
 MultiHeadAttention<T> layer_in(const RandomLayer& l) {
   return MultiHeadAttention<T>(from_rational<T>(l.wq), from_rational<T>(l.wk), from_rational<T>(l.wv),
                                from_rational<T>(l.wo), l.heads);
+}
+
+/// The message of the input_error f throws, or "" when it throws none.
+inline std::string input_error_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const input_error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 /// true when the interval x contains the MPFR number y.

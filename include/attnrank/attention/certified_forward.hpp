@@ -26,8 +26,9 @@ struct CertifiedTrace {
 };
 
 /// Runs `layer` on X as above, for `decimals` decimals after the point, starting
-/// at max(min_bits, bits_for_decimals(decimals)) bits.
+/// at max(min_bits, bits_for_decimals(decimals)) bits, with the masks of
+/// MultiHeadAttention::forward (none, one for every head, or one per head).
 CertifiedTrace certified_forward(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X, int decimals,
-                                 unsigned min_bits = 0);
+                                 unsigned min_bits = 0, const std::vector<Mask>& masks = {});
 
 }  // namespace attnrank

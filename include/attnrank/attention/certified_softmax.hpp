@@ -17,13 +17,20 @@
 // (n the row length: the sums; the last term: exp's conditioning), plus what the
 // width of the score bounds costs through exp.
 // Rows with an infinite or NaN bound get [0, 1]: true, and useless.
+// With a mask, masked scores are -inf: those entries are exactly [0, 0], and
+// their bounds are not read.
 
+#include <attnrank/attention/mask.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 
 namespace attnrank {
 
 /// Bounds of softmax over each row, for every S with S.lo <= S <= S.hi.
 BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S);
+
+/// The same over the positions `mask` allows (S square, of the mask's size;
+/// throws input_error otherwise); masked entries are exactly 0.
+BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask);
 
 /// Bounds of Q K^T / sqrt(d_k) for the double matrices Q, K (n x d_k): two
 /// directed GEMMs, and the division by sqrt(d_k) enclosed.

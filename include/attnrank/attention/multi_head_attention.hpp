@@ -8,6 +8,10 @@
 //   A_i = softmax(Q_i K_i^T / sqrt(d_k)),  Z_i = A_i V_i
 //   output = Concat(Z_1, ..., Z_h) W^O
 //
+// With masks (attention/mask.hpp; one shared by every head, or one per head)
+// the masked scaled scores are minus infinity: A_i is exactly 0 there and each
+// row is normalised over its allowed keys (softmax_rows(S, mask)).
+//
 // Two scalars: the linear part (projections, slices, raw scores Q_i K_i^T) runs in
 // tier L; from the division by sqrt(d_k) on, in tier N. With L = Rational and
 // N = Interval the linear part is exact and the rest certified (the "exact path");
@@ -46,9 +50,10 @@ struct LayerTrace {
   struct Head {
     Matrix<L> Q, K, V;   ///< this head's column slices
     Matrix<L> scores;    ///< Q_i K_i^T (exact when L is exact)
-    Matrix<N> scaled;    ///< Q_i K_i^T / sqrt(d_k)
+    Matrix<N> scaled;    ///< Q_i K_i^T / sqrt(d_k); where `mask` forbids, the score is -inf (the entry keeps the finite value, which softmax does not read)
     Matrix<N> A;         ///< softmax of the scaled scores, row-wise
     Matrix<N> Z;         ///< A_i V_i
+    std::optional<Mask> mask;  ///< this head's mask, if any
   };
   AttentionShape shape;
   Matrix<L> Q, K, V;     ///< full-width projections
@@ -84,6 +89,12 @@ class MultiHeadAttention {
   /// Throws input_error when X has the wrong width, no rows or a non-finite entry.
   template <class N = T>
   LayerTrace<T, N> forward(const Matrix<T>& X) const;
+
+  /// The same with masks: none (empty), one for every head, or one per head
+  /// (masks[i] for head i), each n x n for n = rows(X). Throws input_error on
+  /// another count of masks or a mask of the wrong size.
+  template <class N = T>
+  LayerTrace<T, N> forward(const Matrix<T>& X, const std::vector<Mask>& masks) const;
 
  private:
   Matrix<T> w_q_, w_k_, w_v_, w_o_;

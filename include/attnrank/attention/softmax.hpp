@@ -19,7 +19,12 @@
 // double has its own arrangement by columns with a SIMD exp (attention/detail/softmax_double.hpp);
 // Real and Interval take exp in fixed point (numbers/detail/fixed_point_exp.hpp): for Real
 // the same correctly rounded values as mpfr_exp, for Interval proven enclosures.
+//
+// With a mask (attention/mask.hpp) the masked scores are minus infinity: their
+// entries are exactly 0 in every tier, and the row is normalised over its
+// allowed positions (the shift m is taken over those; masked scores are never read).
 
+#include <attnrank/attention/mask.hpp>
 #include <attnrank/numbers/detail/fixed_point_exp.hpp>
 #include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/numbers/scalar_traits.hpp>
@@ -57,33 +62,44 @@ class SoftmaxExp {
 
 }  // namespace detail
 
-/// Softmax of each row of S. Precondition: S has finite entries. For
-/// T = Interval the result contains softmax(S') for every real S' in S.
+namespace detail {
+
+/// The generic softmax of softmax_rows, over the positions `mask` allows (all
+/// when mask is null).
 template <class T>
-Matrix<T> softmax_rows(const Matrix<T>& S) {
+Matrix<T> masked_softmax_rows(const Matrix<T>& S, const Mask* mask) {
   static_assert(!scalar_traits<T>::exact,
                 "softmax is transcendental: evaluate it in double, Real or Interval");
   const Eigen::Index n = S.cols();
+  if (mask) mask->require_size(S.rows(), "the score matrix");
   Matrix<T> A(S.rows(), n);
+  const auto allowed = [mask](Eigen::Index r, Eigen::Index k) { return !mask || mask->allows(r, k); };
   // Rows are independent: the multiple-precision tiers deal them to threads (an
   // MPFR exponential costs about as much as 50 multiply-adds); doubles stay here.
   const double operations = !scalar_traits<T>::multiprecision ? 0.0 : 50.0 * static_cast<double>(S.rows()) * static_cast<double>(n);
   detail::for_row_blocks(S.rows(), operations, [&](long begin, long end) {
-    std::vector<T> e(static_cast<std::size_t>(n)), prefix, suffix;
+    std::vector<T> e, prefix, suffix;
+    std::vector<Eigen::Index> keys;
     detail::SoftmaxExp exp_of;
     for (Eigen::Index r = begin; r < end; ++r) {
-      Eigen::Index top = 0;
-      for (Eigen::Index k = 1; k < n; ++k)
+      keys.clear();
+      for (Eigen::Index k = 0; k < n; ++k)
+        if (allowed(r, k)) keys.push_back(k);
+        else A(r, k) = 0;
+      if (keys.empty()) continue;  // only for n = 0: a Mask allows a key in every row
+      Eigen::Index top = keys[0];
+      for (Eigen::Index k : keys)
         if (scalar_traits<T>::approx_less(S(r, top), S(r, k))) top = k;
       const T m = scalar_traits<T>::center(S(r, top));
-      for (Eigen::Index k = 0; k < n; ++k) {
-        const T shifted = S(r, k) - m;
-        exp_of(e[static_cast<std::size_t>(k)], shifted);
+      e.resize(keys.size());
+      for (std::size_t k = 0; k < keys.size(); ++k) {
+        const T shifted = S(r, keys[k]) - m;
+        exp_of(e[k], shifted);
       }
       if constexpr (!scalar_traits<T>::enclosure) {
         T sum = 0;
         for (const T& v : e) sum += v;
-        for (std::size_t j = 0; j < e.size(); ++j) A(r, static_cast<Eigen::Index>(j)) = e[j] / sum;
+        for (std::size_t j = 0; j < e.size(); ++j) A(r, keys[j]) = e[j] / sum;
       } else {
         prefix.resize(e.size() + 1);
         suffix.resize(e.size() + 1);
@@ -94,12 +110,30 @@ Matrix<T> softmax_rows(const Matrix<T>& S) {
         for (std::size_t j = 0; j < e.size(); ++j) {
           const T rest = prefix[j] + suffix[j + 1];
           const T ratio = rest / e[j];
-          A(r, static_cast<Eigen::Index>(j)) = 1 / (1 + ratio);
+          A(r, keys[j]) = 1 / (1 + ratio);
         }
       }
     }
   });
   return A;
+}
+
+}  // namespace detail
+
+/// Softmax of each row of S. Precondition: S has finite entries. For
+/// T = Interval the result contains softmax(S') for every real S' in S.
+template <class T>
+Matrix<T> softmax_rows(const Matrix<T>& S) {
+  return detail::masked_softmax_rows(S, nullptr);
+}
+
+/// Softmax of each row of S over the positions the mask allows; masked entries
+/// are exactly 0. Throws input_error when the mask's size is not S's row count.
+/// Precondition: S is square (the mask's size) with finite allowed entries
+/// (masked entries are not read).
+template <class T>
+Matrix<T> softmax_rows(const Matrix<T>& S, const Mask& mask) {
+  return detail::masked_softmax_rows(S, &mask);
 }
 
 }  // namespace attnrank

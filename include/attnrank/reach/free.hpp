@@ -96,6 +96,9 @@ struct ReachResult {
   std::string hint;    ///< for undecided: what would help
 };
 
+/// Throws input_error unless 1 <= dk <= n: the widths a head on n tokens can have.
+void require_head_width(Eigen::Index dk, Eigen::Index n);
+
 /// Decides whether a head of width dk produces A (n x n, entries >= 0, no zero
 /// row; 1 <= dk <= n). Throws input_error on a bad target or dk.
 ReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const ReachOptions& options = {});

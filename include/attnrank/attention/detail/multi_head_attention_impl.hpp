@@ -64,12 +64,22 @@ MultiHeadAttention<T>::MultiHeadAttention(Matrix<T> w_q, Matrix<T> w_k, Matrix<T
 template <class T>
 template <class N>
 LayerTrace<T, N> MultiHeadAttention<T>::forward(const Matrix<T>& X) const {
+  return forward<N>(X, std::vector<Mask>{});
+}
+
+template <class T>
+template <class N>
+LayerTrace<T, N> MultiHeadAttention<T>::forward(const Matrix<T>& X, const std::vector<Mask>& masks) const {
   using std::sqrt;
   if (X.rows() < 1) throw input_error("X has no rows (a sentence needs at least one token)", "X");
   if (X.cols() != shape_.d_model)
     throw input_error("X is " + detail::shape_text(X.rows(), X.cols()) + " but the weights expect d_model = " +
                       std::to_string(shape_.d_model) + " columns", "X");
   detail::require_finite(X, "X");
+  if (masks.size() > 1 && static_cast<Eigen::Index>(masks.size()) != shape_.heads)
+    throw input_error(std::to_string(masks.size()) + " masks for " + std::to_string(shape_.heads) +
+                      " heads: give one mask for every head, or one per head");
+  for (const Mask& m : masks) m.require_size(X.rows(), "X");
 
   LayerTrace<T, N> t;
   t.shape = shape_;
@@ -87,7 +97,8 @@ LayerTrace<T, N> MultiHeadAttention<T>::forward(const Matrix<T>& X) const {
     h.scaled = to_tier<N>(h.scores);
     for (Eigen::Index c = 0; c < h.scaled.cols(); ++c)
       for (Eigen::Index r = 0; r < h.scaled.rows(); ++r) h.scaled(r, c) /= root_dk;
-    h.A = softmax_rows(h.scaled);
+    if (!masks.empty()) h.mask = masks[masks.size() == 1 ? 0 : static_cast<std::size_t>(i)];
+    h.A = h.mask ? softmax_rows(h.scaled, *h.mask) : softmax_rows(h.scaled);
     h.Z = multiply(h.A, to_tier<N>(h.V));
     t.concat.middleCols(i * shape_.d_v, shape_.d_v) = h.Z;
     t.heads.push_back(std::move(h));

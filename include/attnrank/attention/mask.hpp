@@ -1,0 +1,68 @@
+#pragma once
+// Attention masks: which keys each query may attend to.
+//
+// A mask is an n x n 0/1 pattern Omega, 1 where query i may attend to key j.
+// Masked scores are minus infinity, so softmax puts exactly 0 there and
+// normalises over the allowed positions of the row. Every row must allow at
+// least one key: softmax over an empty row has no value (PyTorch returns NaN
+// there); a mask that leaves a row empty is an input error naming the row.
+// `Mask::causal(n)` is j <= i (a decoder: token i sees tokens 1..i).
+
+#include <attnrank/error.hpp>
+#include <attnrank/io/parse.hpp>
+#include <attnrank/numbers/tiers.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnrank {
+
+class Mask {
+ public:
+  /// The causal mask of size n >= 1: row i allows columns 0..i (0-based).
+  static Mask causal(Eigen::Index n);
+  /// No mask: every position allowed.
+  static Mask full(Eigen::Index n);
+  /// From an n x n matrix of 0s and 1s read from `source`. Throws input_error
+  /// naming source, row, column and value for an entry other than 0 or 1, for a
+  /// matrix that is not square, and for a row with no 1 in it.
+  static Mask from_matrix(const Matrix<Rational>& M, const std::string& source);
+
+  Eigen::Index size() const { return n_; }
+  bool allows(Eigen::Index row, Eigen::Index col) const {
+    return allowed_[static_cast<std::size_t>(row * n_ + col)] != 0;
+  }
+  /// Number of allowed keys of the row.
+  Eigen::Index allowed_in_row(Eigen::Index row) const { return row_counts_[static_cast<std::size_t>(row)]; }
+  /// Total allowed positions.
+  Eigen::Index allowed_count() const;
+  bool is_full() const { return allowed_count() == n_ * n_; }
+  bool is_causal() const;
+
+  /// "none" (full), "causal", or "pattern:" followed by 16 hex digits of a 64-bit
+  /// FNV-1a hash of n and the row-major bits: the name a JSON report and a
+  /// certificate record, equal for equal masks whatever file they came from.
+  std::string name() const;
+
+  /// Throws input_error unless the mask has size n (the rows of `what`).
+  void require_size(Eigen::Index n, const std::string& what) const;
+
+  friend bool operator==(const Mask& a, const Mask& b) { return a.n_ == b.n_ && a.allowed_ == b.allowed_; }
+
+ private:
+  explicit Mask(Eigen::Index n, std::vector<unsigned char> allowed);
+  Eigen::Index n_ = 0;
+  std::vector<unsigned char> allowed_;   // row-major, 0 or 1
+  std::vector<Eigen::Index> row_counts_;
+};
+
+/// The mask an argument names, for n tokens: "causal", "none" (no mask), or a
+/// file of 0s and 1s in any matrix format read_matrix_argument reads. Throws
+/// input_error naming the file for a bad entry, an empty row or a size other
+/// than n x n (`what` names the matrix whose rows the mask must match).
+std::optional<Mask> read_mask_argument(const std::string& argument, Eigen::Index n, const std::string& what,
+                                       const ParseLimits& limits = {});
+
+}  // namespace attnrank

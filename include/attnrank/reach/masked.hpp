@@ -1,0 +1,118 @@
+#pragma once
+// Reachability under a mask: can a masked head of width d_k produce A?
+//
+// Omega is the allowed set (attention/mask.hpp); A is zero exactly off Omega and
+// L = log A on Omega. A head produces A iff some S of rank <= d_k has
+// S = L + c 1^T on Omega for some c (masked scores are -inf, so only Omega
+// matters). For any completion T of L, min_c rank(T + c 1^T) = rank(T C) =
+// rank([T; 1^T]) - 1, hence (docs/math.md; proofs/ formalises the reduction)
+//     floor_Omega(A) = mr([L; 1^T]) - 1,
+// mr the minimal rank over all completions of the partial matrix [L; 1^T].
+//
+// Nested masks (the rows' allowed sets form a chain: causal, prefix-LM, causal
+// with a bidirectional prefix): ordering rows by how many keys they allow and
+// columns by how many rows allow them makes every row a prefix, [L; 1^T] is
+// block lower triangular, and (Woerdeman 1987, "The lower order of lower
+// triangular operators and minimal rank extensions"; Cohen, Johnson, Rodman and
+// Woerdeman 1989, "Ranks of completions of partial matrices")
+//     mr = sum_k rank(B_k) - sum_k rank(B_k ∩ B_k+1)
+// over the maximal fully specified blocks B_k. Every block contains the ones
+// row, and rank([T; 1^T]) = rank(T C) + 1, so with floor(B) = rank(L_B C) (the
+// block's own centered log; 0 for a block with no target row or one column)
+//     floor_Omega = sum_k floor(B_k) - sum_k floor(O_k),   O_k = B_k ∩ B_k+1.
+// Bounds follow: lower = sum lo(B_k) - sum hi(O_k), upper = sum hi(B_k) -
+// sum lo(O_k), each block's lo a proven nonsingular minor and hi its shape or
+// an exact kernel (reach/log_exponents.hpp). For a generic causal target every
+// bound is tight and the floor is floor(n/2).
+//
+// Other masks: minimal rank completion is hard in general. Each fully specified
+// rectangle R x J gives floor_Omega >= floor(R x J) (a completion restricts to
+// it); the upper bound is n - 1 (a completion [T; 1^T] has n columns). Between
+// them the verdict is `undecided`, with the reason.
+
+#include <attnrank/attention/mask.hpp>
+#include <attnrank/reach/free.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnrank {
+
+/// A nested mask as a staircase: in the orders `rows` and `cols` (permutations
+/// of 0..n-1) row rows[i] allows exactly the columns cols[0 .. width[i] - 1],
+/// widths non-decreasing.
+struct Staircase {
+  std::vector<Eigen::Index> rows, cols, width;
+};
+
+/// The staircase of a mask whose rows' allowed sets form a chain, or nothing.
+std::optional<Staircase> staircase_of(const Mask& mask);
+
+/// Proven bounds on floor(B) = rank(log(A)_{rows, cols} C) of one fully
+/// specified block (0-based target rows and columns; the ones row is implicit).
+struct MaskedBlock {
+  std::vector<Eigen::Index> rows, cols;
+  Eigen::Index lower = 0, upper = 0;
+  /// The proof of lower: log(A)_{rows, cols} C restricted to these positions
+  /// (indices into rows and cols) is proven nonsingular, ||I - R M|| <= residual.
+  std::vector<Eigen::Index> minor_rows, minor_cols;
+  double minor_residual = 0;
+  std::string upper_reason;  ///< "shape", "exact kernel" or "a single column"
+};
+
+struct MaskedFloorBounds {
+  Eigen::Index lower = 0, upper = 0;
+  bool nested = false;
+  /// nested: the staircase's blocks B_k and overlaps O_k (lower = sum of the
+  /// blocks' lowers minus the overlaps' uppers, upper the other way round);
+  /// otherwise: the rectangles, and lower is the best of their lowers.
+  std::vector<MaskedBlock> blocks, overlaps;
+  unsigned lower_bits = 53;
+  std::string lower_reason, upper_reason;
+};
+
+struct MaskedReachResult {
+  Eigen::Index n = 0, dk = 0;
+  std::string mask;  ///< Mask::name()
+  Verdict verdict = Verdict::undecided;
+  MaskedFloorBounds floor;
+  bool has_zero_entry = false;  ///< a zero at an allowed position
+  std::vector<std::pair<Eigen::Index, Eigen::Index>> zeros;
+  /// A masked head of width d_k: scores Q K^T / sqrt(d_k), masked softmax;
+  /// max_abs_error is certified (doubles, directed rounding) against Â.
+  std::optional<Witness> witness;
+  std::string reason, hint;
+};
+
+/// Checks a target against a mask: validate_target, the mask's size, and no
+/// nonzero entry at a masked position (an input error naming `source`, the
+/// row, the column and the value: a masked head puts exactly 0 there).
+void validate_masked_target(const Matrix<Rational>& A, const Mask& mask, const std::string& source);
+
+/// Whether A (n >= 2) is zero exactly on the strictly upper triangle: a causal
+/// pattern asked about without a mask.
+bool zeros_are_causal(const Matrix<Rational>& A);
+
+/// Bounds on floor_Omega(A) as above. Precondition: A passed
+/// validate_masked_target and is positive on the allowed set.
+MaskedFloorBounds masked_floor_bounds(const Matrix<Rational>& A, const Mask& mask, const ReachOptions& options = {});
+
+/// Decides whether a head of width dk (1 <= dk <= n) with this mask produces A.
+/// Throws input_error on a bad target, mask or dk. A zero at an allowed
+/// position is unreachable (softmax over the allowed keys is positive).
+MaskedReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const Mask& mask, const ReachOptions& options = {});
+
+/// A masked head of width dk near A, uncertified: Q, K (n x dk) with
+/// Q K^T / sqrt(dk) ~ L + c 1^T on the allowed set, by alternating least
+/// squares from a completed truncated SVD (at most `sweeps` sweeps; both factors
+/// refit per row and per column over the allowed positions only).
+Witness approx_masked_witness(const Matrix<Rational>& A, const Mask& mask, Eigen::Index dk, int sweeps = 60);
+
+/// Certified max |masked softmax(Q K^T / sqrt(d_k)) - Â| over every entry (masked
+/// entries are 0 on both sides), in doubles with directed rounding; +inf when a
+/// bound is not finite.
+double certified_masked_witness_error(const Matrix<Rational>& A, const Mask& mask, const Eigen::MatrixXd& Q,
+                                      const Eigen::MatrixXd& K);
+
+}  // namespace attnrank

@@ -1,0 +1,101 @@
+// Attention masks (attnrank/attention/mask.hpp).
+#include <attnrank/attention/mask.hpp>
+
+#include <attnrank/io/matrix_spec.hpp>
+
+#include <cstdio>
+
+namespace attnrank {
+
+Mask::Mask(Eigen::Index n, std::vector<unsigned char> allowed) : n_(n), allowed_(std::move(allowed)) {
+  row_counts_.assign(static_cast<std::size_t>(n_), 0);
+  for (Eigen::Index i = 0; i < n_; ++i)
+    for (Eigen::Index j = 0; j < n_; ++j) row_counts_[static_cast<std::size_t>(i)] += allows(i, j) ? 1 : 0;
+}
+
+Mask Mask::causal(Eigen::Index n) {
+  if (n < 1) throw input_error("a causal mask needs n >= 1 (got " + std::to_string(n) + ")");
+  std::vector<unsigned char> allowed(static_cast<std::size_t>(n * n), 0);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j <= i; ++j) allowed[static_cast<std::size_t>(i * n + j)] = 1;
+  return Mask(n, std::move(allowed));
+}
+
+Mask Mask::full(Eigen::Index n) {
+  if (n < 1) throw input_error("a mask needs n >= 1 (got " + std::to_string(n) + ")");
+  return Mask(n, std::vector<unsigned char>(static_cast<std::size_t>(n * n), 1));
+}
+
+Mask Mask::from_matrix(const Matrix<Rational>& M, const std::string& source) {
+  if (M.rows() < 1 || M.rows() != M.cols())
+    throw input_error(source + ": a mask must be a square matrix of 0s and 1s, but it is " + std::to_string(M.rows()) +
+                          " x " + std::to_string(M.cols()),
+                      source);
+  const Eigen::Index n = M.rows();
+  std::vector<unsigned char> allowed(static_cast<std::size_t>(n * n), 0);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    bool any = false;
+    for (Eigen::Index j = 0; j < n; ++j) {
+      const Rational& v = M(i, j);
+      if (v != 0 && v != 1)
+        throw input_error(source + ": mask row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + " is " +
+                              v.str() + "; a mask holds 1 where a query may attend and 0 where it may not",
+                          source, static_cast<long>(i + 1), static_cast<long>(j + 1));
+      allowed[static_cast<std::size_t>(i * n + j)] = v == 1;
+      any = any || v == 1;
+    }
+    if (!any)
+      throw input_error(source + ": mask row " + std::to_string(i + 1) +
+                            " allows no key, so softmax over it has no value (every row needs at least one 1)",
+                        source, static_cast<long>(i + 1), 0);
+  }
+  return Mask(n, std::move(allowed));
+}
+
+Eigen::Index Mask::allowed_count() const {
+  Eigen::Index total = 0;
+  for (Eigen::Index c : row_counts_) total += c;
+  return total;
+}
+
+bool Mask::is_causal() const {
+  for (Eigen::Index i = 0; i < n_; ++i)
+    for (Eigen::Index j = 0; j < n_; ++j)
+      if (allows(i, j) != (j <= i)) return false;
+  return true;
+}
+
+std::string Mask::name() const {
+  if (is_full()) return "none";
+  if (is_causal()) return "causal";
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits
+  const auto mix = [&h](unsigned char byte) {
+    h ^= byte;
+    h *= 1099511628211ull;
+  };
+  for (int shift = 0; shift < 64; shift += 8) mix(static_cast<unsigned char>(static_cast<std::uint64_t>(n_) >> shift));
+  for (unsigned char a : allowed_) mix(a);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string("pattern:") + hex;
+}
+
+void Mask::require_size(Eigen::Index n, const std::string& what) const {
+  if (n != n_)
+    throw input_error("the mask is " + std::to_string(n_) + " x " + std::to_string(n_) + " but " + what + " has " +
+                      std::to_string(n) + " rows; they must match");
+}
+
+std::optional<Mask> read_mask_argument(const std::string& argument, Eigen::Index n, const std::string& what,
+                                       const ParseLimits& limits) {
+  if (argument == "none") return std::nullopt;
+  if (argument == "causal") return Mask::causal(n);
+  Mask mask = Mask::from_matrix(read_matrix_argument(argument, limits), argument);
+  if (mask.size() != n)
+    throw input_error(argument + ": the mask is " + std::to_string(mask.size()) + " x " + std::to_string(mask.size()) +
+                          " but " + what + " has " + std::to_string(n) + " rows; they must match",
+                      argument);
+  return mask;
+}
+
+}  // namespace attnrank

@@ -1,0 +1,261 @@
+// Reachability under a mask (attnrank/reach/masked.hpp): the staircase, block
+// floors, the verdict.
+#include <attnrank/reach/masked.hpp>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace attnrank {
+namespace {
+
+using Eigen::Index;
+
+/// What every block needs: the logs on the allowed set once, the exact
+/// decomposition once (for exact kernels), the options.
+struct BlockContext {
+  const Matrix<Rational>& A;
+  const ReachOptions& o;
+  BoundsMatrix logs;  // log A on the allowed set, 0 elsewhere (A counts as 1 there)
+  std::optional<LogDecomposition> decomposition;
+  bool decomposition_tried = false;
+
+  const std::optional<LogDecomposition>& exact() {
+    if (!decomposition_tried) {
+      decomposition_tried = true;
+      Matrix<Rational> ones_off = A;
+      for (Index i = 0; i < A.rows(); ++i)
+        for (Index j = 0; j < A.cols(); ++j)
+          if (A(i, j) == 0) ones_off(i, j) = 1;
+      decomposition = decompose_log(ones_off, o.limits);
+    }
+    return decomposition;
+  }
+};
+
+/// Bounds on rank(log(A)_{rows, cols} C) for a fully specified block.
+MaskedBlock block_bounds(BlockContext& c, std::vector<Index> rows, std::vector<Index> cols) {
+  MaskedBlock b;
+  b.rows = std::move(rows);
+  b.cols = std::move(cols);
+  const Index r = static_cast<Index>(b.rows.size()), m = static_cast<Index>(b.cols.size());
+  if (r == 0 || m <= 1) {  // only the ones row, or log(A) C_1 = 0
+    b.upper_reason = r == 0 ? "no target row" : "a single column";
+    return b;
+  }
+  const Index shape = std::min(r, m - 1);
+  BoundsMatrix sub{c.logs.lo(b.rows, b.cols), c.logs.hi(b.rows, b.cols)};
+  const CertifiedRank cr = certified_rank(certified_row_centered(sub));
+  b.lower = std::min(cr.lower, shape);
+  b.minor_rows = cr.pivot_rows;
+  b.minor_cols = cr.pivot_cols;
+  b.minor_residual = cr.residual_bound;
+  if (b.lower < shape && c.o.bits > 53 && std::max(r, m) <= c.o.mpfi_size_limit) {
+    const PrecisionScope scope(c.o.bits);
+    const Matrix<Rational> block = c.A(b.rows, b.cols);
+    const CertifiedRank hp = certified_rank(centered_log(block));
+    if (hp.lower > b.lower) {
+      b.lower = std::min(hp.lower, shape);
+      b.minor_rows = hp.pivot_rows;
+      b.minor_cols = hp.pivot_cols;
+      b.minor_residual = hp.residual_bound;
+    }
+  }
+  b.upper = shape;
+  b.upper_reason = "shape";
+  if (b.lower < b.upper && c.exact()) {
+    LogDecomposition d;
+    d.bases = c.exact()->bases;
+    for (const Matrix<Integer>& E : c.exact()->exponents) d.exponents.push_back(E(b.rows, b.cols));
+    const ExactRank er = exact_rank(stacked_centered_exponents(d));
+    if (er.rank < b.upper) {
+      b.upper = std::max(er.rank, b.lower);
+      b.upper_reason = "exact kernel";
+    }
+  }
+  return b;
+}
+
+std::vector<Index> first(const std::vector<Index>& order, Index count) {
+  return std::vector<Index>(order.begin(), order.begin() + count);
+}
+
+std::string sum_text(const std::vector<MaskedBlock>& blocks, bool lower) {
+  Index total = 0;
+  for (const MaskedBlock& b : blocks) total += lower ? b.lower : b.upper;
+  return std::to_string(total);
+}
+
+MaskedFloorBounds nested_bounds(BlockContext& c, const Staircase& st) {
+  const Index n = c.A.rows();
+  MaskedFloorBounds f;
+  f.nested = true;
+  // Levels: the distinct row widths, then n for the ones row (full width).
+  std::vector<Index> levels(st.width.begin(), st.width.end());
+  levels.push_back(n);
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  const auto rows_from = [&](Index width) {  // target rows allowing at least `width` keys
+    std::vector<Index> rows;
+    for (std::size_t i = 0; i < st.rows.size(); ++i)
+      if (st.width[i] >= width) rows.push_back(st.rows[i]);
+    return rows;
+  };
+  Index lower = 0, upper = 0, best_block = 0;
+  for (std::size_t k = 0; k < levels.size(); ++k) {
+    f.blocks.push_back(block_bounds(c, rows_from(levels[k]), first(st.cols, levels[k])));
+    lower += f.blocks.back().lower;
+    upper += f.blocks.back().upper;
+    best_block = std::max(best_block, f.blocks.back().lower);
+    if (k + 1 < levels.size()) {
+      f.overlaps.push_back(block_bounds(c, rows_from(levels[k + 1]), first(st.cols, levels[k])));
+      lower -= f.overlaps.back().upper;
+      upper -= f.overlaps.back().lower;
+    }
+  }
+  f.lower = std::max({lower, best_block, Index{0}});
+  f.upper = std::max(f.lower, std::min(upper, n - 1));
+  f.lower_reason = "the staircase formula floor = sum floor(B_k) - sum floor(O_k) over " +
+                   std::to_string(f.blocks.size()) + " blocks and " + std::to_string(f.overlaps.size()) +
+                   " overlaps: blocks' proven minors sum to " + sum_text(f.blocks, true) +
+                   ", overlaps' ranks are at most " + sum_text(f.overlaps, false);
+  f.upper_reason = "the same formula: blocks' ranks are at most " + sum_text(f.blocks, false) +
+                   " (shapes and exact kernels), overlaps' proven minors sum to " + sum_text(f.overlaps, true);
+  return f;
+}
+
+MaskedFloorBounds rectangle_bounds(BlockContext& c, const Mask& mask) {
+  const Index n = c.A.rows();
+  MaskedFloorBounds f;
+  std::vector<std::vector<Index>> seen;
+  for (Index i = 0; i < n; ++i) {
+    std::vector<Index> cols;
+    for (Index j = 0; j < n; ++j)
+      if (mask.allows(i, j)) cols.push_back(j);
+    if (std::find(seen.begin(), seen.end(), cols) != seen.end()) continue;
+    seen.push_back(cols);
+    std::vector<Index> rows;  // every row allowing all of these columns
+    for (Index r = 0; r < n; ++r)
+      if (std::all_of(cols.begin(), cols.end(), [&](Index j) { return mask.allows(r, j); })) rows.push_back(r);
+    f.blocks.push_back(block_bounds(c, std::move(rows), std::move(cols)));
+    f.lower = std::max(f.lower, f.blocks.back().lower);
+  }
+  f.upper = n - 1;
+  f.lower_reason = "the best of " + std::to_string(f.blocks.size()) +
+                   " fully allowed rectangles (each row's keys, and every row allowing them all): a completion "
+                   "restricts to each, so the floor is at least each rectangle's own floor";
+  f.upper_reason = "a completion [T; 1^T] has n columns, so floor <= n - 1; the mask is not nested, and minimal rank "
+                   "completion for such patterns is not decided here";
+  return f;
+}
+
+}  // namespace
+
+std::optional<Staircase> staircase_of(const Mask& mask) {
+  const Index n = mask.size();
+  Staircase st;
+  st.rows.resize(static_cast<std::size_t>(n));
+  std::iota(st.rows.begin(), st.rows.end(), Index{0});
+  std::stable_sort(st.rows.begin(), st.rows.end(),
+                   [&](Index a, Index b) { return mask.allowed_in_row(a) < mask.allowed_in_row(b); });
+  std::vector<char> placed(static_cast<std::size_t>(n), 0);
+  for (std::size_t k = 0; k < st.rows.size(); ++k) {
+    const Index r = st.rows[k];
+    // The columns placed so far must all be allowed here (the chain); add the new ones.
+    for (Index j : st.cols)
+      if (!mask.allows(r, j)) return std::nullopt;
+    for (Index j = 0; j < n; ++j)
+      if (mask.allows(r, j) && !placed[static_cast<std::size_t>(j)]) {
+        placed[static_cast<std::size_t>(j)] = 1;
+        st.cols.push_back(j);
+      }
+    st.width.push_back(mask.allowed_in_row(r));
+  }
+  for (Index j = 0; j < n; ++j)  // keys no query attends to: seen by the ones row alone
+    if (!placed[static_cast<std::size_t>(j)]) st.cols.push_back(j);
+  return st;
+}
+
+void validate_masked_target(const Matrix<Rational>& A, const Mask& mask, const std::string& source) {
+  validate_target(A, source);
+  mask.require_size(A.rows(), source);
+  for (Index i = 0; i < A.rows(); ++i)
+    for (Index j = 0; j < A.cols(); ++j)
+      if (!mask.allows(i, j) && mpq_sgn(A(i, j).backend().data()) != 0)
+        throw input_error(source + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + " is " +
+                              A(i, j).str() + " at a masked position; a masked head puts exactly 0 there",
+                          source, static_cast<long>(i + 1), static_cast<long>(j + 1));
+}
+
+bool zeros_are_causal(const Matrix<Rational>& A) {
+  if (A.rows() < 2 || A.rows() != A.cols()) return false;
+  for (Index i = 0; i < A.rows(); ++i)
+    for (Index j = 0; j < A.cols(); ++j)
+      if ((mpq_sgn(A(i, j).backend().data()) == 0) != (j > i)) return false;
+  return true;
+}
+
+MaskedFloorBounds masked_floor_bounds(const Matrix<Rational>& A, const Mask& mask, const ReachOptions& o) {
+  const Index n = A.rows();
+  Matrix<Rational> ones_off = A;  // masked positions count as 1 (log 0 = exactly 0, never read)
+  for (Index i = 0; i < n; ++i)
+    for (Index j = 0; j < n; ++j)
+      if (!mask.allows(i, j)) ones_off(i, j) = 1;
+  BlockContext c{A, o, certified_log_bounds(ones_off), std::nullopt, false};
+  const std::optional<Staircase> st = staircase_of(mask);
+  MaskedFloorBounds f = st ? nested_bounds(c, *st) : rectangle_bounds(c, mask);
+  f.lower_bits = o.bits;
+  return f;
+}
+
+MaskedReachResult reach(const Matrix<Rational>& A, Index dk, const Mask& mask, const ReachOptions& o) {
+  validate_masked_target(A, mask, "target");
+  const Index n = A.rows();
+  require_head_width(dk, n);
+  require_precision_bits(o.bits);
+  MaskedReachResult res;
+  res.n = n;
+  res.dk = dk;
+  res.mask = mask.name();
+  for (Index i = 0; i < n; ++i)
+    for (Index j = 0; j < n; ++j)
+      if (mask.allows(i, j) && mpq_sgn(A(i, j).backend().data()) == 0) res.zeros.emplace_back(i, j);
+  if (!res.zeros.empty()) {
+    res.has_zero_entry = true;
+    res.verdict = Verdict::unreachable;
+    res.reason = "the target has a zero at an allowed position (row " + std::to_string(res.zeros[0].first + 1) +
+                 ", column " + std::to_string(res.zeros[0].second + 1) +
+                 "); softmax of finite scores over the allowed keys is positive there";
+    if (res.zeros.size() > 8) res.zeros.resize(8);
+  } else {
+    res.floor = masked_floor_bounds(A, mask, o);
+    const MaskedFloorBounds& f = res.floor;
+    if (dk < f.lower) {
+      res.verdict = Verdict::unreachable;
+      res.reason = "floor >= " + std::to_string(f.lower) + " > d_k = " + std::to_string(dk) + " (" + f.lower_reason +
+                   "), and every score matrix Q K^T has rank <= d_k";
+    } else if (f.upper <= dk) {
+      res.verdict = Verdict::reachable;
+      res.reason = "floor <= " + std::to_string(f.upper) + " <= d_k = " + std::to_string(dk) + " (" + f.upper_reason +
+                   "): some completion of log A + c 1^T on the allowed set has rank <= d_k";
+    } else {
+      res.verdict = Verdict::undecided;
+      res.reason = std::to_string(f.lower) + " <= floor <= " + std::to_string(f.upper) + " and d_k = " +
+                   std::to_string(dk) + " lies in between";
+      res.hint = f.nested ? "raise --bits (now " + std::to_string(f.lower_bits) +
+                                "): more precision can prove larger minors in the blocks and overlaps; only exact "
+                                "structure of the target lowers the blocks' upper bounds"
+                          : "the mask is not nested (its rows' allowed sets are not a chain), so only the rectangle "
+                            "bound and n - 1 are proven; minimal rank completion for such masks is hard in general";
+    }
+  }
+  if (o.witness) {
+    const Matrix<Rational> positive = res.has_zero_entry ? detail::zeros_replaced(A) : A;
+    Witness w = approx_masked_witness(positive, mask, dk);
+    w.error_bits = 53;
+    w.max_abs_error = certified_masked_witness_error(A, mask, w.Q, w.K);
+    res.witness = std::move(w);
+  }
+  return res;
+}
+
+}  // namespace attnrank

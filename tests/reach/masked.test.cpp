@@ -1,0 +1,249 @@
+// attnrank/reach/masked.hpp: reachability under a mask. Oracles: targets 2^M
+// built from an integer M of known rank through the mask (their floor is at
+// most rank(M), and a head of that width makes them), generic causal targets
+// (floor exactly floor(n / 2)), the unmasked decision for the full mask, the
+// rectangle bound (each fully allowed rectangle is a lower bound on its own),
+// and MPFR for the witness error.
+#include "rank_support.hpp"
+
+#include <attnrank/reach/masked.hpp>
+
+#include <algorithm>
+#include <random>
+
+using namespace attnrank;
+using namespace attnrank::test;
+
+namespace {
+
+/// 2^M on the allowed set, 0 elsewhere (rows not normalised: softmax does that).
+Matrix<Rational> masked_power_target(const Matrix<Integer>& M, const Mask& mask) {
+  Matrix<Rational> A(M.rows(), M.cols());
+  for (Eigen::Index i = 0; i < M.rows(); ++i)
+    for (Eigen::Index j = 0; j < M.cols(); ++j) {
+      const long k = M(i, j).convert_to<long>();
+      A(i, j) = !mask.allows(i, j) ? Rational(0)
+                : k >= 0           ? Rational(Integer(1) << k)
+                                   : Rational(Integer(1), Integer(1) << -k);
+    }
+  return A;
+}
+
+/// U V^T for n x r integer factors with entries in [-2, 2].
+Matrix<Integer> gen_low_rank_exponents(Eigen::Index n, Eigen::Index r) {
+  Matrix<Integer> U(n, r), V(n, r);
+  for (auto& x : U.reshaped()) x = *rc::gen::inRange(-2, 3);
+  for (auto& x : V.reshaped()) x = *rc::gen::inRange(-2, 3);
+  return U * V.transpose();
+}
+
+/// A generic causal target: 17-digit decimals of a softmax of random scores,
+/// as a user's file holds them.
+Matrix<Rational> generic_causal_target(Eigen::Index n, std::mt19937_64& rng) {
+  std::uniform_int_distribution<long> digits(1, 99999999999999999L);
+  Matrix<Rational> A(n, n);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j < n; ++j) A(i, j) = j <= i ? Rational(digits(rng), 100000000000000000L) : Rational(0);
+  return A;
+}
+
+/// Mask kinds: causal, prefix-LM (a bidirectional prefix of p tokens, causal
+/// after), a row-and-column permuted nested mask, sliding window (not nested),
+/// random with a key in every row.
+Mask gen_any_mask(Eigen::Index n) {
+  const int kind = *rc::gen::inRange(0, 5);
+  Matrix<Rational> M = Matrix<Rational>::Zero(n, n);
+  if (kind == 0) return Mask::causal(n);
+  const Eigen::Index p = *rc::gen::inRange<Eigen::Index>(1, n + 1), w = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+  std::vector<Eigen::Index> perm_rows(static_cast<std::size_t>(n)), perm_cols(static_cast<std::size_t>(n));
+  for (Eigen::Index i = 0; i < n; ++i) perm_rows[static_cast<std::size_t>(i)] = perm_cols[static_cast<std::size_t>(i)] = i;
+  if (kind == 2) {
+    std::mt19937 shuffle(static_cast<unsigned>(*rc::gen::arbitrary<unsigned>()));
+    std::shuffle(perm_rows.begin(), perm_rows.end(), shuffle);
+    std::shuffle(perm_cols.begin(), perm_cols.end(), shuffle);
+  }
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j < n; ++j) {
+      bool allowed = false;
+      if (kind == 1 || kind == 2) allowed = j <= std::max(i, p - 1);
+      if (kind == 3) allowed = j <= i && i - j < w;
+      if (kind == 4) allowed = *rc::gen::inRange(0, 3) > 0 || j == i;
+      M(perm_rows[static_cast<std::size_t>(i)], perm_cols[static_cast<std::size_t>(j)]) = allowed ? 1 : 0;
+    }
+  return Mask::from_matrix(M, "generated");
+}
+
+}  // namespace
+
+TEST_CASE("attnrank::staircase_of") {
+  rc::prop("nested masks (causal, prefix-LM, permuted) have a staircase: each row allows exactly a prefix", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 12);
+    const Mask mask = gen_any_mask(n);
+    const std::optional<Staircase> st = staircase_of(mask);
+    // nested iff the rows' allowed sets form a chain
+    bool chain = true;
+    for (Eigen::Index a = 0; a < n; ++a)
+      for (Eigen::Index b = 0; b < n; ++b) {
+        bool a_in_b = true, b_in_a = true;
+        for (Eigen::Index j = 0; j < n; ++j) {
+          a_in_b = a_in_b && (!mask.allows(a, j) || mask.allows(b, j));
+          b_in_a = b_in_a && (!mask.allows(b, j) || mask.allows(a, j));
+        }
+        chain = chain && (a_in_b || b_in_a);
+      }
+    RC_ASSERT(st.has_value() == chain);
+    if (!st) return;
+    for (std::size_t i = 0; i < st->rows.size(); ++i) {
+      if (i > 0) RC_ASSERT(st->width[i - 1] <= st->width[i]);
+      for (std::size_t j = 0; j < st->cols.size(); ++j)
+        RC_ASSERT(mask.allows(st->rows[i], st->cols[j]) == (static_cast<Eigen::Index>(j) < st->width[i]));
+    }
+  });
+  SECTION("a sliding window of width 2 on 4 tokens is not nested") {
+    Matrix<Rational> M(4, 4);
+    M << 1, 0, 0, 0, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 1, 1;
+    CHECK(!staircase_of(Mask::from_matrix(M, "window")));
+  }
+}
+
+TEST_CASE("attnrank::reach with a mask") {
+  SECTION("generic causal targets have floor exactly floor(n / 2), n = 2 .. 40") {
+    std::mt19937_64 rng(1903);
+    INFO("seed 1903");
+    for (Eigen::Index n = 2; n <= 40; n += (n < 12 ? 1 : 7)) {
+      INFO("n = " << n);
+      const Matrix<Rational> A = generic_causal_target(n, rng);
+      const MaskedFloorBounds f = masked_floor_bounds(A, Mask::causal(n));
+      CHECK(f.nested);
+      CHECK(f.lower == n / 2);
+      CHECK(f.upper == n / 2);
+      if (n / 2 > 1) CHECK(reach(A, n / 2 - 1, Mask::causal(n)).verdict == Verdict::unreachable);
+      const MaskedReachResult at = reach(A, n / 2, Mask::causal(n));
+      CHECK(at.verdict == Verdict::reachable);
+      REQUIRE(at.witness);
+      CHECK(at.witness->max_abs_error < 1e-12);  // the staircase completion is exact, up to rounding
+    }
+  }
+  rc::prop("a target a width-r head makes through a causal or prefix-LM mask: floor <= r, reachable at r, witness within 1e-12", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(2, 16);
+    const auto r = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+    const Mask mask = *rc::gen::arbitrary<bool>() ? Mask::causal(n) : gen_any_mask(n);
+    RC_PRE(staircase_of(mask).has_value());
+    const Matrix<Rational> A = masked_power_target(gen_low_rank_exponents(n, r), mask);
+    const MaskedReachResult res = reach(A, r, mask);
+    RC_ASSERT(res.floor.lower <= r);
+    RC_ASSERT(res.floor.lower <= res.floor.upper);
+    RC_ASSERT(res.verdict == Verdict::reachable);  // exact kernels prove every block's upper bound
+    RC_ASSERT(res.witness->max_abs_error < 1e-12);
+  });
+  rc::prop("never unreachable at the width that made the target, whatever the mask (nested or not)", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 12);
+    const auto r = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+    const Mask mask = gen_any_mask(n);
+    const Matrix<Rational> A = masked_power_target(gen_low_rank_exponents(n, r), mask);
+    const MaskedReachResult res = reach(A, r, mask);
+    RC_LOG() << "mask " << mask.name() << ", floor " << res.floor.lower << ".." << res.floor.upper << "\n";
+    RC_ASSERT(res.verdict != Verdict::unreachable);
+    RC_ASSERT(res.floor.lower <= r);
+    RC_ASSERT(res.floor.lower <= res.floor.upper);
+    RC_ASSERT(res.floor.upper <= std::max<Eigen::Index>(n - 1, 0));
+  });
+  rc::prop("the full mask answers as no mask: the same floor bounds and verdict", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 9);
+    const auto r = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+    const auto dk = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+    const Matrix<Rational> A = masked_power_target(gen_low_rank_exponents(n, r), Mask::full(n));
+    const MaskedReachResult masked = reach(A, dk, Mask::full(n));
+    const ReachResult free = reach(A, dk);
+    RC_ASSERT(masked.floor.lower == free.floor.lower);
+    RC_ASSERT(masked.floor.upper == free.floor.upper);
+    RC_ASSERT(masked.verdict == free.verdict);
+    RC_ASSERT(masked.mask == "none");
+  });
+  SECTION("generic causal: the rectangles alone (rows k.. by columns ..k, each checked on its own) also prove floor(n / 2)") {
+    // An independent lower bound: a completion restricts to every fully allowed
+    // rectangle, so max_k rank(log(A)_{k.., ..k} C) <= floor; at k = n / 2 its
+    // generic value is floor(n / 2), what the staircase formula gives.
+    std::mt19937_64 rng(2718);
+    for (Eigen::Index n : {4, 7, 10, 15}) {
+      const Matrix<Rational> A = generic_causal_target(n, rng);
+      Eigen::Index best = 0;
+      for (Eigen::Index k = 1; k <= n; ++k) {
+        const Matrix<Rational> block = A.block(k - 1, 0, n - k + 1, k);
+        best = std::max(best, certified_rank(certified_centered_log_ball(block)).lower);
+      }
+      INFO("n = " << n);
+      CHECK(best == n / 2);
+      CHECK(masked_floor_bounds(A, Mask::causal(n)).lower == best);
+    }
+  }
+  SECTION("witnesses: the certified error bounds the true masked softmax distance (MPFR at 200 bits)") {
+    std::mt19937_64 rng(77);
+    for (Eigen::Index n : {3, 6, 11}) {
+      const Matrix<Rational> A = generic_causal_target(n, rng);
+      for (Eigen::Index dk = 1; dk <= n; dk += 2) {
+        const MaskedReachResult res = reach(A, dk, Mask::causal(n));
+        REQUIRE(res.witness);
+        PrecisionScope scope(200);
+        const Matrix<Real> Q = res.witness->Q.unaryExpr([](double x) { return Real(x); });
+        const Matrix<Real> K = res.witness->K.unaryExpr([](double x) { return Real(x); });
+        Matrix<Real> S = Q * K.transpose();
+        S /= sqrt(Real(static_cast<long>(dk)));
+        const Matrix<Real> P = softmax_rows(S, Mask::causal(n));
+        Real worst = 0;
+        for (Eigen::Index i = 0; i < n; ++i) {
+          Rational sum = 0;
+          for (Eigen::Index j = 0; j < n; ++j) sum += A(i, j);
+          for (Eigen::Index j = 0; j < n; ++j) worst = max(worst, Real(abs(P(i, j) - Real(Rational(A(i, j) / sum)))));
+        }
+        INFO("n = " << n << ", d_k = " << dk);
+        CHECK(worst <= Real(res.witness->max_abs_error));
+        CHECK(res.witness->max_abs_error <= static_cast<double>(worst) * (1 + 1e-10) + 1e-14);  // and is tight
+      }
+    }
+  }
+  SECTION("zeros and masks: a zero at an allowed position is unreachable, a nonzero at a masked one an input error") {
+    Matrix<Rational> A(3, 3);
+    A << 1, 0, 0, Rational(1, 2), Rational(1, 2), 0, Rational(1, 3), 0, Rational(2, 3);
+    const MaskedReachResult r = reach(A, 2, Mask::causal(3));
+    CHECK(r.verdict == Verdict::unreachable);
+    CHECK(r.has_zero_entry);
+    CHECK(r.zeros.front() == std::pair<Eigen::Index, Eigen::Index>(2, 1));
+    A(0, 2) = Rational(1, 5);
+    CHECK(input_error_message([&] { reach(A, 2, Mask::causal(3)); }).find("row 1, column 3 is 1/5 at a masked position") !=
+          std::string::npos);
+    CHECK(input_error_message([&] { reach(A, 2, Mask::causal(4)); }).find("the mask is 4 x 4") != std::string::npos);
+    CHECK(input_error_message([&] { reach(A, 4, Mask::full(3)); }).find("d_k = 4 is out of range") != std::string::npos);
+  }
+  SECTION("zeros_are_causal recognises exactly the strictly upper zeros") {
+    Matrix<Rational> A(3, 3);
+    A << 1, 0, 0, 1, 1, 0, 1, 1, 1;
+    CHECK(zeros_are_causal(A));
+    A(2, 1) = 0;
+    CHECK(!zeros_are_causal(A));
+    CHECK(!zeros_are_causal(Matrix<Rational>::Ones(3, 3)));
+  }
+  SECTION("a prefix-LM mask: two bidirectional tokens, then causal; the staircase formula against its blocks") {
+    const Eigen::Index n = 8;
+    Matrix<Rational> M(n, n);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) M(i, j) = j <= std::max<Eigen::Index>(i, 1) ? 1 : 0;
+    const Mask mask = Mask::from_matrix(M, "prefix");
+    std::mt19937_64 rng(5);
+    Matrix<Rational> A = generic_causal_target(n, rng);
+    A(0, 1) = Rational(1, 7);
+    const MaskedFloorBounds f = masked_floor_bounds(A, mask);
+    REQUIRE(f.nested);
+    // Widths 2, 2, 3, ..., 8: levels 2..8, so 7 blocks and 6 overlaps; generic
+    // blocks have floor min(rows, cols - 1).
+    CHECK(f.blocks.size() == 7);
+    CHECK(f.overlaps.size() == 6);
+    Eigen::Index expected = 0;
+    for (const MaskedBlock& b : f.blocks)
+      expected += std::min<Eigen::Index>(static_cast<Eigen::Index>(b.rows.size()), static_cast<Eigen::Index>(b.cols.size()) - 1);
+    for (const MaskedBlock& o : f.overlaps)
+      expected -= std::min<Eigen::Index>(static_cast<Eigen::Index>(o.rows.size()), static_cast<Eigen::Index>(o.cols.size()) - 1);
+    CHECK(f.lower == expected);
+    CHECK(f.upper == expected);
+  }
+}
