@@ -184,7 +184,10 @@ std::string narrate_masked(const std::string& name, const MaskedReachResult& r, 
     if (!r.hint.empty()) s << "  to settle it: " << r.hint << ".\n";
   }
   if (r.witness && std::isfinite(r.witness->max_abs_error))
-    s << "witness at d_k = " << r.dk << " (alternating least squares on the allowed set): max |masked softmax(Q K^T / sqrt(d_k)) - A| <= "
+    s << "witness at d_k = " << r.dk
+      << (r.floor.nested ? " (minimal-rank completion or row means, then alternating least squares)"
+                                             : " (alternating least squares on the allowed set)")
+      << ": max |masked softmax(Q K^T / sqrt(d_k)) - A| <= "
       << format_upper_bound(r.witness->max_abs_error) << " (certified)\n";
   return s.str();
 }
@@ -265,16 +268,49 @@ void add_reach_command(CLI::App& app, std::string& out) {
     const Matrix<Rational> A = read_matrix_argument(opt->target, input_limits());
     validate_target(A, opt->target);
     if (const std::optional<Mask> mask = read_mask_argument(opt->mask, A.rows(), opt->target, input_limits())) {
-      for (const auto& [given, what] : {std::pair{!opt->x.empty(), "--x"}, {epsilon_option->count() > 0, "--epsilon"},
-                                        {!opt->check.empty(), "--check"}, {!opt->certificate.empty(), "--certificate"},
-                                        {!opt->svg.empty(), "--svg"}})
-        if (given) throw input_error(std::string(what) + " is not available with --mask yet (the masked question answers the verdict, the floor and a witness)");
+      for (const auto& [given, what] : {std::pair{!opt->x.empty(), "--x"}, {!opt->check.empty(), "--check"},
+                                        {!opt->certificate.empty(), "--certificate"}, {!opt->svg.empty(), "--svg"}})
+        if (given)
+          throw input_error(std::string(what) + " is not available with --mask yet (the masked question answers the verdict, "
+                                                "the floor, a witness and --epsilon)");
       if (dk_option->count() == 0) throw input_error("--dk is required (the head width to decide)");
       validate_masked_target(A, *mask, opt->target);
       ReachOptions o;
       o.bits = opt->bits;
+      const bool has_epsilon = epsilon_option->count() > 0;
+      if (has_epsilon && !(opt->epsilon >= 0 && opt->epsilon <= 1))
+        throw input_error("--epsilon " + std::to_string(opt->epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
       const MaskedReachResult r = reach(A, opt->dk, *mask, o);
-      out = opt->json ? masked_json(r, rows_sum_to_one(A)).dump(2) + "\n" : narrate_masked(opt->target, r, rows_sum_to_one(A));
+      std::optional<ApproxBounds> approx;
+      if (has_epsilon || r.n <= approx_default_limit) {
+        ApproxOptions ao;
+        ao.bits = std::max(opt->bits, 64u);
+        ao.seed = opt->seed;
+        approx = approx_error_bounds(A, opt->dk, *mask, ao);
+      }
+      if (opt->json) {
+        json j = masked_json(r, rows_sum_to_one(A));
+        if (approx) {
+          j["error_lower"] = approx->error_lower;
+          j["error_upper"] = std::isfinite(approx->error_upper) ? json(approx->error_upper) : json(nullptr);
+          j["error_lower_reason"] = approx->lower_reason;
+          if (has_epsilon) {
+            j["epsilon"] = opt->epsilon;
+            j["epsilon_verdict"] = to_string(epsilon_verdict(*approx, opt->epsilon));
+          }
+        }
+        out = j.dump(2) + "\n";
+        return;
+      }
+      out = approx && has_epsilon ? epsilon_line(*approx, opt->epsilon) : "";
+      out += narrate_masked(opt->target, r, rows_sum_to_one(A));
+      if (approx)
+        out += "how close: " + format_lower_bound(approx->error_lower) + " <= E* <= " + format_upper_bound(approx->error_upper) +
+               " (certified both ways), E* = the smallest max |masked softmax(Q K^T / sqrt(d_k)) - A| of any masked head of width " +
+               std::to_string(r.dk) + "\n  upper: the witness above (no optimiser search under a mask yet)\n  lower: " +
+               approx->lower_reason + " (inside the allowed set: every entry it uses exceeds epsilon, so none is masked)\n";
+      else
+        out += "how close: not computed for n > " + std::to_string(approx_default_limit) + " (pass --epsilon E to bound it)\n";
       return;
     }
     if (!opt->check.empty()) {

@@ -47,24 +47,37 @@ std::vector<Rational> parse_queries(const std::string& text) {
 void add_sweep_command(CLI::App& app, std::string& out) {
   auto* cmd = app.add_subcommand("sweep", "The d_k = 1 head (Section 2.5.4, Figure 8): softmax(q k) for each query q");
   struct Options {
-    std::string keys = "2,0,1", q = "-2:2:1";
+    std::string keys = "2,0,1", q = "-2:2:1", mask = "none";
+    long position = 0;
     int digits = 4;
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
   cmd->add_option("--keys", opt->keys, "Keys k, comma separated (default 2,0,1 as in the tutorial)");
   cmd->add_option("--q", opt->q, "Queries: FROM:TO:STEP or a comma list (default -2:2:1)");
+  cmd->add_option("--mask", opt->mask, "none (default) or causal: the query at --position sees keys 1..position only")
+      ->check(CLI::IsMember({"none", "causal"}));
+  cmd->add_option("--position", opt->position, "With --mask causal: the query's position, 1-based (default: the last token)");
   cmd->add_option("--digits", opt->digits, "Certified decimals (default 4)")->check(CLI::Range(0, max_digits));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &out] {
     const std::vector<Rational> keys = parse_list(opt->keys, "--keys");
     if (keys.size() > 10000) throw input_error("--keys has more than 10000 values");
     const std::vector<Rational> qs = parse_queries(opt->q);
+    const bool causal = opt->mask == "causal";
+    if (!causal && opt->position != 0) throw input_error("--position needs --mask causal");
+    const auto n = static_cast<long>(keys.size());
+    const long position = opt->position == 0 ? n : opt->position;
+    if (causal && (position < 1 || position > n))
+      throw input_error("--position " + std::to_string(position) + " is outside 1.." + std::to_string(n) + " (one per key)");
     const PrecisionScope scope(bits_for_decimals(opt->digits));
-    const Matrix<Interval> W = certified_single_key_sweep(keys, qs);
+    const Matrix<Interval> W = causal ? certified_single_key_sweep(keys, qs, position) : certified_single_key_sweep(keys, qs);
+    const std::vector<Rational> seen(keys.begin(), keys.begin() + (causal ? position : n));
     nlohmann::json rows = nlohmann::json::array();
     std::ostringstream s;
-    s << "d_k = 1 head, keys k = (" << opt->keys << "): row weights softmax(q k), certified to " << opt->digits << " decimals\n";
+    s << "d_k = 1 head, keys k = (" << opt->keys << "): row weights softmax(q k), certified to " << opt->digits << " decimals";
+    if (causal) s << "; causal mask, the query at position " << position << " sees keys 1.." << position;
+    s << "\n";
     // Labels carry every digit the queries have (at least two decimals, as the
     // tutorial prints them); a query without a terminating decimal shows as p/q.
     int label_decimals = 2;
@@ -80,7 +93,7 @@ void add_sweep_command(CLI::App& app, std::string& out) {
         weights.push_back(text);
         s << " " << text;
       }
-      std::vector<Eigen::Index> top = top_tokens(keys, qs[r]);
+      std::vector<Eigen::Index> top = top_tokens(seen, qs[r]);
       for (auto& t : top) ++t;
       s << "   top: ";
       if (top.empty()) s << "none (flat row)";
@@ -88,12 +101,27 @@ void add_sweep_command(CLI::App& app, std::string& out) {
       s << "\n";
       rows.push_back({{"q", qs[r].str()}, {"weights", weights}, {"top", top}});
     }
-    std::vector<Eigen::Index> winners = possible_winners(keys);
-    for (auto& t : winners) ++t;
-    s << "tokens that can ever take the top weight: ";
-    for (std::size_t t = 0; t < winners.size(); ++t) s << (t ? ", " : "") << "token " << winners[t];
-    s << " (argmax k for q > 0, argmin k for q < 0)\n";
-    out = opt->json ? nlohmann::json{{"keys", opt->keys}, {"rows", rows}, {"possible_winners", winners}}.dump(2) + "\n" : s.str();
+    const auto one_based = [](std::vector<Eigen::Index> v) {
+      for (auto& t : v) ++t;
+      return v;
+    };
+    const auto list = [](const std::vector<Eigen::Index>& v) {
+      std::string text;
+      for (std::size_t t = 0; t < v.size(); ++t) text += (t ? ", token " : "token ") + std::to_string(v[t]);
+      return text.empty() ? std::string("none (the keys are all equal: every row is flat)") : text;
+    };
+    const std::vector<Eigen::Index> winners = one_based(possible_winners(seen));
+    s << "tokens that can ever take the top weight" << (causal ? " at position " + std::to_string(position) : std::string())
+      << ": " << list(winners) << " (argmax k for q > 0, argmin k for q < 0" << (causal ? ", over keys 1..position" : "") << ")\n";
+    nlohmann::json j{{"keys", opt->keys}, {"rows", rows}, {"possible_winners", winners}, {"mask", opt->mask}};
+    if (causal) {
+      const std::vector<Eigen::Index> anywhere = one_based(causal_possible_winners(keys));
+      s << "at any position: " << list(anywhere)
+        << " (the running records: a key at least every earlier key, or at most every earlier one)\n";
+      j["position"] = position;
+      j["causal_possible_winners"] = anywhere;
+    }
+    out = opt->json ? j.dump(2) + "\n" : s.str();
   });
 }
 

@@ -100,7 +100,10 @@ void bisect(std::vector<Member> group, double lo, double hi, double theta, bool 
 }  // namespace
 
 LowerBoundCache::LowerBoundCache(BoundsMatrix logs, const Eigen::MatrixXd& below, Index values)
-    : log_(std::move(logs)), values_(values), smallest_(below.minCoeff()), below_(below) {
+    : log_(std::move(logs)), values_(values), smallest_(below.minCoeff()), smallest_positive_(0), below_(below) {
+  for (Index j = 0; j < below.cols(); ++j)
+    for (Index i = 0; i < below.rows(); ++i)
+      if (below(i, j) > 0 && (smallest_positive_ == 0 || below(i, j) < smallest_positive_)) smallest_positive_ = below(i, j);
   for (Index i = 0; i < log_.lo.rows(); ++i) all_rows_.push_back(i);
   for (Index j = 0; j < log_.lo.cols(); ++j) all_cols_.push_back(j);
 }
@@ -155,8 +158,11 @@ const CertifiedSingularValues* LowerBoundCache::values(const std::vector<Index>&
 }
 
 void search_lower_bounds(std::vector<LowerSearch>& searches, int steps, int steps_above, LowerBoundCache& cache) {
-  const double smallest = cache.smallest();  // a lower bound of min Â
-  // The edge of min Â first, where R x J is every entry (one certified SVD and,
+  // A lower bound of the smallest positive entry of Â (of min Â when no entry is
+  // 0): the edge below which R x J no longer changes.
+  const double smallest = cache.smallest_positive();
+  // The edge of min Â first, where R x J is every entry, or every entry but the
+  // zeros (one certified SVD and,
   // for every width with the same edge, one eta norm): often the answer below it.
   std::vector<LowerSearch*> edge_failed;
   for (LowerSearch& s : searches) {

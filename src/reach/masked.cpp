@@ -2,6 +2,8 @@
 // floors, the verdict.
 #include <attnrank/reach/masked.hpp>
 
+#include <attnrank/numbers/detail/parallel.hpp>
+
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -33,23 +35,38 @@ struct BlockContext {
   }
 };
 
-/// Bounds on rank(log(A)_{rows, cols} C) for a fully specified block.
-MaskedBlock block_bounds(BlockContext& c, std::vector<Index> rows, std::vector<Index> cols) {
-  MaskedBlock b;
-  b.rows = std::move(rows);
-  b.cols = std::move(cols);
+/// The block's lower bound in doubles: its leading minor (a generic block has
+/// full rank min(rows, columns - 1): one test, no pivot search), else the
+/// general certified rank. Reads only the logs, so blocks run on threads.
+void lower_in_doubles(const BlockContext& c, MaskedBlock& b) {
   const Index r = static_cast<Index>(b.rows.size()), m = static_cast<Index>(b.cols.size());
-  if (r == 0 || m <= 1) {  // only the ones row, or log(A) C_1 = 0
-    b.upper_reason = r == 0 ? "no target row" : "a single column";
-    return b;
-  }
+  if (r == 0 || m <= 1) return;  // only the ones row, or log(A) C_1 = 0
   const Index shape = std::min(r, m - 1);
-  BoundsMatrix sub{c.logs.lo(b.rows, b.cols), c.logs.hi(b.rows, b.cols)};
-  const CertifiedRank cr = certified_rank(certified_row_centered(sub));
+  const BoundsMatrix sub{c.logs.lo(b.rows, b.cols), c.logs.hi(b.rows, b.cols)};
+  const BallMatrix ball = certified_row_centered(sub);
+  const std::vector<Index> lead = detail::iota_indices(shape);
+  if (const std::optional<double> residual = certify_nonsingular_minor(ball, lead, lead)) {
+    b.lower = shape;
+    b.minor_rows = b.minor_cols = lead;
+    b.minor_residual = *residual;
+    return;
+  }
+  const CertifiedRank cr = certified_rank(ball);
   b.lower = std::min(cr.lower, shape);
   b.minor_rows = cr.pivot_rows;
   b.minor_cols = cr.pivot_cols;
   b.minor_residual = cr.residual_bound;
+}
+
+/// The rest, one block at a time: MPFI at --bits where doubles fell short, and
+/// the upper bound (shape, or the exact kernel of the block's exponents).
+void finish(BlockContext& c, MaskedBlock& b) {
+  const Index r = static_cast<Index>(b.rows.size()), m = static_cast<Index>(b.cols.size());
+  if (r == 0 || m <= 1) {
+    b.upper_reason = r == 0 ? "no target row" : "a single column";
+    return;
+  }
+  const Index shape = std::min(r, m - 1);
   if (b.lower < shape && c.o.bits > 53 && std::max(r, m) <= c.o.mpfi_size_limit) {
     const PrecisionScope scope(c.o.bits);
     const Matrix<Rational> block = c.A(b.rows, b.cols);
@@ -73,7 +90,22 @@ MaskedBlock block_bounds(BlockContext& c, std::vector<Index> rows, std::vector<I
       b.upper_reason = "exact kernel";
     }
   }
-  return b;
+}
+
+/// Bounds on rank(log(A)_{rows, cols} C) for every block (index sets filled in).
+/// The blocks are independent: the double tests are dealt to threads in
+/// contiguous halves (a staircase's costs are symmetric about its middle).
+void bound_blocks(BlockContext& c, std::vector<MaskedBlock*>& blocks) {
+  double flops = 0;
+  for (const MaskedBlock* b : blocks) {
+    const double r = static_cast<double>(b->rows.size()), m = static_cast<double>(b->cols.size());
+    flops += 4 * r * m * std::min(r, m);
+  }
+  // for_row_blocks counts MPFR operations (about 50 flops each).
+  detail::for_row_blocks(static_cast<long>(blocks.size()), flops / 50, [&](long begin, long end) {
+    for (long k = begin; k < end; ++k) lower_in_doubles(c, *blocks[static_cast<std::size_t>(k)]);
+  });
+  for (MaskedBlock* b : blocks) finish(c, *b);
 }
 
 std::vector<Index> first(const std::vector<Index>& order, Index count) {
@@ -86,31 +118,71 @@ std::string sum_text(const std::vector<MaskedBlock>& blocks, bool lower) {
   return std::to_string(total);
 }
 
+/// The staircase's levels: the distinct row widths, then n for the ones row (full width).
+std::vector<Index> levels_of(const Staircase& st, Index n) {
+  std::vector<Index> levels(st.width.begin(), st.width.end());
+  levels.push_back(n);
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  return levels;
+}
+
+/// The target rows allowing at least `width` keys.
+std::vector<Index> rows_from(const Staircase& st, Index width) {
+  std::vector<Index> rows;
+  for (std::size_t i = 0; i < st.rows.size(); ++i)
+    if (st.width[i] >= width) rows.push_back(st.rows[i]);
+  return rows;
+}
+
+/// Each distinct row pattern's keys, with every row allowing them all.
+std::vector<AllowedBlock> rectangles_of(const Mask& mask) {
+  const Index n = mask.size();
+  std::vector<AllowedBlock> out;
+  for (Index i = 0; i < n; ++i) {
+    std::vector<Index> cols;
+    for (Index j = 0; j < n; ++j)
+      if (mask.allows(i, j)) cols.push_back(j);
+    if (std::any_of(out.begin(), out.end(), [&](const AllowedBlock& b) { return b.cols == cols; })) continue;
+    std::vector<Index> rows;
+    for (Index r = 0; r < n; ++r)
+      if (std::all_of(cols.begin(), cols.end(), [&](Index j) { return mask.allows(r, j); })) rows.push_back(r);
+    out.push_back({std::move(rows), std::move(cols)});
+  }
+  return out;
+}
+
 MaskedFloorBounds nested_bounds(BlockContext& c, const Staircase& st) {
   const Index n = c.A.rows();
   MaskedFloorBounds f;
   f.nested = true;
-  // Levels: the distinct row widths, then n for the ones row (full width).
-  std::vector<Index> levels(st.width.begin(), st.width.end());
-  levels.push_back(n);
-  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-  const auto rows_from = [&](Index width) {  // target rows allowing at least `width` keys
-    std::vector<Index> rows;
-    for (std::size_t i = 0; i < st.rows.size(); ++i)
-      if (st.width[i] >= width) rows.push_back(st.rows[i]);
-    return rows;
-  };
-  Index lower = 0, upper = 0, best_block = 0;
+  const std::vector<Index> levels = levels_of(st, n);
   for (std::size_t k = 0; k < levels.size(); ++k) {
-    f.blocks.push_back(block_bounds(c, rows_from(levels[k]), first(st.cols, levels[k])));
-    lower += f.blocks.back().lower;
-    upper += f.blocks.back().upper;
-    best_block = std::max(best_block, f.blocks.back().lower);
+    MaskedBlock b;
+    b.rows = rows_from(st, levels[k]);
+    b.cols = first(st.cols, levels[k]);
+    f.blocks.push_back(std::move(b));
     if (k + 1 < levels.size()) {
-      f.overlaps.push_back(block_bounds(c, rows_from(levels[k + 1]), first(st.cols, levels[k])));
-      lower -= f.overlaps.back().upper;
-      upper -= f.overlaps.back().lower;
+      MaskedBlock o;
+      o.rows = rows_from(st, levels[k + 1]);
+      o.cols = first(st.cols, levels[k]);
+      f.overlaps.push_back(std::move(o));
     }
+  }
+  std::vector<MaskedBlock*> all;  // in staircase order, blocks and overlaps interleaved
+  for (std::size_t k = 0; k < f.blocks.size(); ++k) {
+    all.push_back(&f.blocks[k]);
+    if (k < f.overlaps.size()) all.push_back(&f.overlaps[k]);
+  }
+  bound_blocks(c, all);
+  Index lower = 0, upper = 0, best_block = 0;
+  for (const MaskedBlock& b : f.blocks) {
+    lower += b.lower;
+    upper += b.upper;
+    best_block = std::max(best_block, b.lower);
+  }
+  for (const MaskedBlock& o : f.overlaps) {
+    lower -= o.upper;
+    upper -= o.lower;
   }
   f.lower = std::max({lower, best_block, Index{0}});
   f.upper = std::max(f.lower, std::min(upper, n - 1));
@@ -126,19 +198,16 @@ MaskedFloorBounds nested_bounds(BlockContext& c, const Staircase& st) {
 MaskedFloorBounds rectangle_bounds(BlockContext& c, const Mask& mask) {
   const Index n = c.A.rows();
   MaskedFloorBounds f;
-  std::vector<std::vector<Index>> seen;
-  for (Index i = 0; i < n; ++i) {
-    std::vector<Index> cols;
-    for (Index j = 0; j < n; ++j)
-      if (mask.allows(i, j)) cols.push_back(j);
-    if (std::find(seen.begin(), seen.end(), cols) != seen.end()) continue;
-    seen.push_back(cols);
-    std::vector<Index> rows;  // every row allowing all of these columns
-    for (Index r = 0; r < n; ++r)
-      if (std::all_of(cols.begin(), cols.end(), [&](Index j) { return mask.allows(r, j); })) rows.push_back(r);
-    f.blocks.push_back(block_bounds(c, std::move(rows), std::move(cols)));
-    f.lower = std::max(f.lower, f.blocks.back().lower);
+  for (AllowedBlock& r : rectangles_of(mask)) {
+    MaskedBlock b;
+    b.rows = std::move(r.rows);
+    b.cols = std::move(r.cols);
+    f.blocks.push_back(std::move(b));
   }
+  std::vector<MaskedBlock*> all;
+  for (MaskedBlock& b : f.blocks) all.push_back(&b);
+  bound_blocks(c, all);
+  for (const MaskedBlock& b : f.blocks) f.lower = std::max(f.lower, b.lower);
   f.upper = n - 1;
   f.lower_reason = "the best of " + std::to_string(f.blocks.size()) +
                    " fully allowed rectangles (each row's keys, and every row allowing them all): a completion "
@@ -149,6 +218,14 @@ MaskedFloorBounds rectangle_bounds(BlockContext& c, const Mask& mask) {
 }
 
 }  // namespace
+
+std::vector<AllowedBlock> fully_allowed_blocks(const Mask& mask) {
+  const std::optional<Staircase> st = staircase_of(mask);
+  if (!st) return rectangles_of(mask);
+  std::vector<AllowedBlock> out;
+  for (Index level : levels_of(*st, mask.size())) out.push_back({rows_from(*st, level), first(st->cols, level)});
+  return out;
+}
 
 std::optional<Staircase> staircase_of(const Mask& mask) {
   const Index n = mask.size();
@@ -219,6 +296,7 @@ MaskedReachResult reach(const Matrix<Rational>& A, Index dk, const Mask& mask, c
   for (Index i = 0; i < n; ++i)
     for (Index j = 0; j < n; ++j)
       if (mask.allows(i, j) && mpq_sgn(A(i, j).backend().data()) == 0) res.zeros.emplace_back(i, j);
+  res.floor.nested = staircase_of(mask).has_value();
   if (!res.zeros.empty()) {
     res.has_zero_entry = true;
     res.verdict = Verdict::unreachable;

@@ -428,6 +428,10 @@ TEST_CASE("attnrank masks: layer, example and reach") {
     const auto two = nlohmann::json::parse(attnrank_cli("reach " + causal4 + " --mask causal --dk 2 --json").out);
     CHECK(two["verdict"] == "reachable");
     CHECK(two["max_abs_error"] < 1e-12);
+    const auto eps = nlohmann::json::parse(attnrank_cli("reach " + causal4 + " --mask causal --dk 1 --epsilon 0.001 --json").out);
+    CHECK(eps["error_lower"] <= eps["error_upper"]);
+    CHECK(eps["error_upper"] == eps["max_abs_error"]);
+    CHECK(eps["epsilon_verdict"] != "within");  // unreachable at d_k = 1, and the rows are far from one-key patterns
     CHECK_THAT(attnrank_cli("reach " + causal4 + " --mask causal --dk 2").out,
                Catch::Contains("mask causal") && Catch::Contains("blocks B_k") && Catch::Contains("verdict: reachable"));
   }
@@ -453,7 +457,8 @@ TEST_CASE("attnrank masks: layer, example and reach") {
                        "mask row 2 allows no key");
     expect_input_error("reach " + causal4 + " --mask " + file("small.csv", "1,0\n1,1\n") + " --dk 1", "the mask is 2 x 2");
     expect_input_error("reach diag:4:0.7 --mask causal --dk 1", "row 1, column 2 is 1/10 at a masked position");
-    expect_input_error("reach " + causal4 + " --mask causal --dk 1 --epsilon 0.1", "--epsilon is not available with --mask");
+    expect_input_error("reach " + causal4 + " --mask causal --dk 1 --svg x.svg", "--svg is not available with --mask");
+    expect_input_error("reach " + causal4 + " --mask causal --dk 1 --epsilon 2", "--epsilon 2.000000 is outside [0, 1]");
     expect_input_error("reach " + causal4 + " --mask nosuchfile.csv --dk 1", "nosuchfile.csv");
   }
   SECTION("layer --mask and example --mask causal: masked scores print as masked, weights exactly 0") {
@@ -471,5 +476,14 @@ TEST_CASE("attnrank masks: layer, example and reach") {
     CHECK(two["scaled_scores"][1][0][1] != "masked");
     expect_input_error("layer " + worked_example_args() + " --heads 2 --mask causal --mask causal --mask causal",
                        "3 --mask options for 2 heads");
+  }
+  SECTION("sweep --mask causal: the query at a position sees the keys up to it; the running records win") {
+    const auto j = nlohmann::json::parse(attnrank_cli("sweep --mask causal --position 2 --q 1 --json").out);
+    CHECK(j["rows"][0]["weights"][2] == "0.0000");
+    CHECK(j["rows"][0]["weights"][0] == "0.8808");
+    CHECK(j["possible_winners"] == nlohmann::json::array({1, 2}));
+    CHECK(j["causal_possible_winners"] == nlohmann::json::array({1, 2}));
+    expect_input_error("sweep --mask causal --position 4", "--position 4 is outside 1..3");
+    expect_input_error("sweep --position 2", "--position needs --mask causal");
   }
 }

@@ -7,6 +7,7 @@
 #include "rank_support.hpp"
 
 #include <attnrank/reach/masked.hpp>
+#include <attnrank/tutorial/single_key_head.hpp>
 
 #include <algorithm>
 #include <random>
@@ -246,4 +247,64 @@ TEST_CASE("attnrank::reach with a mask") {
     CHECK(f.lower == expected);
     CHECK(f.upper == expected);
   }
+}
+
+TEST_CASE("attnrank::causal_possible_winners") {
+  rc::prop("the running records are exactly the tokens that top some causal row for some q (brute force over positions)", [] {
+    const auto n = *rc::gen::inRange<std::size_t>(1, 9);
+    std::vector<Rational> keys;
+    for (std::size_t j = 0; j < n; ++j) keys.emplace_back(*rc::gen::inRange(-2, 3));  // small range: many ties
+    std::vector<Eigen::Index> brute;
+    for (std::size_t p = 1; p <= n; ++p) {
+      const std::vector<Rational> prefix(keys.begin(), keys.begin() + static_cast<long>(p));
+      // softmax is monotone, so q = 1 and q = -1 stand for every q > 0 and q < 0 (proofs/Winners.v, top_is_extreme)
+      for (const Rational& q : {Rational(1), Rational(-1)})
+        for (Eigen::Index t : top_tokens(prefix, q)) brute.push_back(t);
+    }
+    std::sort(brute.begin(), brute.end());
+    brute.erase(std::unique(brute.begin(), brute.end()), brute.end());
+    RC_ASSERT(causal_possible_winners(keys) == brute);
+  });
+  SECTION("the tutorial's keys (2, 0, 1): LLMs never tops a row under the causal mask either") {
+    CHECK(causal_possible_winners({Rational(2), Rational(0), Rational(1)}) == std::vector<Eigen::Index>{0, 1});
+    CHECK(causal_possible_winners({Rational(1), Rational(1)}).empty());
+    CHECK(causal_possible_winners({Rational(1), Rational(1), Rational(0)}) == std::vector<Eigen::Index>{0, 1, 2});
+  }
+  SECTION("the causal sweep: keys after the position get exactly 0, the rest the softmax of the prefix") {
+    const std::vector<Rational> keys{Rational(2), Rational(0), Rational(1)};
+    PrecisionScope scope(100);
+    const Matrix<Interval> W = certified_single_key_sweep(keys, {Rational(1)}, 2);
+    CHECK(W(0, 2) == 0);
+    const Matrix<Interval> prefix = certified_single_key_sweep({Rational(2), Rational(0)}, {Rational(1)});
+    CHECK(W(0, 0) == prefix(0, 0));
+    CHECK_THROWS_AS(certified_single_key_sweep(keys, {Rational(1)}, 4), input_error);
+  }
+}
+
+TEST_CASE("attnrank::approx_error_bounds with a mask", "[property]") {
+  rc::prop("error_lower <= the generating masked head's certified error, and <= error_upper", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(3, 11);
+    const auto r = *rc::gen::inRange<Eigen::Index>(1, 4);
+    const auto dk = *rc::gen::arbitrary<bool>() ? r : *rc::gen::inRange<Eigen::Index>(1, n + 1);
+    const Mask mask = *rc::gen::arbitrary<bool>() ? Mask::causal(n) : gen_any_mask(n);
+    const double noise = *rc::gen::element(0.0, 1e-3, 3e-2, 0.1, 0.3);
+    std::mt19937_64 rng(static_cast<std::uint64_t>(*rc::gen::arbitrary<unsigned>()));
+    std::normal_distribution<double> gauss(0, 0.7);
+    Eigen::MatrixXd Q(n, r), K(n, r);
+    for (auto& x : Q.reshaped()) x = gauss(rng);
+    for (auto& x : K.reshaped()) x = gauss(rng);
+    const Eigen::MatrixXd P = softmax_rows(Eigen::MatrixXd(Q * K.transpose() / std::sqrt(static_cast<double>(r))), mask);
+    Matrix<Rational> A(n, n);
+    std::uniform_real_distribution<double> wiggle(1 - noise, 1 + noise);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) A(i, j) = mask.allows(i, j) ? Rational(std::max(P(i, j), 1e-300) * wiggle(rng)) : Rational(0);
+    const double generating = certified_masked_witness_error(A, mask, Q, K);
+    ApproxOptions o;
+    o.bisection_steps = 12;
+    const ApproxBounds b = approx_error_bounds(A, dk, mask, o);
+    RC_LOG() << "mask " << mask.name() << " lower " << b.error_lower << " upper " << b.error_upper << " generating " << generating << "\n";
+    RC_CLASSIFY(b.error_lower > 0, "error_lower > 0");
+    RC_ASSERT(b.error_lower <= b.error_upper);
+    if (dk >= r) RC_ASSERT(b.error_lower <= generating);  // a width-r head is one of width dk >= r
+  });
 }

@@ -29,8 +29,15 @@
 // rectangle R x J gives floor_Omega >= floor(R x J) (a completion restricts to
 // it); the upper bound is n - 1 (a completion [T; 1^T] has n columns). Between
 // them the verdict is `undecided`, with the reason.
+//
+// How close a masked head comes (the approximate question, reach/approximate.hpp)
+// has the same lower bound: the lemma on R x J needs only that every entry there
+// exceeds eps, so R x J lies inside the allowed set (Â is 0 off it), where
+// log P = S - lse row by row, with lse over the allowed keys. The upper bound is
+// the masked witness's certified error (no L-BFGS search under a mask yet).
 
 #include <attnrank/attention/mask.hpp>
+#include <attnrank/reach/approximate.hpp>
 #include <attnrank/reach/free.hpp>
 
 #include <optional>
@@ -48,6 +55,15 @@ struct Staircase {
 
 /// The staircase of a mask whose rows' allowed sets form a chain, or nothing.
 std::optional<Staircase> staircase_of(const Mask& mask);
+
+/// A fully allowed block: target rows (0-based) by columns, every position allowed.
+struct AllowedBlock {
+  std::vector<Eigen::Index> rows, cols;
+};
+
+/// The blocks the bounds below use: a nested mask's staircase blocks B_k, or
+/// else each distinct row pattern's keys with every row allowing them all.
+std::vector<AllowedBlock> fully_allowed_blocks(const Mask& mask);
 
 /// Proven bounds on floor(B) = rank(log(A)_{rows, cols} C) of one fully
 /// specified block (0-based target rows and columns; the ones row is implicit).
@@ -77,7 +93,7 @@ struct MaskedReachResult {
   std::string mask;  ///< Mask::name()
   Verdict verdict = Verdict::undecided;
   MaskedFloorBounds floor;
-  bool has_zero_entry = false;  ///< a zero at an allowed position
+  bool has_zero_entry = false;  ///< a zero at an allowed position (floor then holds only `nested`)
   std::vector<std::pair<Eigen::Index, Eigen::Index>> zeros;
   /// A masked head of width d_k: scores Q K^T / sqrt(d_k), masked softmax;
   /// max_abs_error is certified (doubles, directed rounding) against Â.
@@ -108,6 +124,12 @@ MaskedReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const Mask& 
 /// squares from a completed truncated SVD (at most `sweeps` sweeps; both factors
 /// refit per row and per column over the allowed positions only).
 Witness approx_masked_witness(const Matrix<Rational>& A, const Mask& mask, Eigen::Index dk, int sweeps = 60);
+
+/// error_lower <= E*_Omega(A, d_k) <= error_upper for masked heads: the lower
+/// bound of approx_error_bounds (valid under the mask, see above), the upper the
+/// certified error of approx_masked_witness. A and dk as for reach with a mask.
+ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Eigen::Index dk, const Mask& mask,
+                                 const ApproxOptions& options = {});
 
 /// Certified max |masked softmax(Q K^T / sqrt(d_k)) - Â| over every entry (masked
 /// entries are 0 on both sides), in doubles with directed rounding; +inf when a

@@ -39,6 +39,10 @@ class LowerBoundCache {
 
   /// A lower bound of min Â: below it, R x J is every entry.
   double smallest() const { return smallest_; }
+  /// The same over the positive entries (0 when there are none): below it,
+  /// R x J is the same set, the one that drops only the zeros (masked or not),
+  /// so it is the edge where the searches start.
+  double smallest_positive() const { return smallest_positive_; }
   /// The enclosed logs of A (zeros replaced as detail::zeros_replaced does).
   const BoundsMatrix& log() const { return log_; }
   const std::vector<Eigen::Index>& all_rows() const { return all_rows_; }
@@ -60,7 +64,7 @@ class LowerBoundCache {
  private:
   BoundsMatrix log_;
   Eigen::Index values_;
-  double smallest_;
+  double smallest_, smallest_positive_;
   const Eigen::MatrixXd& below_;
   EntryOrder order_;  ///< sorted on first use above min Â
   std::vector<Eigen::Index> all_rows_, all_cols_;

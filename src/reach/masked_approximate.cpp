@@ -1,0 +1,115 @@
+// How close a masked head comes (attnrank/reach/masked.hpp): the approximate
+// question's bounds under a mask.
+//
+// The lower bound is the lemma of reach/approximate.hpp on rectangles R x J
+// inside the allowed set: sigma_(d_k+1)(log(Â)_RJ C_J) <= ||eta(eps)||_2 for every
+// masked head within eps, as long as eps < Â on R x J. The unmasked search's
+// greedy R x J collapses on a triangle of zeros (it drops the columns one by
+// one), so the fully allowed blocks of the mask are tried as well: the
+// staircase's blocks for a nested mask, the rectangles of masked_floor_bounds
+// otherwise. For each block its singular value is certified once, and eta's
+// bound grows with eps, so a bisection over eps below the block's smallest
+// entry finds the largest excluded eps. The best over the blocks and the
+// unmasked search (sound too, since its R x J never holds a masked zero) wins.
+#include <attnrank/reach/masked.hpp>
+
+#include <attnrank/linalg/certified_svd.hpp>
+#include <attnrank/numbers/decimal.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attnrank {
+namespace {
+
+using Eigen::Index;
+
+struct BlockBound {
+  double eps = 0;
+  double sigma_lower = 0;
+  std::vector<Index> rows, cols;
+  Eigen::MatrixXd vectors;
+};
+
+/// The largest eps (by `steps` bisection steps) with ||eta(eps)||_2 below a
+/// certified lower bound of sigma_(dk+1) on R x J, or 0.
+BlockBound block_lower_bound(const BoundsMatrix& logs, const Eigen::MatrixXd& below, const std::vector<Index>& rows,
+                             const std::vector<Index>& cols, Index dk, int steps) {
+  BlockBound b;
+  const Index shape = std::min<Index>(static_cast<Index>(rows.size()), static_cast<Index>(cols.size()) - 1);
+  if (rows.empty() || cols.size() < 2 || shape < dk + 1) return b;
+  double smallest = below(rows, cols).minCoeff();  // eps must stay below every entry of R x J
+  if (!(smallest > 0)) return b;
+  const BoundsMatrix sub{logs.lo(rows, cols), logs.hi(rows, cols)};
+  SvdOptions lower_only;
+  lower_only.upper_bounds = false;
+  const CertifiedSingularValues s = certified_singular_values(certified_row_centered(sub), dk + 1, lower_only);
+  if (static_cast<Index>(s.values.size()) < dk + 1) return b;
+  const double sigma = s.values[static_cast<std::size_t>(dk)].lower;
+  if (!(sigma > 0)) return b;
+  double lo = 0, hi = std::nextafter(smallest, 0.0);
+  if (detail::eta_norm_upper(below, rows, cols, hi) < sigma) lo = hi;  // the whole range is excluded
+  else
+    for (int step = 0; step < steps; ++step) {
+      const double mid = lo > 0 ? std::sqrt(lo * hi) : hi / 1024;
+      if (!(mid > lo && mid < hi)) break;
+      (detail::eta_norm_upper(below, rows, cols, mid) < sigma ? lo : hi) = mid;
+    }
+  if (lo > 0) {
+    b.eps = lo;
+    b.sigma_lower = sigma;
+    b.rows = rows;
+    b.cols = cols;
+    b.vectors = s.right_vectors;
+  }
+  return b;
+}
+
+}  // namespace
+
+ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Index dk, const Mask& mask, const ApproxOptions& options) {
+  validate_masked_target(A, mask, "target");
+  require_head_width(dk, A.rows());
+  ApproxOptions lower_only = options;
+  lower_only.optimise = false;  // its upper bound is for unmasked heads: only the lower bound is kept
+  ApproxBounds b = approx_error_bounds(A, dk, lower_only);
+  const Matrix<Rational> positive = detail::zeros_replaced(A);
+  const Eigen::MatrixXd below = normalized_target_bounds(A).lo;
+  Matrix<Rational> ones_off = positive;
+  for (Index i = 0; i < A.rows(); ++i)
+    for (Index j = 0; j < A.cols(); ++j)
+      if (!mask.allows(i, j)) ones_off(i, j) = 1;
+  const BoundsMatrix logs = certified_log_bounds(ones_off);
+  // Each block costs a certified SVD: the squarest ones (largest min(rows,
+  // columns - 1), where sigma_(d_k+1) can be largest) are tried, a few of them.
+  std::vector<AllowedBlock> blocks = fully_allowed_blocks(mask);
+  const auto shape = [](const AllowedBlock& b) {
+    return std::min<Index>(static_cast<Index>(b.rows.size()), static_cast<Index>(b.cols.size()) - 1);
+  };
+  std::stable_sort(blocks.begin(), blocks.end(), [&](const AllowedBlock& a, const AllowedBlock& b) { return shape(a) > shape(b); });
+  const std::size_t tried_blocks = A.rows() <= 128 ? blocks.size() : 6;  // small targets: every block
+  if (blocks.size() > tried_blocks) blocks.resize(tried_blocks);
+  for (const AllowedBlock& block : blocks) {
+    BlockBound bb = block_lower_bound(logs, below, block.rows, block.cols, dk, options.bisection_steps);
+    if (bb.eps > b.error_lower) {
+      b.error_lower = bb.eps;
+      b.lower_proof.rows = std::move(bb.rows);
+      b.lower_proof.cols = std::move(bb.cols);
+      b.lower_proof.sigma_lower = bb.sigma_lower;
+      b.lower_proof.vectors = std::move(bb.vectors);
+      b.lower_reason = "sigma_" + std::to_string(dk + 1) + " of the centered log on the fully allowed block of " +
+                       std::to_string(b.lower_proof.rows.size()) + " x " + std::to_string(b.lower_proof.cols.size()) +
+                       " entries is certified >= " + format_lower_bound(bb.sigma_lower) +
+                       ", above every error matrix a masked head within " + format_lower_bound(bb.eps) + " could leave";
+    }
+  }
+  Witness w = approx_masked_witness(positive, mask, dk);
+  w.error_bits = 53;
+  w.max_abs_error = certified_masked_witness_error(A, mask, w.Q, w.K);
+  b.error_upper = w.max_abs_error;
+  b.start_error = w.max_abs_error;
+  b.witness = std::move(w);
+  return b;
+}
+
+}  // namespace attnrank
