@@ -43,6 +43,11 @@ demo: build
 	$(CLI) reach diag:3:0.8 --dk 1
 	$(CLI) reach diag:3:0.8 --dk 2
 	$(CLI) reach examples/data/previous-token.csv --dk 2 --svg $(BUILD)/figures/previous-token.svg
+	@echo
+	@echo '--- a decoder (causal) pattern: the masked question, floor floor(n/2) = 4 ---'
+	$(CLI) reach examples/data/causal-8.csv --dk 4 | tail -1
+	$(CLI) reach examples/data/causal-8.csv --mask causal --dk 3
+	$(CLI) reach examples/data/causal-8.csv --mask causal --dk 4
 
 # The suite includes the Coq proofs (label: proofs), so test installs Coq too.
 test: build

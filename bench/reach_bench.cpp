@@ -1,12 +1,14 @@
 // Reachability benchmarks (Google Benchmark): time to a certified verdict for
 // random positive targets, and the full answer with witness and certified error.
 // bench/compare-reach adds NumPy's uncertified matrix_rank of the same centered
-// log matrix and prints ratios (docs/performance.md).
+// log matrix (for the causal verdict: of the same staircase blocks) and prints
+// ratios (docs/performance.md).
 //
 //   reach_bench [--write-inputs DIR] [benchmark flags]
 // Targets come from ATTNRANK_BENCH_SEED (default 12345), printed first.
 #include <attnrank/reach/approximate.hpp>
 #include <attnrank/reach/free.hpp>
+#include <attnrank/reach/masked.hpp>
 
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
@@ -97,6 +99,25 @@ void approx_width_profile(benchmark::State& state) {
   state.counters["lower_at_1"] = w.profile.front().error_lower;
 }
 
+/// The causal (decoder) verdict at the generic floor d_k = n / 2: the target is
+/// the lower triangle of the same random matrix; every block and overlap of the
+/// staircase gets its certified rank (reach/masked.hpp).
+void causal_verdict(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  Matrix<Rational> A = target(n);
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) A(i, j) = 0;
+  const Mask mask = Mask::causal(n);
+  ReachOptions o;
+  o.witness = false;
+  MaskedReachResult r;
+  for (auto _ : state) r = reach(A, n / 2, mask, o);
+  state.counters["floor_lower"] = static_cast<double>(r.floor.lower);
+  state.counters["floor_upper"] = static_cast<double>(r.floor.upper);
+  state.counters["reachable"] = r.verdict == Verdict::reachable;
+  state.counters["peak_rss_MiB"] = peak_rss_mib();
+}
+
 void write_inputs(const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   for (int n : {128, 512, 1024}) {
@@ -112,6 +133,7 @@ BENCHMARK(reach_verdict)->Arg(128)->Arg(512)->Arg(1024)->Unit(benchmark::kMillis
 BENCHMARK(approx_bounds)->Args({512, 64})->Args({128, 8})->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(approx_width_profile)->Args({128, 1})->Args({512, 0})->Args({512, 1})->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(reach_with_witness)->Arg(128)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(causal_verdict)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 int main(int argc, char** argv) {
   std::cerr << "seed ATTNRANK_BENCH_SEED=" << seed() << "\n";

@@ -13,6 +13,8 @@
 
 
 #include <cmath>
+#include <algorithm>
+#include <iomanip>
 #include <sstream>
 
 namespace attnrank::cli {
@@ -137,7 +139,25 @@ std::string narrate(const TutorialAppendix& t, const Digits& d) {
     else s << g.floor.lower << ".." << g.floor.upper;
     s << "  " << to_string(g.below) << "   " << to_string(g.at) << "\n";
   }
-  s << "  floor = n - 1 for every n checked\n";
+  const bool all_n_minus_1 = std::all_of(t.general.begin(), t.general.end(), [](const GeneralLength& g) {
+    return g.floor.lower == g.n - 1 && g.floor.upper == g.n - 1;
+  });
+  s << (all_n_minus_1 ? "  floor = n - 1 for every n checked\n" : "  floor != n - 1 for some n: see the table\n");
+  s << "[A, decoders] the causal mask (token i sees tokens 1..i; reach --mask causal), the staircase formula:\n"
+    << "     n  floor: the diagonal target's lower triangle   a generic causal pattern (distinct primes)   floor(n/2)\n";
+  bool diagonal_n_minus_1 = true, generic_half = true;
+  for (const CausalLength& c : t.causal) {
+    const auto bounds = [](const MaskedFloorBounds& f) {
+      return f.lower == f.upper ? std::to_string(f.lower) : std::to_string(f.lower) + ".." + std::to_string(f.upper);
+    };
+    s << "  " << std::setw(4) << c.n << std::setw(42) << bounds(c.diagonal) << std::setw(45) << bounds(c.generic)
+      << std::setw(13) << c.n / 2 << "\n";
+    diagonal_n_minus_1 = diagonal_n_minus_1 && c.diagonal.lower == c.n - 1 && c.diagonal.upper == c.n - 1;
+    generic_half = generic_half && c.generic.lower == c.n / 2 && c.generic.upper == c.n / 2;
+  }
+  if (diagonal_n_minus_1 && generic_half)
+    s << "  causally the diagonal pattern still needs d_k = n - 1, a generic causal one only floor(n/2): a 512-token decoder\n"
+         "  pattern needs d_k = 256 in general (docs/math.md, item 11)\n";
   s << "[A, the numbers that matter in practice] a 512 x 512 diagonal target:\n";
   for (const PracticalSize& p : t.practical)
     s << "  " << p.setting << " -> d_k = " << p.dk << ": needs rank " << p.result.floor.lower
@@ -168,6 +188,13 @@ json appendix_json(const TutorialAppendix& t, const Digits& d) {
   for (const GeneralLength& g : t.general)
     general.push_back({{"n", g.n}, {"floor_lower", g.floor.lower}, {"floor_upper", g.floor.upper},
                        {"verdict_dk_n_minus_2", to_string(g.below)}, {"verdict_dk_n_minus_1", to_string(g.at)}});
+  json causal = json::array();
+  for (const CausalLength& c : t.causal)
+    causal.push_back({{"n", c.n},
+                      {"diagonal_floor_lower", c.diagonal.lower},
+                      {"diagonal_floor_upper", c.diagonal.upper},
+                      {"generic_floor_lower", c.generic.lower},
+                      {"generic_floor_upper", c.generic.upper}});
   json practical = json::array();
   for (const PracticalSize& p : t.practical)
     practical.push_back({{"setting", p.setting}, {"n", p.n}, {"dk", p.dk}, {"floor_lower", p.result.floor.lower},
@@ -214,6 +241,7 @@ json appendix_json(const TutorialAppendix& t, const Digits& d) {
         {"W_K", matrix_json(e.WK)},
         {"max_abs_error", std::isfinite(e.weights_max_abs_error) ? json(e.weights_max_abs_error) : json(nullptr)}}},
       {"general_n", general},
+      {"causal_n", causal},
       {"practical", practical},
       {"softmax_raises_rank",
        {{"scores_rank", t.section_2_2.scores_rank},

@@ -4,7 +4,11 @@ log matrix log(A) C of the targets written by `reach_bench --write-inputs DIR`.
 
 Usage: reach_peers.py DIR      prints JSON {"numpy_<n>_ms": ..., "numpy_<n>_rank": ..., "svd_<n>_ms": ...}
 Timed: np.log, centering and np.linalg.matrix_rank, best of 5 (and the full SVD,
-best of 3), OpenBLAS on all cores.
+best of 3), OpenBLAS on all cores. The causal peer ("causal_<n>_ms", once: it
+takes seconds): the ranks of the same blocks attnrank certifies for the lower
+triangle of the target, rows k.. by columns ..k and rows k+1.. by columns ..k,
+each centered, by np.linalg.matrix_rank; "causal_<n>_floor" the staircase
+formula's sum from those ranks.
 Needs Debian's python3-numpy; run with /usr/bin/python3.
 """
 import json
@@ -38,4 +42,26 @@ for n in (128, 512, 1024):
         np.linalg.svd(lg - lg.mean(axis=1, keepdims=True), compute_uv=False)
         best = min(best, (time.perf_counter() - t) * 1000)
     out[f'svd_{n}_ms'] = best
+
+def causal_floor(a):
+    n = a.shape[0]
+    lg = np.log(a)  # only the lower triangle is read
+    total = 0
+    for k in range(1, n + 1):
+        for first, sign in ((k - 1, 1), (k, -1)):
+            if sign < 0 and k == n:
+                continue
+            block = lg[first:, :k]
+            if block.shape[0] == 0 or k < 2:
+                continue
+            block = block - block.mean(axis=1, keepdims=True)
+            total += sign * int(np.linalg.matrix_rank(block))
+    return total
+
+
+for n in (512, 1024):
+    a = np.fromfile(f'{sys.argv[1]}/target_{n}.f64', dtype='<f8').reshape(n, n)
+    t = time.perf_counter()
+    out[f'causal_{n}_floor'] = causal_floor(a)
+    out[f'causal_{n}_ms'] = (time.perf_counter() - t) * 1000
 print(json.dumps(out))

@@ -95,6 +95,25 @@ std::vector<GeneralLength> general_lengths() {
   return out;
 }
 
+std::vector<CausalLength> causal_lengths() {
+  std::vector<CausalLength> out;
+  std::vector<long> primes;  // enough for 55 entries at n = 10
+  for (long p = 2; primes.size() < 64; ++p)
+    if (std::all_of(primes.begin(), primes.end(), [p](long q) { return p % q != 0; })) primes.push_back(p);
+  for (Eigen::Index n = 3; n <= 10; ++n) {
+    const Mask causal = Mask::causal(n);
+    Matrix<Rational> diagonal = diagonal_target(n), generic = Matrix<Rational>::Zero(n, n);
+    std::size_t next = 0;
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) {
+        if (j > i) diagonal(i, j) = 0;
+        else generic(i, j) = primes[next++];
+      }
+    out.push_back({n, masked_floor_bounds(diagonal, causal), masked_floor_bounds(generic, causal)});
+  }
+  return out;
+}
+
 std::vector<PracticalSize> practical_sizes() {
   ReachOptions o;
   o.full_floor = true;
@@ -129,6 +148,7 @@ TutorialAppendix tutorial_appendix(unsigned bits) {
   t.single_key = detail::single_key_argument();
   t.floor = detail::floor_argument(bits);
   t.general = detail::general_lengths();
+  t.causal = detail::causal_lengths();
   t.practical = detail::practical_sizes();
   t.section_2_2 = detail::softmax_raises_rank();
   t.head_counts = quoted_head_counts();

@@ -128,6 +128,15 @@ TEST_CASE("attnrank appendix --json: the contract's keys and the 40-digit refere
       CHECK(g.at("verdict_dk_n_minus_2") == "unreachable");
       CHECK(g.at("verdict_dk_n_minus_1") == "reachable");
     }
+    // Decoders: the diagonal target's lower triangle keeps floor n - 1; distinct primes give floor(n / 2).
+    REQUIRE(j.at("causal_n").size() == 8);
+    for (const json& c : j.at("causal_n")) {
+      const long n = c.at("n");
+      CHECK(c.at("diagonal_floor_lower") == n - 1);
+      CHECK(c.at("diagonal_floor_upper") == n - 1);
+      CHECK(c.at("generic_floor_lower") == n / 2);
+      CHECK(c.at("generic_floor_upper") == n / 2);
+    }
     for (const json& p : j.at("practical")) {
       CHECK(p.at("n") == 512);
       CHECK(p.at("floor_lower") == 511);

@@ -17,6 +17,7 @@
 #include <attnrank/linalg/certified_determinant.hpp>
 #include <attnrank/linalg/certified_rank.hpp>
 #include <attnrank/reach/free.hpp>
+#include <attnrank/reach/masked.hpp>
 #include <attnrank/reach/certificate.hpp>
 #include <attnrank/reach/embeddings.hpp>
 
@@ -69,6 +70,15 @@ struct GeneralLength {
   Verdict at = Verdict::undecided;                 ///< at d_k = n - 1
 };
 
+/// Decoders: the same question under the causal mask (reach/masked.hpp), n = 3..10.
+/// The diagonal target's lower triangle keeps floor n - 1 (each block but the
+/// first has rank 1 after centering, each overlap 0); a generic causal pattern,
+/// here entries that are distinct primes, has floor(n / 2).
+struct CausalLength {
+  Eigen::Index n = 0;
+  MaskedFloorBounds diagonal;                      ///< the lower triangle of the diagonal target
+  MaskedFloorBounds generic;                       ///< distinct primes on and below the diagonal
+};
 struct PracticalSize {
   std::string setting;                             ///< e.g. "d_model = 768, h = 12"
   Eigen::Index n = 0, dk = 0;
@@ -95,6 +105,7 @@ struct TutorialAppendix {
   SingleKeyArgument single_key;
   FloorArgument floor;
   std::vector<GeneralLength> general;
+  std::vector<CausalLength> causal;
   std::vector<PracticalSize> practical;
   SoftmaxRaisesRank section_2_2;
   std::vector<QuotedHeadCount> head_counts;
