@@ -144,9 +144,9 @@ Eigen::MatrixXd sink_log(Eigen::Index n) {
 }  // namespace
 
 // n = 512 reaches the paths above 400 (the Gram eigensolver); under sanitizers
-// (-O0) its SVDs take minutes, and the normal build runs them, so there n = 320.
+// (-O0) its SVDs take minutes, and the normal build runs them, so there n = 256.
 #ifdef ATTNRANK_SANITIZED
-constexpr Eigen::Index large_n = 320;
+constexpr Eigen::Index large_n = 256;
 #else
 constexpr Eigen::Index large_n = 512;
 #endif
