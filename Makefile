@@ -47,7 +47,8 @@ demo: build
 	@echo '--- a decoder (causal) pattern: the masked question, floor floor(n/2) = 4 ---'
 	$(CLI) reach examples/data/causal-8.csv --dk 4 | tail -1
 	$(CLI) reach examples/data/causal-8.csv --mask causal --dk 3
-	$(CLI) reach examples/data/causal-8.csv --mask causal --dk 4
+	$(CLI) reach examples/data/causal-8.csv --mask causal --dk 4 --certificate $(BUILD)/causal-8.certificate.json
+	$(CLI) reach examples/data/causal-8.csv --mask causal --check $(BUILD)/causal-8.certificate.json
 
 # The suite includes the Coq proofs (label: proofs), so test installs Coq too.
 test: build

@@ -105,7 +105,8 @@ std::vector<std::string> write_appendix_figures(const AppendixFigureData& data, 
 }
 
 std::string reach_figure(const Eigen::MatrixXd& target, const Eigen::MatrixXd* approximation,
-                         const Eigen::VectorXd& spectrum_values, Eigen::Index dk, const std::string& caption) {
+                         const Eigen::VectorXd& spectrum_values, Eigen::Index dk, const std::string& caption,
+                         const std::string& spectrum_title) {
   const Eigen::Index n = target.rows();
   constexpr Eigen::Index max_heatmap = 64;
   const double cell = n <= 8 ? 48 : std::max(4.0, 384.0 / static_cast<double>(n));
@@ -129,7 +130,7 @@ std::string reach_figure(const Eigen::MatrixXd& target, const Eigen::MatrixXd* a
   if (approximation) draw(10 + panel, *approximation, "best width-" + std::to_string(dk) + " head");
   else svg.text(10 + panel, 50, "no width-" + std::to_string(dk) + " witness (zero entry in A)", 12);
   spectrum(svg, 2 * panel + 60, 28, 420, std::max(side, 300.0) - 20, spectrum_values, dk,
-           "d_k = " + std::to_string(dk), "singular values of log(A) C (numeric, not certified)");
+           "d_k = " + std::to_string(dk), spectrum_title);
   return svg.str();
 }
 

@@ -20,9 +20,11 @@ using attnrank::AppendixFigureData;
 std::vector<std::string> write_appendix_figures(const AppendixFigureData& data, const std::string& dir);
 
 /// Three panels for a reach query: the target, softmax of the width-d_k witness
-/// (null: none), and the spectrum of log(A) C with the d_k cut. Heatmaps are
+/// (null: none), and a spectrum (of log(A) C, or of a masked target's largest
+/// fully allowed block) with the d_k cut, titled `spectrum_title`. Heatmaps are
 /// drawn up to n = 64; beyond that the panel says so.
 std::string reach_figure(const Eigen::MatrixXd& target, const Eigen::MatrixXd* approximation,
-                         const Eigen::VectorXd& spectrum, Eigen::Index dk, const std::string& caption);
+                         const Eigen::VectorXd& spectrum, Eigen::Index dk, const std::string& caption,
+                         const std::string& spectrum_title);
 
 }  // namespace attnrank::cli

@@ -1,5 +1,6 @@
 // attnrank reach: can a head of width d_k produce this attention pattern?
 #include "commands.hpp"
+#include "reach_shared.hpp"
 #include "run.hpp"
 #include "figures.hpp"
 #include "svg.hpp"
@@ -21,19 +22,6 @@ namespace attnrank::cli {
 namespace {
 
 using nlohmann::json;
-
-json read_certificate_file(const std::string& path) { return parse_certificate(read_text_file(path, input_limits()), path); }
-
-/// Whether every row of A sums exactly to 1. Softmax normalises rows, so the
-/// verdict is about A / rowsums either way; the output says so when it matters.
-bool rows_sum_to_one(const Matrix<Rational>& A) {
-  for (Eigen::Index i = 0; i < A.rows(); ++i) {
-    Rational sum = 0;
-    for (Eigen::Index j = 0; j < A.cols(); ++j) sum += A(i, j);
-    if (sum != 1) return false;
-  }
-  return true;
-}
 
 /// " a width-k head comes within E (certified)" or why there is no such figure.
 std::string closeness(const ReachResult& r, std::optional<double> witness_error) {
@@ -99,26 +87,8 @@ std::string reach_svg(const Matrix<Rational>& A, const ReachResult& r, const std
   const std::string caption = std::filesystem::path(name).filename().string() + ": " + to_string(r.verdict) + " at d_k = " + std::to_string(r.dk) +
                               (r.has_zero_entry ? "" : " (floor " + std::to_string(r.floor.lower) +
                                                            (r.floor.lower == r.floor.upper ? "" : ".." + std::to_string(r.floor.upper)) + ")");
-  return reach_figure(target, approx ? &*approx : nullptr, spectrum, r.dk, caption);
-}
-
-/// Above this n the error bounds are computed only when --epsilon asks.
-constexpr Eigen::Index approx_default_limit = 512;
-
-/// The line that answers --epsilon first, in the user's terms.
-std::string epsilon_line(const ApproxBounds& b, double epsilon) {
-  const EpsilonVerdict v = epsilon_verdict(b, epsilon);
-  std::ostringstream s;
-  s << "epsilon " << epsilon << ": " << to_string(v) << " - ";
-  if (v == EpsilonVerdict::within)
-    s << "a head of width " << b.dk << " comes within " << format_upper_bound(b.error_upper) << " <= epsilon (certified witness)\n";
-  else if (v == EpsilonVerdict::not_within)
-    s << "every head of width " << b.dk << " misses some entry by more than epsilon (certified: E* >= "
-      << format_lower_bound(b.error_lower) << ")\n";
-  else
-    s << "not settled: the best certified witness misses by " << format_upper_bound(b.error_upper)
-      << " and no head is proven to miss by more than epsilon (the problem is NP-hard for d_k > 1; the bounds below are the honest answer)\n";
-  return s.str();
+  return reach_figure(target, approx ? &*approx : nullptr, spectrum, r.dk, caption,
+                      "singular values of log(A) C (numeric, not certified)");
 }
 
 /// error_lower <= E* <= error_upper with their proofs, in words.
@@ -139,103 +109,36 @@ std::string bounds_lines(const ApproxBounds& b, std::uint64_t seed, bool embeddi
 constexpr const char* causal_note =
     "the zeros are exactly the causal pattern; --mask causal asks the decoder question";
 
-std::string block_list(const std::vector<MaskedBlock>& blocks) {
-  std::ostringstream s;
-  for (std::size_t k = 0; k < blocks.size(); ++k) {
-    const MaskedBlock& b = blocks[k];
-    s << (k ? ", " : "") << b.rows.size() << "x" << b.cols.size() << ":";
-    if (b.lower == b.upper) s << b.lower;
-    else s << b.lower << ".." << b.upper;
-  }
-  return s.str();
-}
-
-/// The masked verdict in words: floor bounds with the blocks that prove them.
-std::string narrate_masked(const std::string& name, const MaskedReachResult& r, bool normalised) {
-  std::ostringstream s;
-  s << "target " << name << " (n = " << r.n << "), head width d_k = " << r.dk << ", mask " << r.mask
-    << ": masked scores are -inf, so only the allowed entries are asked about\n";
-  if (!normalised)
-    s << "  note: rows do not sum to 1; softmax normalises rows, so everything below is about A / rowsums\n";
-  const std::string close = r.witness && std::isfinite(r.witness->max_abs_error)
-                                ? "a masked width-" + std::to_string(r.dk) + " head comes within " +
-                                      format_upper_bound(r.witness->max_abs_error) + " (certified)"
-                                : "no witness error could be bounded";
-  if (r.has_zero_entry) {
-    s << "verdict: unreachable - " << r.reason << "; " << close << ".\n";
-  } else {
-    const MaskedFloorBounds& f = r.floor;
-    s << "  floor    min rank of S = log A + c 1^T on the allowed set: ";
-    if (f.lower == f.upper) s << "= " << f.lower;
-    else s << f.lower << " <= floor <= " << f.upper;
-    s << "\n           lower: " << f.lower_reason << " (" << f.lower_bits << " bits)\n";
-    s << "           upper: " << f.upper_reason << "\n";
-    s << "           " << (f.nested ? "blocks B_k" : "rectangles") << " (rows x columns: floor): " << block_list(f.blocks) << "\n";
-    if (f.nested && !f.overlaps.empty()) s << "           overlaps O_k: " << block_list(f.overlaps) << "\n";
-    s << "  ceiling  rank(Q K^T) <= d_k = " << r.dk << "\n";
-    s << "verdict: " << to_string(r.verdict) << " - ";
-    if (r.verdict == Verdict::unreachable)
-      s << "no masked head of width " << r.dk << " produces these entries exactly, as written; " << close << ".\n";
-    else if (r.verdict == Verdict::reachable)
-      s << "a masked head of width " << r.dk << " produces these entries exactly; " << close << ".\n";
-    else
-      s << "whether a masked head of width " << r.dk << " produces these entries exactly is not settled; " << close << ".\n";
-    s << "  because " << r.reason << ".\n";
-    if (!r.hint.empty()) s << "  to settle it: " << r.hint << ".\n";
-  }
-  if (r.witness && std::isfinite(r.witness->max_abs_error))
-    s << "witness at d_k = " << r.dk
-      << (r.floor.nested ? " (minimal-rank completion or row means, then alternating least squares)"
-                                             : " (alternating least squares on the allowed set)")
-      << ": max |masked softmax(Q K^T / sqrt(d_k)) - A| <= "
-      << format_upper_bound(r.witness->max_abs_error) << " (certified)\n";
-  return s.str();
-}
-
-nlohmann::json blocks_json(const std::vector<MaskedBlock>& blocks) {
-  json out = json::array();
-  for (const MaskedBlock& b : blocks) {
-    json rows = json::array(), cols = json::array();
-    for (Eigen::Index i : b.rows) rows.push_back(i + 1);
-    for (Eigen::Index j : b.cols) cols.push_back(j + 1);
-    out.push_back({{"rows", rows}, {"columns", cols}, {"floor_lower", b.lower}, {"floor_upper", b.upper},
-                   {"upper_reason", b.upper_reason}, {"minor_residual", b.minor_residual}});
-  }
-  return out;
-}
-
-json masked_json(const MaskedReachResult& r, bool normalised) {
-  json j{{"n", r.n},
-         {"dk", r.dk},
-         {"question", "free"},
-         {"mask", r.mask},
-         {"verdict", to_string(r.verdict)},
-         {"reason", r.reason},
-         {"rows_sum_to_one", normalised},
-         {"max_abs_error", r.witness && std::isfinite(r.witness->max_abs_error) ? json(r.witness->max_abs_error) : json(nullptr)}};
-  if (r.has_zero_entry) {
-    j["floor_lower"] = nullptr;
-    j["floor_upper"] = nullptr;
-    j["zero_entry"] = {{"row", r.zeros[0].first + 1}, {"column", r.zeros[0].second + 1}};
-  } else {
-    j["floor_lower"] = r.floor.lower;
-    j["floor_upper"] = r.floor.upper;
-    j["bits"] = r.floor.lower_bits;
-    j["nested"] = r.floor.nested;
-    j["floor_lower_reason"] = r.floor.lower_reason;
-    j["floor_upper_reason"] = r.floor.upper_reason;
-    j["blocks"] = blocks_json(r.floor.blocks);
-    j["overlaps"] = blocks_json(r.floor.overlaps);
-  }
-  if (!r.hint.empty()) j["hint"] = r.hint;
-  if (r.witness) {
-    j["witness_Q"] = matrix_json(r.witness->Q);
-    j["witness_K"] = matrix_json(r.witness->K);
-  }
-  return j;
-}
-
 }  // namespace
+
+json read_certificate_file(const std::string& path) { return parse_certificate(read_text_file(path, input_limits()), path); }
+
+/// Whether every row of A sums exactly to 1. Softmax normalises rows, so the
+/// verdict is about A / rowsums either way; the output says so when it matters.
+bool rows_sum_to_one(const Matrix<Rational>& A) {
+  for (Eigen::Index i = 0; i < A.rows(); ++i) {
+    Rational sum = 0;
+    for (Eigen::Index j = 0; j < A.cols(); ++j) sum += A(i, j);
+    if (sum != 1) return false;
+  }
+  return true;
+}
+
+/// The line that answers --epsilon first, in the user's terms.
+std::string epsilon_line(const ApproxBounds& b, double epsilon) {
+  const EpsilonVerdict v = epsilon_verdict(b, epsilon);
+  std::ostringstream s;
+  s << "epsilon " << epsilon << ": " << to_string(v) << " - ";
+  if (v == EpsilonVerdict::within)
+    s << "a head of width " << b.dk << " comes within " << format_upper_bound(b.error_upper) << " <= epsilon (certified witness)\n";
+  else if (v == EpsilonVerdict::not_within)
+    s << "every head of width " << b.dk << " misses some entry by more than epsilon (certified: E* >= "
+      << format_lower_bound(b.error_lower) << ")\n";
+  else
+    s << "not settled: the best certified witness misses by " << format_upper_bound(b.error_upper)
+      << " and no head is proven to miss by more than epsilon (the problem is NP-hard for d_k > 1; the bounds below are the honest answer)\n";
+  return s.str();
+}
 
 void add_reach_command(CLI::App& app, std::string& out) {
   auto* cmd = app.add_subcommand("reach", "Can a head of width d_k produce this attention pattern? Yes, no or undecided, with a certificate");
@@ -261,56 +164,17 @@ void add_reach_command(CLI::App& app, std::string& out) {
                   "masked scores are -inf (the target must be 0 exactly there)");
   cmd->add_flag("--full-floor", opt->full_floor, "Always bound the whole floor, not only what the verdict needs");
   cmd->add_option("--certificate", opt->certificate, "Also write the certificate (JSON) to this file");
-  cmd->add_option("--check", opt->check, "Re-verify a certificate file against TARGET (and --x X) instead of deciding");
+  cmd->add_option("--check", opt->check, "Re-verify a certificate file against TARGET (with the --x X and --mask M it was made for) instead of deciding");
   cmd->add_option("--svg", opt->svg, "Also draw the target, the best width-d_k head and the spectrum of log(A) C (SVG file)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, dk_option, epsilon_option, &out] {
     const Matrix<Rational> A = read_matrix_argument(opt->target, input_limits());
     validate_target(A, opt->target);
     if (const std::optional<Mask> mask = read_mask_argument(opt->mask, A.rows(), opt->target, input_limits())) {
-      for (const auto& [given, what] : {std::pair{!opt->x.empty(), "--x"}, {!opt->check.empty(), "--check"},
-                                        {!opt->certificate.empty(), "--certificate"}, {!opt->svg.empty(), "--svg"}})
-        if (given)
-          throw input_error(std::string(what) + " is not available with --mask yet (the masked question answers the verdict, "
-                                                "the floor, a witness and --epsilon)");
-      if (dk_option->count() == 0) throw input_error("--dk is required (the head width to decide)");
-      validate_masked_target(A, *mask, opt->target);
-      ReachOptions o;
-      o.bits = opt->bits;
-      const bool has_epsilon = epsilon_option->count() > 0;
-      if (has_epsilon && !(opt->epsilon >= 0 && opt->epsilon <= 1))
-        throw input_error("--epsilon " + std::to_string(opt->epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
-      const MaskedReachResult r = reach(A, opt->dk, *mask, o);
-      std::optional<ApproxBounds> approx;
-      if (has_epsilon || r.n <= approx_default_limit) {
-        ApproxOptions ao;
-        ao.bits = std::max(opt->bits, 64u);
-        ao.seed = opt->seed;
-        approx = approx_error_bounds(A, opt->dk, *mask, ao);
-      }
-      if (opt->json) {
-        json j = masked_json(r, rows_sum_to_one(A));
-        if (approx) {
-          j["error_lower"] = approx->error_lower;
-          j["error_upper"] = std::isfinite(approx->error_upper) ? json(approx->error_upper) : json(nullptr);
-          j["error_lower_reason"] = approx->lower_reason;
-          if (has_epsilon) {
-            j["epsilon"] = opt->epsilon;
-            j["epsilon_verdict"] = to_string(epsilon_verdict(*approx, opt->epsilon));
-          }
-        }
-        out = j.dump(2) + "\n";
-        return;
-      }
-      out = approx && has_epsilon ? epsilon_line(*approx, opt->epsilon) : "";
-      out += narrate_masked(opt->target, r, rows_sum_to_one(A));
-      if (approx)
-        out += "how close: " + format_lower_bound(approx->error_lower) + " <= E* <= " + format_upper_bound(approx->error_upper) +
-               " (certified both ways), E* = the smallest max |masked softmax(Q K^T / sqrt(d_k)) - A| of any masked head of width " +
-               std::to_string(r.dk) + "\n  upper: the witness above (no optimiser search under a mask yet)\n  lower: " +
-               approx->lower_reason + " (inside the allowed set: every entry it uses exceeds epsilon, so none is masked)\n";
-      else
-        out += "how close: not computed for n > " + std::to_string(approx_default_limit) + " (pass --epsilon E to bound it)\n";
+      MaskedReachArguments m{A, *mask, opt->target, opt->x, opt->check, opt->certificate, opt->svg, opt->dk,
+                             dk_option->count() > 0, opt->bits, epsilon_option->count() > 0, opt->epsilon, opt->seed,
+                             opt->json};
+      out = run_masked_reach(m);
       return;
     }
     if (!opt->check.empty()) {
@@ -353,10 +217,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
     const std::optional<double> asked = has_epsilon ? std::optional<double>(opt->epsilon) : std::nullopt;
     const json cert = emb ? make_embeddings_certificate(A, X, *emb, approx_ptr, asked)
                           : make_reach_certificate(A, r, approx_ptr, asked);
-    if (!opt->certificate.empty()) {
-      std::ofstream f(opt->certificate);
-      if (!(f << cert.dump(1) << "\n")) throw input_error(opt->certificate + ": cannot write the certificate");
-    }
+    if (!opt->certificate.empty()) write_text_file(opt->certificate, cert.dump(1) + "\n");
     if (!opt->svg.empty()) write_text_file(opt->svg, reach_svg(A, r, opt->target));
     // The error of the witness the text and "max_abs_error" describe: the head
     // weights on X for the embeddings question, Q and K for the free one.

@@ -7,6 +7,7 @@
 #include <attnrank/io/matrix_spec.hpp>
 #include <attnrank/numbers/decimal.hpp>
 #include <attnrank/reach/approximate.hpp>
+#include <attnrank/reach/masked.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -58,7 +59,7 @@ std::string width_svg(const WidthResult& w, const std::string& name) {
 void add_width_command(CLI::App& app, std::string& out) {
   auto* cmd = app.add_subcommand("width", "The smallest head width within epsilon of a target, with certified bounds");
   struct Options {
-    std::string target, svg;
+    std::string target, svg, mask = "none";
     double epsilon = -1;
     long max_dk = 0;
     std::uint64_t seed = 1;
@@ -71,6 +72,9 @@ void add_width_command(CLI::App& app, std::string& out) {
   cmd->add_option("--seed", opt->seed, "Seed of the optimiser's restarts (printed)");
   cmd->add_flag("--no-search", opt->no_search,
                 "Skip the optimiser: the bracket from the log-domain starts alone (fast; the upper bounds may be looser)");
+  cmd->add_option("--mask", opt->mask,
+                  "causal, none, or a file of 0s and 1s (1: the query may attend): widths of a masked head (the target "
+                  "must be 0 exactly at the masked positions)");
   cmd->add_option("--svg", opt->svg, "Also draw the certified error band against d_k (SVG file)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &out] {
@@ -85,7 +89,9 @@ void add_width_command(CLI::App& app, std::string& out) {
     ApproxOptions o;
     o.seed = opt->seed;
     o.optimise = !opt->no_search;
-    const WidthResult w = approx_width(A, opt->epsilon, max_dk, o);
+    const std::optional<Mask> mask = read_mask_argument(opt->mask, n, opt->target, input_limits());
+    if (mask) validate_masked_target(A, *mask, opt->target);
+    const WidthResult w = mask ? approx_width(A, opt->epsilon, max_dk, *mask, o) : approx_width(A, opt->epsilon, max_dk, o);
     if (!opt->svg.empty()) write_text_file(opt->svg, width_svg(w, opt->target));
     if (opt->json) {
       json profile = json::array();
@@ -95,6 +101,7 @@ void add_width_command(CLI::App& app, std::string& out) {
       json j{{"n", n},
              {"epsilon", opt->epsilon},
              {"max_d_k", max_dk},
+             {"mask", mask ? mask->name() : "none"},
              {"width_lower", w.width_lower},
              {"width_upper", w.width_upper == 0 ? json(nullptr) : json(w.width_upper)},
              {"seed", opt->seed},
@@ -103,7 +110,8 @@ void add_width_command(CLI::App& app, std::string& out) {
       return;
     }
     std::ostringstream t;
-    t << "target " << opt->target << " (n = " << n << "), epsilon = " << opt->epsilon << " (max entrywise error)\n";
+    t << "target " << opt->target << " (n = " << n << ")" << (mask ? ", mask " + mask->name() + " (masked heads)" : "")
+      << ", epsilon = " << opt->epsilon << " (max entrywise error)\n";
     if (w.width_upper != 0 && w.width_upper == w.width_lower)
       t << "smallest width within epsilon: d_k = " << w.width_upper << " (certified both ways)\n";
     else if (w.width_upper != 0)
@@ -121,9 +129,11 @@ void add_width_command(CLI::App& app, std::string& out) {
       t << "  " << e.dk << (e.dk < 10 ? "     " : e.dk < 100 ? "    " : "   ") << lower_text(e.error_lower)
         << " <= E* <= " << format_upper_bound(e.error_upper) << "\n";
     if (opt->no_search)
-      t << "  upper bounds from the log-domain starts only (--no-search); the optimiser may lower them\n";
+      t << "  upper bounds from the " << (mask ? "masked completion's fit" : "log-domain starts") << " only (--no-search); the optimiser may lower them\n";
     else
-      t << "  seed " << opt->seed << " (optimiser restarts, run only where the answer was open; the bounds are certified whatever the seed)\n";
+      t << "  seed " << opt->seed
+        << (mask ? " (optimiser restarts, run at every width" : " (optimiser restarts, run only where the answer was open")
+        << "; the bounds are certified whatever the seed)\n";
     out = t.str();
   });
 }

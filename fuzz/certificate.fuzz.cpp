@@ -1,4 +1,5 @@
-// Fuzz target: the certificate JSON reader and checker (reach/certificate.hpp).
+// Fuzz target: the certificate JSON reader and checkers (reach/certificate.hpp,
+// and reach/masked_certificate.hpp for a causal target).
 // The input is JSON, read by parse_certificate. So that mutations reach the mathematics instead of dying at
 // the digest, the harness re-stamps the digest and the target's fingerprint.
 // Oracle: malformed certificates are rejected, never a crash; and the checker
@@ -9,7 +10,9 @@
 #include <attnrank/io/matrix_spec.hpp>
 #include <attnrank/reach/certificate.hpp>
 #include <attnrank/reach/detail/certificate_parts.hpp>
+#include <attnrank/reach/masked_certificate.hpp>
 
+#include <optional>
 #include <string>
 
 namespace {
@@ -19,6 +22,7 @@ using namespace attnrank;
 struct Target {
   Matrix<Rational> A;
   Eigen::Index floor = -1;
+  std::optional<Mask> mask;
 };
 
 Target make_target(const char* spec) {
@@ -32,12 +36,28 @@ Target make_target(const char* spec) {
   return t;
 }
 
+/// A 4-token causal pattern (masked floor 2), checked with the causal mask.
+Target make_causal_target() {
+  Matrix<Rational> A(4, 4);
+  A << 1, 0, 0, 0, Rational(3, 10), Rational(7, 10), 0, 0, Rational(2, 10), Rational(5, 10), Rational(3, 10), 0,
+      Rational(1, 10), Rational(2, 10), Rational(3, 10), Rational(4, 10);
+  Target t{A, -1, Mask::causal(4)};
+  ReachOptions o;
+  o.bits = 256;
+  const MaskedReachResult r = reach(t.A, 1, *t.mask, o);
+  fuzz::require(r.floor.lower == r.floor.upper, "the oracle's masked floor is not decided");
+  t.floor = r.floor.lower;
+  return t;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const Target targets[] = {make_target("diag:3:0.8"), make_target("diag:4:1/4"), make_target("hilbert:3")};
+  static const Target causal = make_causal_target();
   if (size == 0) return 0;
-  const Target& t = targets[data[0] % 3];
+  // The first byte picks the target: the high bit the masked one, else one of three.
+  const Target& t = data[0] & 0x80 ? causal : targets[data[0] % 3];
   nlohmann::json c;
   try {  // the strict reader: duplicate keys and out-of-range numbers are input errors
     c = parse_certificate(std::string(reinterpret_cast<const char*>(data + 1), size - 1), "<fuzz>");
@@ -49,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     c["target_fingerprint"] = target_fingerprint(t.A);
     c["digest"] = detail::digest_of(c);
   }
-  const CertificateCheck check = check_reach_certificate(t.A, c);
+  const CertificateCheck check = t.mask ? check_masked_reach_certificate(t.A, *t.mask, c) : check_reach_certificate(t.A, c);
   if (!check.valid) {
     fuzz::require(!check.reason.empty(), "a rejection without a reason");
     return 0;

@@ -13,3 +13,5 @@
 #include <attnrank/reach/embeddings.hpp>
 #include <attnrank/reach/certificate.hpp>
 #include <attnrank/reach/embeddings_certificate.hpp>
+#include <attnrank/reach/masked_embeddings.hpp>
+#include <attnrank/reach/masked_certificate.hpp>

@@ -7,6 +7,7 @@
 #include <attnrank/linalg/exact_rank.hpp>
 #include <attnrank/reach/detail/certificate_parts.hpp>
 #include <attnrank/reach/embeddings.hpp>
+#include <attnrank/reach/masked.hpp>
 #include <attnrank/reach/target.hpp>
 
 #include <mpfi.h>
@@ -114,19 +115,22 @@ namespace {
 
 /// error_upper: the witness's (or the weights') error recomputed at the stated
 /// precision, at most the stated bound.
-void check_upper(const Matrix<Rational>& A, const Matrix<Rational>* X, Index dk, const json& a, double upper) {
+void check_upper(const Matrix<Rational>& A, const Matrix<Rational>* X, Index dk, const json& a, double upper,
+                 const Mask* mask) {
   const Index n = A.rows();
   if (X) {
     const json& w = a.at("weights");
     require_fields(w, {"W_Q", "W_K", "error_bits"}, {}, "approximate.weights");
     const Eigen::MatrixXd WQ = matrix_from_json(w.at("W_Q"), X->cols(), dk), WK = matrix_from_json(w.at("W_K"), X->cols(), dk);
-    if (!(certified_embedding_error(A, *X, WQ, WK, json_precision(w.at("error_bits"))) <= upper))
+    if (!(certified_embedding_error(A, *X, WQ, WK, json_precision(w.at("error_bits")), mask) <= upper))
       throw std::invalid_argument("approximate: the head weights miss error_upper");
   } else {
     const json& w = a.at("witness");
     require_fields(w, {"Q", "K", "error_bits"}, {}, "approximate.witness");
     const Eigen::MatrixXd Q = matrix_from_json(w.at("Q"), n, dk), K = matrix_from_json(w.at("K"), n, dk);
-    if (!(certified_witness_error(A, Q, K, json_precision(w.at("error_bits"))) <= upper))
+    const unsigned bits = json_precision(w.at("error_bits"));
+    const double recomputed = mask ? certified_masked_witness_error(A, *mask, Q, K, bits) : certified_witness_error(A, Q, K, bits);
+    if (!(recomputed <= upper))
       throw std::invalid_argument("approximate: the witness misses error_upper");
   }
 }
@@ -159,7 +163,8 @@ void check_lower(const Matrix<Rational>& A, const Matrix<Rational>* X, Index dk,
 
 }  // namespace
 
-void check_approximate_claims(const Matrix<Rational>& A, const Matrix<Rational>* X, Index dk, const json& a) {
+void check_approximate_claims(const Matrix<Rational>& A, const Matrix<Rational>* X, Index dk, const json& a,
+                              const Mask* mask) {
   const char* witness_key = X ? "weights" : "witness";
   require_fields(a, {"error_lower", "error_upper"}, {witness_key, "lower_proof", "epsilon", "epsilon_verdict"},
                  "approximate");
@@ -181,7 +186,7 @@ void check_approximate_claims(const Matrix<Rational>& A, const Matrix<Rational>*
     if (v != to_string(epsilon_verdict(b, epsilon)))
       throw std::invalid_argument("approximate: epsilon_verdict \"" + v + "\" does not follow from the bounds");
   }
-  if (std::isfinite(b.error_upper)) check_upper(A, X, dk, a, b.error_upper);
+  if (std::isfinite(b.error_upper)) check_upper(A, X, dk, a, b.error_upper, mask);
   if (b.error_lower > 0) check_lower(A, X, dk, a.at("lower_proof"), b.error_lower);
 }
 

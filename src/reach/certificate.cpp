@@ -209,6 +209,70 @@ void check_header(const json& c, const Matrix<Rational>& A) {
     throw std::invalid_argument("n = " + c.at("n").dump() + " is not the target's size " + std::to_string(A.rows()));
 }
 
+/// Re-proves rank(log(B) C) >= rows.size(): the minor of B's centered log
+/// (centred over all of B's columns) on `rows` x `cols` is nonsingular, in MPFI
+/// at max(64, bits) up to size mpfi_limit, in double balls beyond. `what` names the claim.
+void check_minor_proof(const Matrix<Rational>& B, const std::vector<Eigen::Index>& rows,
+                       const std::vector<Eigen::Index>& cols, unsigned bits, const std::string& what,
+                       Eigen::Index mpfi_limit) {
+  using Eigen::Index;
+  const Index size = static_cast<Index>(rows.size());
+  if (static_cast<Index>(cols.size()) != size) throw std::invalid_argument("the minor behind " + what + " is not square");
+  if (size == 0) return;
+  Matrix<Rational> sub(size, B.cols());  // log(B) C row by row: the minor's rows suffice
+  for (Index t = 0; t < size; ++t) sub.row(t) = B.row(rows[static_cast<std::size_t>(t)]);
+  bool proven = false;
+  if (size <= mpfi_limit) {
+    const PrecisionScope scope(std::max(64u, bits));
+    proven = certify_nonsingular_minor(centered_log(sub), iota_indices(size), cols).has_value();
+  } else {
+    proven = certify_nonsingular_minor(certified_centered_log_ball(sub), iota_indices(size), cols).has_value();
+  }
+  if (!proven) throw std::invalid_argument("the minor behind " + what + " could not be proven nonsingular");
+}
+
+/// Re-proves rank(log(B) C) <= upper from an exact-kernel proof {bases, kernel}:
+/// pairwise coprime bases > 1 over which every entry of B factors, and
+/// B.cols() - upper independent integer vectors annihilated by every E_t C.
+void check_kernel_proof(const Matrix<Rational>& B, const json& up, Eigen::Index upper, const std::string& what) {
+  using Eigen::Index;
+  const Index m = B.cols();
+  require_fields(up, {"bases", "kernel"}, {}, what + " proof");
+  if (!up.at("bases").is_array() || !up.at("kernel").is_array())
+    throw std::invalid_argument(what + " proof: bases and kernel must be arrays");
+  std::vector<Integer> bases;
+  for (const json& b : up.at("bases")) bases.emplace_back(json_string(b, "a base"));
+  for (std::size_t s = 0; s < bases.size(); ++s) {
+    if (bases[s] <= 1) throw std::invalid_argument("a base is not > 1");
+    for (std::size_t t = s + 1; t < bases.size(); ++t)
+      if (gcd(bases[s], bases[t]) != 1) throw std::invalid_argument("the bases are not pairwise coprime");
+  }
+  LogDecomposition d{bases, std::vector<Matrix<Integer>>(bases.size(), Matrix<Integer>::Zero(B.rows(), m))};
+  for (Index i = 0; i < B.rows(); ++i)
+    for (Index j = 0; j < m; ++j) {
+      const auto e_up = exponents_over(numerator(B(i, j)), bases), e_down = exponents_over(denominator(B(i, j)), bases);
+      if (!e_up || !e_down) throw std::invalid_argument("an entry of the target does not factor over the bases");
+      for (std::size_t t = 0; t < bases.size(); ++t) d.exponents[t](i, j) = (*e_up)[t] - (*e_down)[t];
+    }
+  const json& kj = up.at("kernel");
+  const Index k = static_cast<Index>(kj.size());
+  if (m - k != upper) throw std::invalid_argument(what + " is not the column count minus the number of kernel vectors");
+  Matrix<Integer> K(m, k);
+  for (Index j = 0; j < k; ++j) {
+    const json& col = kj[static_cast<std::size_t>(j)];
+    if (!col.is_array() || static_cast<Index>(col.size()) != m) throw std::invalid_argument("a kernel vector has the wrong length");
+    for (Index i = 0; i < m; ++i) K(i, j) = Integer(json_string(col[static_cast<std::size_t>(i)], "a kernel entry"));
+  }
+  if (!bases.empty()) {  // with no bases every entry is 1 and log(B) = 0 annihilates every vector
+    const Matrix<Integer> SK = stacked_centered_exponents(d) * K;
+    for (Index i = 0; i < SK.rows(); ++i)
+      for (Index j = 0; j < SK.cols(); ++j)
+        if (SK(i, j) != 0) throw std::invalid_argument("a kernel vector is not annihilated by every E_t C");
+  }
+  if (exact_rank_by_elimination(K.unaryExpr([](const Integer& z) { return Rational(z); })).rank != k)
+    throw std::invalid_argument("the kernel vectors are not independent");
+}
+
 /// Re-proves every claim of a free certificate (after check_header): d_k in
 /// [1, max_dk], the verdict, the zero entry or the floor bounds with their proofs,
 /// and the witness's error. Throws std::invalid_argument naming what fails.
@@ -241,56 +305,13 @@ void check_free_claims(const Matrix<Rational>& A, const json& c, Eigen::Index ma
     const std::vector<Index> rows = zero_based(lp.at("minor_rows"), n), cols = zero_based(lp.at("minor_cols"), n);
     if (static_cast<Index>(rows.size()) != lower || static_cast<Index>(cols.size()) != lower)
       throw std::invalid_argument("the minor's size is not floor_lower");
-    const unsigned bits = json_bits(lp, 53u);
-    if (lower > 0) {
-      bool proven = false;
-      if (lower <= 200) {
-        const PrecisionScope scope(std::max(64u, bits));
-        proven = certify_nonsingular_minor(centered_log(A), rows, cols).has_value();
-      } else {
-        Matrix<Rational> sub(static_cast<Index>(rows.size()), n);
-        for (std::size_t t = 0; t < rows.size(); ++t) sub.row(static_cast<Index>(t)) = A.row(rows[t]);
-        proven = certify_nonsingular_minor(certified_centered_log_ball(sub), iota_indices(lower), cols).has_value();
-      }
-      if (!proven) throw std::invalid_argument("the minor behind floor_lower could not be proven nonsingular");
-    }
+    check_minor_proof(A, rows, cols, json_bits(lp, 53u), "floor_lower");
     // floor <= upper: exact kernel over the bases (nothing to prove at n - 1).
     const json& up = c.at("upper_proof");
     if (upper == most) {
       require_fields(up, {}, {}, "upper_proof (floor_upper = n - 1 needs no proof)");
     } else {
-      require_fields(up, {"bases", "kernel"}, {}, "upper_proof");
-      if (!up.at("bases").is_array() || !up.at("kernel").is_array())
-        throw std::invalid_argument("upper_proof: bases and kernel must be arrays");
-      std::vector<Integer> bases;
-      for (const json& b : up.at("bases")) bases.emplace_back(json_string(b, "a base"));
-      for (std::size_t s = 0; s < bases.size(); ++s) {
-        if (bases[s] <= 1) throw std::invalid_argument("a base is not > 1");
-        for (std::size_t t = s + 1; t < bases.size(); ++t)
-          if (gcd(bases[s], bases[t]) != 1) throw std::invalid_argument("the bases are not pairwise coprime");
-      }
-      LogDecomposition d{bases, std::vector<Matrix<Integer>>(bases.size(), Matrix<Integer>::Zero(n, n))};
-      for (Index i = 0; i < n; ++i)
-        for (Index j = 0; j < n; ++j) {
-          const auto e_up = exponents_over(numerator(A(i, j)), bases), e_down = exponents_over(denominator(A(i, j)), bases);
-          if (!e_up || !e_down) throw std::invalid_argument("an entry of the target does not factor over the bases");
-          for (std::size_t t = 0; t < bases.size(); ++t) d.exponents[t](i, j) = (*e_up)[t] - (*e_down)[t];
-        }
-      const json& kj = up.at("kernel");
-      const Index k = static_cast<Index>(kj.size());
-      if (n - k != upper) throw std::invalid_argument("floor_upper is not n minus the number of kernel vectors");
-      Matrix<Integer> K(n, k);
-      for (Index j = 0; j < k; ++j) {
-        const json& col = kj[static_cast<std::size_t>(j)];
-        if (!col.is_array() || static_cast<Index>(col.size()) != n) throw std::invalid_argument("a kernel vector has the wrong length");
-        for (Index i = 0; i < n; ++i) K(i, j) = Integer(json_string(col[static_cast<std::size_t>(i)], "a kernel entry"));
-      }
-      const Matrix<Integer> SK = stacked_centered_exponents(d) * K;
-      for (Index i = 0; i < SK.rows(); ++i)
-        for (Index j = 0; j < SK.cols(); ++j)
-          if (SK(i, j) != 0) throw std::invalid_argument("a kernel vector is not annihilated by every E_t C");
-      if (exact_rank_by_elimination(K.unaryExpr([](const Integer& z) { return Rational(z); })).rank != k)
-        throw std::invalid_argument("the kernel vectors are not independent");
+      check_kernel_proof(A, up, upper, "floor_upper");
     }
     if (verdict == "unreachable" && !(dk < lower)) throw std::invalid_argument("unreachable needs d_k < floor_lower");
     if (verdict == "reachable" && !(upper <= dk)) throw std::invalid_argument("reachable needs floor_upper <= d_k");
@@ -330,6 +351,9 @@ CertificateCheck check_reach_certificate(const Matrix<Rational>& A, const nlohma
     detail::check_format(c);
     if (c.contains("question") && c.at("question") == "embeddings")
       return reject("this certificate is for fixed embeddings: check it with the same X (--x)");
+    if (c.contains("question") && (c.at("question") == "masked" || c.at("question") == "masked_embeddings"))
+      return reject("this certificate is for a masked head (mask " + (c.contains("mask") ? c.at("mask").dump() : std::string("?")) +
+                    "): check it with the same mask (--mask)");
     detail::require_fields(c, detail::free_required_fields, detail::free_optional_fields, "the certificate");
     if (detail::json_string(c.at("question"), "question") != "free") return reject("question must be \"free\"");
     detail::check_header(c, A);

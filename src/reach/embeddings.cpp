@@ -15,14 +15,14 @@ namespace detail {
 
 /// Certified max |softmax((X WQ)(X WK)^T / sqrt(dk)) - Â|, all in MPFI.
 double certified_embedding_error(const Matrix<Rational>& A, const Matrix<Rational>& X, const Eigen::MatrixXd& WQ,
-                                        const Eigen::MatrixXd& WK, unsigned bits) {
+                                        const Eigen::MatrixXd& WK, unsigned bits, const Mask* mask) {
   const PrecisionScope scope(std::max(bits, 64u));
   const Matrix<Interval> Xi = from_rational<Interval>(X);
   const Matrix<Interval> Q = multiply(Xi, Matrix<Interval>(WQ.cast<Interval>()));
   const Matrix<Interval> K = multiply(Xi, Matrix<Interval>(WK.cast<Interval>()));
   Matrix<Interval> S = multiply(Q, Matrix<Interval>(K.transpose()));
   scale_by_root_dk(S, WQ.cols());
-  return softmax_distance(A, S);
+  return softmax_distance(A, S, mask);
 }
 
 /// Does every entry of the rational-coefficient constraint F(E) = 0 vanish for

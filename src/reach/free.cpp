@@ -69,17 +69,12 @@ void floor_upper_bound(const Matrix<Rational>& A, const ReachOptions& o, FloorBo
     return;
   }
   f.bases = d->bases;
-  if (d->bases.empty()) {  // every entry is 1: log A = 0
-    f.upper = 0;
-    f.kernel = Matrix<Integer>::Identity(n, n);
-    f.upper_reason = "exact: log A = 0";
-    return;
-  }
-  const ExactRank r = exact_rank(stacked_centered_exponents(*d));
+  const ExactRank r = centered_exponents_rank(*d, n);
   f.upper = std::min(f.upper, r.rank);
   f.kernel = r.kernel;
-  f.upper_reason = "exact: " + std::to_string(r.kernel.cols()) +
-                   " independent rational kernel vectors common to every exponent matrix E_t C";
+  f.upper_reason = d->bases.empty() ? "exact: log A = 0"
+                                    : "exact: " + std::to_string(r.kernel.cols()) +
+                                          " independent rational kernel vectors common to every exponent matrix E_t C";
 }
 
 /// Truncated SVD of the centered log: Q K^T / sqrt(dk) = U_k S_k V_k^T.
@@ -98,8 +93,8 @@ void scale_by_root_dk(Matrix<Interval>& S, Eigen::Index dk) {
 }
 
 /// max |softmax(S) - Â| for scores enclosed in S (MPFI), rounded up to a double.
-double softmax_distance(const Matrix<Rational>& A, const Matrix<Interval>& S) {
-  const Matrix<Interval> P = softmax_rows(S);
+double softmax_distance(const Matrix<Rational>& A, const Matrix<Interval>& S, const Mask* mask) {
+  const Matrix<Interval> P = mask ? softmax_rows(S, *mask) : softmax_rows(S);
   const Matrix<Interval> T = normalized_target(A);
   // sup |p - t| over the two intervals = max(p.hi - t.lo, t.hi - p.lo), each
   // difference rounded up (in place: no temporaries per entry).
@@ -117,22 +112,26 @@ double softmax_distance(const Matrix<Rational>& A, const Matrix<Interval>& S) {
   return mpfr_get_d(worst.backend().data(), MPFR_RNDU);
 }
 
+Matrix<Interval> enclosed_witness_scores(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K) {
+  using Eigen::Index;
+  const BoundsMatrix qk = certified_product_bounds(Q, Eigen::MatrixXd(K.transpose()));
+  Matrix<Interval> S(Q.rows(), K.rows());
+  for (Index i = 0; i < S.rows(); ++i)
+    for (Index j = 0; j < S.cols(); ++j) mpfi_interv_d(S(i, j).backend().data(), qk.lo(i, j), qk.hi(i, j));
+  scale_by_root_dk(S, Q.cols());
+  return S;
+}
+
 }  // namespace detail
 
 double certified_witness_error(const Matrix<Rational>& A, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
                                       unsigned bits) {
-  using Eigen::Index;
-  const Index n = A.rows();
+  const Eigen::Index n = A.rows();
   if (Q.rows() != n || K.rows() != n || Q.cols() != K.cols() || Q.cols() < 1)
     throw input_error("witness: Q and K must both be " + std::to_string(n) + " x d_k");
   if (!Q.allFinite() || !K.allFinite()) return INFINITY;
-  const BoundsMatrix qk = certified_product_bounds(Q, Eigen::MatrixXd(K.transpose()));
   const PrecisionScope scope(std::max(bits, 64u));
-  Matrix<Interval> S(n, n);
-  for (Index i = 0; i < n; ++i)
-    for (Index j = 0; j < n; ++j) mpfi_interv_d(S(i, j).backend().data(), qk.lo(i, j), qk.hi(i, j));
-  detail::scale_by_root_dk(S, Q.cols());
-  return detail::softmax_distance(A, S);
+  return detail::softmax_distance(A, detail::enclosed_witness_scores(Q, K));
 }
 
 double fast_certified_witness_error(const BoundsMatrix& target, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K) {

@@ -84,10 +84,12 @@ void finish(BlockContext& c, MaskedBlock& b) {
     LogDecomposition d;
     d.bases = c.exact()->bases;
     for (const Matrix<Integer>& E : c.exact()->exponents) d.exponents.push_back(E(b.rows, b.cols));
-    const ExactRank er = exact_rank(stacked_centered_exponents(d));
-    if (er.rank < b.upper) {
-      b.upper = std::max(er.rank, b.lower);
+    ExactRank er = centered_exponents_rank(d, static_cast<Index>(b.cols.size()));
+    if (er.rank < b.upper && er.rank >= b.lower) {  // (below lower would contradict a proven minor)
+      b.upper = er.rank;
       b.upper_reason = "exact kernel";
+      b.bases = d.bases;
+      b.kernel = std::move(er.kernel);
     }
   }
 }
@@ -151,23 +153,23 @@ std::vector<AllowedBlock> rectangles_of(const Mask& mask) {
   return out;
 }
 
-MaskedFloorBounds nested_bounds(BlockContext& c, const Staircase& st) {
+std::vector<MaskedBlock> unbounded(std::vector<AllowedBlock> blocks) {
+  std::vector<MaskedBlock> out;
+  for (AllowedBlock& a : blocks) {
+    MaskedBlock b;
+    b.rows = std::move(a.rows);
+    b.cols = std::move(a.cols);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+MaskedFloorBounds nested_bounds(BlockContext& c, MaskedBlockLayout layout) {
   const Index n = c.A.rows();
   MaskedFloorBounds f;
   f.nested = true;
-  const std::vector<Index> levels = levels_of(st, n);
-  for (std::size_t k = 0; k < levels.size(); ++k) {
-    MaskedBlock b;
-    b.rows = rows_from(st, levels[k]);
-    b.cols = first(st.cols, levels[k]);
-    f.blocks.push_back(std::move(b));
-    if (k + 1 < levels.size()) {
-      MaskedBlock o;
-      o.rows = rows_from(st, levels[k + 1]);
-      o.cols = first(st.cols, levels[k]);
-      f.overlaps.push_back(std::move(o));
-    }
-  }
+  f.blocks = unbounded(std::move(layout.blocks));
+  f.overlaps = unbounded(std::move(layout.overlaps));
   std::vector<MaskedBlock*> all;  // in staircase order, blocks and overlaps interleaved
   for (std::size_t k = 0; k < f.blocks.size(); ++k) {
     all.push_back(&f.blocks[k]);
@@ -195,15 +197,10 @@ MaskedFloorBounds nested_bounds(BlockContext& c, const Staircase& st) {
   return f;
 }
 
-MaskedFloorBounds rectangle_bounds(BlockContext& c, const Mask& mask) {
+MaskedFloorBounds rectangle_bounds(BlockContext& c, MaskedBlockLayout layout) {
   const Index n = c.A.rows();
   MaskedFloorBounds f;
-  for (AllowedBlock& r : rectangles_of(mask)) {
-    MaskedBlock b;
-    b.rows = std::move(r.rows);
-    b.cols = std::move(r.cols);
-    f.blocks.push_back(std::move(b));
-  }
+  f.blocks = unbounded(std::move(layout.blocks));
   std::vector<MaskedBlock*> all;
   for (MaskedBlock& b : f.blocks) all.push_back(&b);
   bound_blocks(c, all);
@@ -219,12 +216,45 @@ MaskedFloorBounds rectangle_bounds(BlockContext& c, const Mask& mask) {
 
 }  // namespace
 
-std::vector<AllowedBlock> fully_allowed_blocks(const Mask& mask) {
+MaskedBlockLayout masked_block_layout(const Mask& mask) {
+  MaskedBlockLayout layout;
   const std::optional<Staircase> st = staircase_of(mask);
-  if (!st) return rectangles_of(mask);
-  std::vector<AllowedBlock> out;
-  for (Index level : levels_of(*st, mask.size())) out.push_back({rows_from(*st, level), first(st->cols, level)});
+  if (!st) {
+    layout.blocks = rectangles_of(mask);
+    return layout;
+  }
+  layout.nested = true;
+  const std::vector<Index> levels = levels_of(*st, mask.size());
+  for (std::size_t k = 0; k < levels.size(); ++k) {
+    layout.blocks.push_back({rows_from(*st, levels[k]), first(st->cols, levels[k])});
+    if (k + 1 < levels.size()) layout.overlaps.push_back({rows_from(*st, levels[k + 1]), first(st->cols, levels[k])});
+  }
+  return layout;
+}
+
+std::vector<AllowedBlock> fully_allowed_blocks(const Mask& mask) { return masked_block_layout(mask).blocks; }
+
+namespace detail {
+Matrix<Rational> allowed_zeros_replaced(const Matrix<Rational>& A, const Mask& mask) {
+  Matrix<Rational> out = zeros_replaced(A);
+  for (Index i = 0; i < A.rows(); ++i)
+    for (Index j = 0; j < A.cols(); ++j)
+      if (!mask.allows(i, j)) out(i, j) = 0;
   return out;
+}
+}  // namespace detail
+
+std::optional<AllowedBlock> largest_allowed_block(const Mask& mask) {
+  std::optional<AllowedBlock> best;
+  Index best_shape = 0;
+  for (AllowedBlock& b : masked_block_layout(mask).blocks) {
+    const Index shape = b.cols.size() < 2 ? 0 : std::min<Index>(static_cast<Index>(b.rows.size()), static_cast<Index>(b.cols.size()) - 1);
+    if (shape > best_shape) {
+      best_shape = shape;
+      best = std::move(b);
+    }
+  }
+  return best;
 }
 
 std::optional<Staircase> staircase_of(const Mask& mask) {
@@ -278,8 +308,8 @@ MaskedFloorBounds masked_floor_bounds(const Matrix<Rational>& A, const Mask& mas
     for (Index j = 0; j < n; ++j)
       if (!mask.allows(i, j)) ones_off(i, j) = 1;
   BlockContext c{A, o, certified_log_bounds(ones_off), std::nullopt, false};
-  const std::optional<Staircase> st = staircase_of(mask);
-  MaskedFloorBounds f = st ? nested_bounds(c, *st) : rectangle_bounds(c, mask);
+  MaskedBlockLayout layout = masked_block_layout(mask);
+  MaskedFloorBounds f = layout.nested ? nested_bounds(c, std::move(layout)) : rectangle_bounds(c, std::move(layout));
   f.lower_bits = o.bits;
   return f;
 }
@@ -327,7 +357,7 @@ MaskedReachResult reach(const Matrix<Rational>& A, Index dk, const Mask& mask, c
     }
   }
   if (o.witness) {
-    const Matrix<Rational> positive = res.has_zero_entry ? detail::zeros_replaced(A) : A;
+    const Matrix<Rational> positive = res.has_zero_entry ? detail::allowed_zeros_replaced(A, mask) : A;
     Witness w = approx_masked_witness(positive, mask, dk);
     w.error_bits = 53;
     w.max_abs_error = certified_masked_witness_error(A, mask, w.Q, w.K);

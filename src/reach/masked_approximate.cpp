@@ -15,6 +15,7 @@
 
 #include <attnrank/linalg/certified_svd.hpp>
 #include <attnrank/numbers/decimal.hpp>
+#include <attnrank/reach/detail/witness_search.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -73,7 +74,7 @@ ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Index dk, const Mask
   ApproxOptions lower_only = options;
   lower_only.optimise = false;  // its upper bound is for unmasked heads: only the lower bound is kept
   ApproxBounds b = approx_error_bounds(A, dk, lower_only);
-  const Matrix<Rational> positive = detail::zeros_replaced(A);
+  const Matrix<Rational> positive = detail::allowed_zeros_replaced(A, mask);
   const Eigen::MatrixXd below = normalized_target_bounds(A).lo;
   Matrix<Rational> ones_off = positive;
   for (Index i = 0; i < A.rows(); ++i)
@@ -106,10 +107,55 @@ ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Index dk, const Mask
   Witness w = approx_masked_witness(positive, mask, dk);
   w.error_bits = 53;
   w.max_abs_error = certified_masked_witness_error(A, mask, w.Q, w.K);
-  b.error_upper = w.max_abs_error;
   b.start_error = w.max_abs_error;
+  if (options.optimise) {  // L-BFGS on the masked softmax from the completion's fit
+    const Index n = A.rows();
+    Eigen::VectorXd start(2 * n * dk);
+    start << w.Q.reshaped(), w.K.reshaped();
+    const Eigen::VectorXd best = detail::search_witness(approx_normalized_target(A), dk, nullptr, {start}, options, &mask);
+    if (best.size()) {
+      Witness s;
+      s.Q = Eigen::Map<const Eigen::MatrixXd>(best.data(), n, dk);
+      s.K = Eigen::Map<const Eigen::MatrixXd>(best.data() + n * dk, n, dk);
+      s.error_bits = 53;
+      s.max_abs_error = certified_masked_witness_error(A, mask, s.Q, s.K);
+      if (s.max_abs_error < w.max_abs_error) w = std::move(s);
+    }
+  }
+  b.error_upper = w.max_abs_error;
   b.witness = std::move(w);
   return b;
+}
+
+WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk, const Mask& mask,
+                         const ApproxOptions& options) {
+  validate_masked_target(A, mask, "target");
+  if (!(epsilon >= 0 && epsilon <= 1)) throw input_error("epsilon must lie in [0, 1]");
+  const Index n = A.rows();
+  if (max_dk == 0) max_dk = n;
+  require_head_width(max_dk, n);
+  WidthResult w;
+  w.epsilon = epsilon;
+  w.max_dk = max_dk;
+  for (Index dk = 1; dk <= max_dk; ++dk) {
+    const ApproxBounds b = approx_error_bounds(A, dk, mask, options);
+    w.profile.push_back({dk, b.error_lower, b.error_upper});
+  }
+  // E* is non-increasing in d_k (a width-d head is a width-(d+1) head with a zero
+  // column, its scores rescaled): each bound holds for its neighbours too.
+  for (std::size_t k = 1; k < w.profile.size(); ++k)
+    w.profile[k].error_upper = std::min(w.profile[k].error_upper, w.profile[k - 1].error_upper);
+  for (std::size_t k = w.profile.size() - 1; k-- > 0;)
+    w.profile[k].error_lower = std::max(w.profile[k].error_lower, w.profile[k + 1].error_lower);
+  w.width_lower = 1;
+  while (w.width_lower <= max_dk && w.profile[static_cast<std::size_t>(w.width_lower - 1)].error_lower > epsilon) ++w.width_lower;
+  w.width_upper = 0;
+  for (const WidthProfileEntry& e : w.profile)
+    if (e.error_upper <= epsilon) {
+      w.width_upper = e.dk;
+      break;
+    }
+  return w;
 }
 
 }  // namespace attnrank

@@ -191,4 +191,19 @@ double certified_masked_witness_error(const Matrix<Rational>& A, const Mask& mas
   return max_abs_difference_upper(P, normalized_target_bounds(A));
 }
 
+double certified_masked_witness_error(const Matrix<Rational>& A, const Mask& mask, const MatrixXd& Q, const MatrixXd& K,
+                                      unsigned bits) {
+  if (Q.rows() != A.rows() || K.rows() != A.rows() || Q.cols() != K.cols() || Q.cols() < 1)
+    throw input_error("witness: Q and K must both be " + std::to_string(A.rows()) + " x d_k");
+  mask.require_size(A.rows(), "witness");
+  if (!Q.allFinite() || !K.allFinite()) return std::numeric_limits<double>::infinity();
+  const PrecisionScope scope(std::max(bits, 64u));
+  return detail::softmax_distance(A, detail::enclosed_witness_scores(Q, K), &mask);
+}
+
+MatrixXd approx_masked_witness_pattern(const Witness& w, const Mask& mask) {
+  const MatrixXd S = w.Q * w.K.transpose() / std::sqrt(static_cast<double>(w.Q.cols()));
+  return softmax_rows<double>(S, mask);
+}
+
 }  // namespace attnrank

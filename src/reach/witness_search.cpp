@@ -23,13 +23,13 @@ struct BudgetSpent {};
 /// with the smallest max |D| it has seen: the optimiser is not trusted to end there.
 class Surrogate {
  public:
-  Surrogate(const Eigen::MatrixXd& T, Index dk, const Eigen::MatrixXd* X, double tau, long& budget)
-      : T_(T), X_(X), dk_(dk), tau_(tau), budget_(budget) {}
+  Surrogate(const Eigen::MatrixXd& T, Index dk, const Eigen::MatrixXd* X, const Mask* mask, double tau, long& budget)
+      : T_(T), X_(X), mask_(mask), dk_(dk), tau_(tau), budget_(budget) {}
 
   double operator()(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
     if (budget_-- <= 0) throw BudgetSpent{};
     double worst = inf;
-    const double f = surrogate_value(T_, dk_, X_, tau_, x, grad, worst);
+    const double f = surrogate_value(T_, dk_, X_, tau_, x, grad, worst, mask_);
     if (std::isfinite(worst) && worst < best_error_) {
       best_error_ = worst;
       best_ = x;
@@ -43,6 +43,7 @@ class Surrogate {
  private:
   const Eigen::MatrixXd& T_;
   const Eigen::MatrixXd* X_;
+  const Mask* mask_;
   Index dk_;
   double tau_;
   long& budget_;
@@ -53,8 +54,8 @@ class Surrogate {
 /// Runs L-BFGS from x: the squared error first, then four smooth maxima, each 8
 /// times colder than the last (the temperature follows the max error). Returns
 /// the point with the smallest max error seen (x if none better).
-Eigen::VectorXd optimise(const Eigen::MatrixXd& T, Index dk, const Eigen::MatrixXd* X, const Eigen::VectorXd& x,
-                         int max_iterations, long& budget, double& best_error) {
+Eigen::VectorXd optimise(const Eigen::MatrixXd& T, Index dk, const Eigen::MatrixXd* X, const Mask* mask,
+                         const Eigen::VectorXd& x, int max_iterations, long& budget, double& best_error) {
   LBFGSpp::LBFGSParam<double> param;
   param.max_iterations = max_iterations;
   param.epsilon = 1e-12;
@@ -72,7 +73,7 @@ Eigen::VectorXd optimise(const Eigen::MatrixXd& T, Index dk, const Eigen::Matrix
     const double tau = stage == 0 ? 0.0 : scale * scale / std::pow(8.0, stage);
     if (stage > 0 && !(tau > 0)) break;
     if (budget <= 0) break;
-    Surrogate f(T, dk, X, tau, budget);
+    Surrogate f(T, dk, X, mask, tau, budget);
     LBFGSpp::LBFGSSolver<double, LBFGSpp::LineSearchNocedalWright> solver(param);
     // A line search that cannot progress throws; the run then starts afresh
     // (memory cleared) from the best point, while that still helps.
@@ -101,13 +102,17 @@ Eigen::VectorXd optimise(const Eigen::MatrixXd& T, Index dk, const Eigen::Matrix
 }  // namespace
 
 double surrogate_value(const Eigen::MatrixXd& T, Index dk, const Eigen::MatrixXd* X, double tau,
-                       const Eigen::VectorXd& x, Eigen::VectorXd& grad, double& max_error) {
+                       const Eigen::VectorXd& x, Eigen::VectorXd& grad, double& max_error, const Mask* mask) {
   const Index n = T.rows(), m = X ? X->cols() : n;
   const Eigen::Map<const Eigen::MatrixXd> first(x.data(), m, dk), second(x.data() + m * dk, m, dk);
   const Eigen::MatrixXd Q = X ? Eigen::MatrixXd(*X * first) : Eigen::MatrixXd(first);
   const Eigen::MatrixXd K = X ? Eigen::MatrixXd(*X * second) : Eigen::MatrixXd(second);
   const double r = std::sqrt(static_cast<double>(dk));
   Eigen::MatrixXd P = Q * K.transpose() / r;
+  if (mask)  // masked scores are -inf: exp gives exactly 0 there, and the row maximum is over allowed keys
+    for (Index j = 0; j < n; ++j)
+      for (Index i = 0; i < n; ++i)
+        if (!mask->allows(i, j)) P(i, j) = -inf;
   P = P.colwise() - P.rowwise().maxCoeff();
   detail::exp_in_place(P.data(), static_cast<std::size_t>(P.size()));  // SIMD; glibc's exp was a fifth of the search
   P.array().colwise() /= P.rowwise().sum().array();
@@ -141,7 +146,7 @@ double surrogate_value(const Eigen::MatrixXd& T, Index dk, const Eigen::MatrixXd
 }
 
 Eigen::VectorXd search_witness(const Eigen::MatrixXd& T, Index dk, const Eigen::MatrixXd* X,
-                               const std::vector<Eigen::VectorXd>& given, const ApproxOptions& o) {
+                               const std::vector<Eigen::VectorXd>& given, const ApproxOptions& o, const Mask* mask) {
   const double n = static_cast<double>(T.rows()), m = X ? static_cast<double>(X->cols()) : 0.0;
   // An evaluation costs about 6 n^2 d_k flops (and 8 n d_model d_k with X).
   const double flops = 6.0 * n * n * double(dk) + 8.0 * n * m * double(dk);
@@ -165,7 +170,7 @@ Eigen::VectorXd search_witness(const Eigen::MatrixXd& T, Index dk, const Eigen::
     if (budget <= 0) break;
     if (!x.allFinite()) continue;
     double run_error = inf;
-    Eigen::VectorXd y = optimise(T, dk, X, x, o.max_iterations, budget, run_error);
+    Eigen::VectorXd y = optimise(T, dk, X, mask, x, o.max_iterations, budget, run_error);
     if (y.allFinite() && run_error < best_error) {
       best_error = run_error;
       best_x = std::move(y);

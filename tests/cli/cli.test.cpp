@@ -430,7 +430,7 @@ TEST_CASE("attnrank masks: layer, example and reach") {
     CHECK(two["max_abs_error"] < 1e-12);
     const auto eps = nlohmann::json::parse(attnrank_cli("reach " + causal4 + " --mask causal --dk 1 --epsilon 0.001 --json").out);
     CHECK(eps["error_lower"] <= eps["error_upper"]);
-    CHECK(eps["error_upper"] == eps["max_abs_error"]);
+    CHECK(eps["error_upper"] <= eps["max_abs_error"]);  // the search starts from the witness
     CHECK(eps["epsilon_verdict"] != "within");  // unreachable at d_k = 1, and the rows are far from one-key patterns
     CHECK_THAT(attnrank_cli("reach " + causal4 + " --mask causal --dk 2").out,
                Catch::Contains("mask causal") && Catch::Contains("blocks B_k") && Catch::Contains("verdict: reachable"));
@@ -457,9 +457,64 @@ TEST_CASE("attnrank masks: layer, example and reach") {
                        "mask row 2 allows no key");
     expect_input_error("reach " + causal4 + " --mask " + file("small.csv", "1,0\n1,1\n") + " --dk 1", "the mask is 2 x 2");
     expect_input_error("reach diag:4:0.7 --mask causal --dk 1", "row 1, column 2 is 1/10 at a masked position");
-    expect_input_error("reach " + causal4 + " --mask causal --dk 1 --svg x.svg", "--svg is not available with --mask");
+    expect_input_error("reach " + causal4 + " --mask causal --dk 1 --x " + file("x3rows.csv", "1,0\n0,1\n1,1\n"),
+                       "x3rows.csv: the embeddings X have 3 rows");
     expect_input_error("reach " + causal4 + " --mask causal --dk 1 --epsilon 2", "--epsilon 2.000000 is outside [0, 1]");
     expect_input_error("reach " + causal4 + " --mask nosuchfile.csv --dk 1", "nosuchfile.csv");
+  }
+  SECTION("reach --mask: the certificate records the mask and checks; the figure; width with a mask") {
+    const std::string cert = (scratch() / "masked_cert.json").string(), svg = (scratch() / "masked.svg").string();
+    const Run r = attnrank_cli("reach " + causal4 + " --mask causal --dk 1 --certificate " + cert + " --svg " + svg);
+    REQUIRE(r.code == 0);
+    const auto c = nlohmann::json::parse(slurp(cert));
+    CHECK(c["question"] == "masked");
+    CHECK(c["mask"] == "causal");
+    CHECK(c["blocks"].size() == 4);
+    CHECK(c.contains("approximate"));
+    CHECK_THAT(attnrank_cli("reach " + causal4 + " --mask causal --check " + cert).out,
+               Catch::StartsWith("certificate valid") && Catch::Contains("mask causal"));
+    expect_input_error("reach " + causal4 + " --check " + cert, "check it with the same mask (--mask)");
+    expect_input_error("reach " + causal4 + " --mask " + file("all_ones.csv", "1,1,1,1\n1,1,1,1\n1,1,1,1\n1,1,1,1\n") +
+                           " --check " + cert,
+                       "is for mask causal");
+    const auto j = nlohmann::json::parse(attnrank_cli("reach " + causal4 + " --mask causal --dk 1 --json").out);
+    CHECK(j["certificate"]["question"] == "masked");
+    const std::string figure = slurp(svg);
+    CHECK_THAT(figure, Catch::Contains("<svg") && Catch::Contains("mask causal") && Catch::Contains("largest fully allowed block"));
+    CHECK(figure.find("nan") == std::string::npos);
+    const auto w = nlohmann::json::parse(attnrank_cli("width " + causal4 + " --mask causal --epsilon 1e-6 --json").out);
+    CHECK(w["mask"] == "causal");
+    CHECK(w["width_upper"] == 2);  // floor 2: a masked width-2 head makes it exactly
+    CHECK(w["width_lower"] <= 2);
+    REQUIRE(w["profile"].size() == 4);
+    for (std::size_t k = 1; k < 4; ++k) {  // E* is non-increasing in d_k: so are both bounds
+      CHECK(w["profile"][k]["error_upper"].get<double>() <= w["profile"][k - 1]["error_upper"].get<double>());
+      CHECK(w["profile"][k]["error_lower"].get<double>() <= w["profile"][k - 1]["error_lower"].get<double>());
+    }
+    CHECK_THAT(attnrank_cli("width " + causal4 + " --mask causal --epsilon 1e-6").out, Catch::Contains("mask causal (masked heads)"));
+    expect_input_error("width diag:4:0.7 --mask causal --epsilon 0.1", "at a masked position");
+  }
+  SECTION("reach --mask --x: a masked head on fixed embeddings, its certificate checked with the same X and mask") {
+    const std::string thin = file("x_thin.csv", "1,0\n0,1\n1,1\n2,-1\n"),
+                      full = file("x_full.csv", "2,0,0,0,1\n0,2,0,0,1\n0,0,2,0,1\n0,0,0,2,1\n"),
+                      cert = (scratch() / "masked_x_cert.json").string();
+    const auto j = nlohmann::json::parse(attnrank_cli("reach " + causal4 + " --mask causal --dk 2 --x " + thin + " --json").out);
+    CHECK(j["question"] == "embeddings");
+    CHECK(j["x_full_row_rank"] == false);
+    CHECK(j["verdict"] == "undecided");  // floor 2 <= d_k, and X has rank 2 < 4
+    CHECK(j["W_Q"].size() == 2);
+    CHECK(j["certificate"]["question"] == "masked_embeddings");
+    CHECK(j["error_lower"].get<double>() <= j["error_upper"].get<double>());
+    const auto one = nlohmann::json::parse(attnrank_cli("reach " + causal4 + " --mask causal --dk 1 --x " + thin + " --json").out);
+    CHECK(one["verdict"] == "unreachable");  // below the free masked floor, whatever X
+    REQUIRE(attnrank_cli("reach " + causal4 + " --mask causal --dk 2 --x " + full + " --certificate " + cert).code == 0);
+    const Run check = attnrank_cli("reach " + causal4 + " --mask causal --x " + full + " --check " + cert);
+    CHECK(check.code == 0);
+    CHECK_THAT(check.out, Catch::Contains("re-proven from the target and X"));
+    expect_input_error("reach " + causal4 + " --mask causal --x " + thin + " --check " + cert, "different embeddings X");
+    expect_input_error("reach " + causal4 + " --mask causal --check " + cert, "check it with the same X (--x)");
+    CHECK_THAT(attnrank_cli("reach " + causal4 + " --mask causal --dk 2 --x " + full).out,
+               Catch::Contains("verdict: reachable") && Catch::Contains("X has full row rank"));
   }
   SECTION("layer --mask and example --mask causal: masked scores print as masked, weights exactly 0") {
     const auto j = nlohmann::json::parse(attnrank_cli("layer " + worked_example_args() + " --heads 2 --mask causal --json").out);

@@ -61,6 +61,11 @@ TEST_CASE("attnrank::certified_rank") {
     CHECK(certified_rank(*builtin_matrix("diag:3:0.8")).lower == 3);
     CHECK(certified_rank(Matrix<Rational>(Matrix<Rational>::Zero(2, 5))).lower == 0);
     CHECK(certified_rank(Matrix<Rational>(0, 4)).upper == 0);
+    for (const auto& [m, n] : {std::pair<Eigen::Index, Eigen::Index>{8, 0}, {0, 8}, {9, 0}}) {
+      const CertifiedRank e = certified_rank(Matrix<Rational>(m, n), 128);
+      CHECK(e.lower == 0);
+      CHECK(e.upper == 0);
+    }
   }
   SECTION("Hilbert matrices: honest at 53 bits, exact once the precision suffices") {
     const CertifiedRank low = certified_rank(hilbert(20), 53);

@@ -33,6 +33,14 @@ TEST_CASE("attnrank::exact_rank") {
     CHECK(exact_rank(Matrix<Rational>(Matrix<Rational>::Zero(4, 3))).rank == 0);
     CHECK(exact_rank(Matrix<Rational>(0, 0)).rank == 0);
     CHECK(exact_rank(Matrix<Rational>(0, 3)).kernel.cols() == 3);
+    // Tall empty shapes: no row() or col() of null data (UBSan found the generator doing it).
+    for (const auto& [m, n] : {std::pair<Eigen::Index, Eigen::Index>{8, 0}, {0, 8}, {9, 0}}) {
+      const ExactRank e = exact_rank(Matrix<Rational>(m, n));
+      CHECK(e.rank == 0);
+      CHECK(e.kernel.rows() == n);
+      CHECK(e.kernel.cols() == n);
+      CHECK(exact_rank_by_elimination(Matrix<Rational>(m, n)).rank == 0);
+    }
     Matrix<Rational> row(1, 5), col(5, 1);
     row << 0, 0, Rational(3, 7), 1, 0;
     col << 0, 0, 0, Rational(-1, 3), 0;

@@ -12,6 +12,7 @@
 #include <attnrank/reach/embeddings.hpp>
 
 #include <cmath>
+#include <optional>
 #include <random>
 #include <tuple>
 
@@ -319,27 +320,31 @@ TEST_CASE("attnrank::approx_error_bounds with fixed embeddings") {
 }
 
 TEST_CASE("attnrank::detail::surrogate_value") {
-  rc::prop("the gradient matches central differences (free and through X)", [] {
+  rc::prop("the gradient matches central differences (free, through X, and under a causal mask)", [] {
     const auto n = *rc::gen::inRange<Eigen::Index>(2, 6), dk = *rc::gen::inRange<Eigen::Index>(1, 3);
     const bool embeddings = *rc::gen::arbitrary<bool>();
     const Eigen::Index m = embeddings ? *rc::gen::inRange<Eigen::Index>(1, 5) : n;
+    const std::optional<Mask> mask = *rc::gen::arbitrary<bool>() ? std::optional<Mask>(Mask::causal(n)) : std::nullopt;
+    const Mask* masked = mask ? &*mask : nullptr;
     std::mt19937_64 rng(*rc::gen::arbitrary<std::uint32_t>());
     std::normal_distribution<double> g(0.0, 1.0);
     const Eigen::MatrixXd X = Eigen::MatrixXd::NullaryExpr(n, m, [&] { return g(rng); });
-    const Eigen::MatrixXd T = softmax_rows(Eigen::MatrixXd(Eigen::MatrixXd::NullaryExpr(n, n, [&] { return g(rng); })));
+    const Eigen::MatrixXd S0 = Eigen::MatrixXd::NullaryExpr(n, n, [&] { return g(rng); });
+    const Eigen::MatrixXd T = mask ? softmax_rows(S0, *mask) : softmax_rows(S0);
     const Eigen::VectorXd x = Eigen::VectorXd::NullaryExpr(2 * m * dk, [&] { return 0.5 * g(rng); });
     const double tau = *rc::gen::element(0.0, 0.01, 0.1);
     Eigen::VectorXd grad, scratch;
     double worst = 0;
-    detail::surrogate_value(T, dk, embeddings ? &X : nullptr, tau, x, grad, worst);
+    detail::surrogate_value(T, dk, embeddings ? &X : nullptr, tau, x, grad, worst, masked);
     RC_ASSERT(worst >= 0);
+    RC_ASSERT(grad.allFinite());
     for (Eigen::Index t = 0; t < x.size(); ++t) {
       const double h = 1e-6;
       Eigen::VectorXd up = x, down = x;
       up(t) += h;
       down(t) -= h;
-      const double f_up = detail::surrogate_value(T, dk, embeddings ? &X : nullptr, tau, up, scratch, worst);
-      const double f_down = detail::surrogate_value(T, dk, embeddings ? &X : nullptr, tau, down, scratch, worst);
+      const double f_up = detail::surrogate_value(T, dk, embeddings ? &X : nullptr, tau, up, scratch, worst, masked);
+      const double f_down = detail::surrogate_value(T, dk, embeddings ? &X : nullptr, tau, down, scratch, worst, masked);
       // Central differences err by O(h^2 f''') plus rounding O(u f / h): 1e-5 relative to the scale.
       RC_ASSERT(std::abs((f_up - f_down) / (2 * h) - grad(t)) <= 1e-5 * (1 + grad.cwiseAbs().maxCoeff()));
     }

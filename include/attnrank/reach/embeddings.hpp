@@ -54,9 +54,10 @@ namespace detail {
 /// 1 <= d_k <= d_model.
 void validate_embeddings_question(const Matrix<Rational>& A, const Matrix<Rational>& X, Eigen::Index dk);
 
-/// Certified max |softmax((X WQ)(X WK)^T / sqrt(dk)) - Â|, all in MPFI at `bits`.
+/// Certified max |softmax((X WQ)(X WK)^T / sqrt(dk)) - Â|, all in MPFI at `bits`;
+/// with `mask` the softmax over the allowed keys (0 elsewhere).
 double certified_embedding_error(const Matrix<Rational>& A, const Matrix<Rational>& X, const Eigen::MatrixXd& WQ,
-                                 const Eigen::MatrixXd& WK, unsigned bits);
+                                 const Eigen::MatrixXd& WK, unsigned bits, const Mask* mask = nullptr);
 }  // namespace detail
 
 /// The score matrix a head on X must make, and whether X can make it: for N

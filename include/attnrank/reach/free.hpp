@@ -30,6 +30,8 @@
 
 namespace attnrank {
 
+class Mask;  // attention/mask.hpp
+
 enum class Verdict { reachable, unreachable, undecided };
 
 inline const char* to_string(Verdict v) {
@@ -132,8 +134,12 @@ namespace detail {
 /// 0, 1, ..., n - 1: the leading rows or columns of a minor.
 std::vector<Eigen::Index> iota_indices(Eigen::Index n);
 /// max |softmax(S) - Â| for enclosed scores S (MPFI), rounded up to a double:
-/// the certified witness error shared by every witness (free and embeddings).
-double softmax_distance(const Matrix<Rational>& A, const Matrix<Interval>& S);
+/// the certified witness error shared by every witness (free, embeddings and
+/// masked: with `mask`, the softmax over the allowed keys, 0 elsewhere).
+double softmax_distance(const Matrix<Rational>& A, const Matrix<Interval>& S, const Mask* mask = nullptr);
+/// Q K^T / sqrt(d_k) of a double witness, enclosed in MPFI at the current
+/// precision (the product by directed rounding); d_k = Q.cols().
+Matrix<Interval> enclosed_witness_scores(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K);
 /// S / sqrt(d_k), entry by entry, enclosed: the attention scaling of every
 /// certified witness error (d_k = 1 leaves S as it is: sqrt(1) is exact).
 void scale_by_root_dk(Matrix<Interval>& S, Eigen::Index dk);

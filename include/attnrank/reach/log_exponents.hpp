@@ -49,6 +49,11 @@ std::optional<std::vector<long>> exponents_over(Integer x, const std::vector<Int
 /// kernel the proof.
 Matrix<Integer> stacked_centered_exponents(const LogDecomposition& d);
 
+/// The exact rank and kernel of stacked_centered_exponents(d) for a target with
+/// `cols` columns. With no bases (every entry is 1, so log A = 0) the stack has
+/// no rows: rank 0, and the kernel is the identity.
+ExactRank centered_exponents_rank(const LogDecomposition& d, Eigen::Index cols);
+
 namespace detail {
 
 /// Classical factor refinement into pairwise coprime factors: whenever a value and
@@ -144,6 +149,17 @@ inline Matrix<Integer> stacked_centered_exponents(const LogDecomposition& d) {
     }
   }
   return S;
+}
+
+inline ExactRank centered_exponents_rank(const LogDecomposition& d, Eigen::Index cols) {
+  if (d.bases.empty()) {
+    ExactRank r;
+    r.method = "log A = 0";
+    r.kernel = Matrix<Integer>::Identity(cols, cols);
+    for (Eigen::Index j = 0; j < cols; ++j) r.free_cols.push_back(j);
+    return r;
+  }
+  return exact_rank(stacked_centered_exponents(d));
 }
 
 }  // namespace attnrank

@@ -34,7 +34,8 @@
 // has the same lower bound: the lemma on R x J needs only that every entry there
 // exceeds eps, so R x J lies inside the allowed set (Â is 0 off it), where
 // log P = S - lse row by row, with lse over the allowed keys. The upper bound is
-// the masked witness's certified error (no L-BFGS search under a mask yet).
+// certified error of the better of the masked witness and an L-BFGS search on
+// the masked softmax started from it.
 
 #include <attnrank/attention/mask.hpp>
 #include <attnrank/reach/approximate.hpp>
@@ -61,9 +62,24 @@ struct AllowedBlock {
   std::vector<Eigen::Index> rows, cols;
 };
 
-/// The blocks the bounds below use: a nested mask's staircase blocks B_k, or
-/// else each distinct row pattern's keys with every row allowing them all.
+/// The blocks the floor bounds use, a function of the mask alone (so a
+/// certificate checker derives them itself): for a nested mask the staircase's
+/// maximal blocks B_k and their overlaps O_k = B_k ∩ B_k+1, in staircase order;
+/// otherwise each distinct row pattern's keys with every row allowing them all
+/// (and no overlaps).
+struct MaskedBlockLayout {
+  bool nested = false;
+  std::vector<AllowedBlock> blocks, overlaps;
+};
+MaskedBlockLayout masked_block_layout(const Mask& mask);
+
+/// The blocks of masked_block_layout (the B_k, or the rectangles).
 std::vector<AllowedBlock> fully_allowed_blocks(const Mask& mask);
+
+/// The fully allowed block of masked_block_layout with the largest
+/// min(rows, columns - 1) (the most a block's floor can be; the first such),
+/// or nothing when no block has two columns and a row.
+std::optional<AllowedBlock> largest_allowed_block(const Mask& mask);
 
 /// Proven bounds on floor(B) = rank(log(A)_{rows, cols} C) of one fully
 /// specified block (0-based target rows and columns; the ones row is implicit).
@@ -74,7 +90,13 @@ struct MaskedBlock {
   /// (indices into rows and cols) is proven nonsingular, ||I - R M|| <= residual.
   std::vector<Eigen::Index> minor_rows, minor_cols;
   double minor_residual = 0;
-  std::string upper_reason;  ///< "shape", "exact kernel" or "a single column"
+  std::string upper_reason;  ///< "shape", "exact kernel", "a single column" or "no target row"
+  /// The proof of an "exact kernel" upper: pairwise coprime bases over which
+  /// every entry of the block factors, and independent integer vectors (one per
+  /// column, |cols| entries each) annihilated by every centered exponent matrix,
+  /// so upper = |cols| - kernel.cols(). Empty otherwise.
+  std::vector<Integer> bases;
+  Matrix<Integer> kernel;
 };
 
 struct MaskedFloorBounds {
@@ -125,16 +147,44 @@ MaskedReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const Mask& 
 /// refit per row and per column over the allowed positions only).
 Witness approx_masked_witness(const Matrix<Rational>& A, const Mask& mask, Eigen::Index dk, int sweeps = 60);
 
+/// The pattern a masked witness head makes, the masked softmax of
+/// Q K^T / sqrt(d_k) row by row, in doubles. Uncertified (a picture of the
+/// head); its certified distance to the target is the witness's max_abs_error.
+Eigen::MatrixXd approx_masked_witness_pattern(const Witness& w, const Mask& mask);
+
 /// error_lower <= E*_Omega(A, d_k) <= error_upper for masked heads: the lower
 /// bound of approx_error_bounds (valid under the mask, see above), the upper the
-/// certified error of approx_masked_witness. A and dk as for reach with a mask.
+/// certified error (doubles, directed rounding) of the better of
+/// approx_masked_witness and, with options.optimise, the L-BFGS search on the
+/// masked softmax started from it (reach/detail/witness_search.hpp; seeded
+/// restarts). A and dk as for reach with a mask.
 ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Eigen::Index dk, const Mask& mask,
                                  const ApproxOptions& options = {});
+
+/// approx_width for masked heads: bounds for every d_k = 1..max_dk (0: n) by
+/// approx_error_bounds with the mask, each carried to its neighbours (E*_Omega
+/// is non-increasing in d_k, so upper bounds carry up and lower bounds down);
+/// width_lower and width_upper as for approx_width. input_error on a bad
+/// target, mask, max_dk or epsilon outside [0, 1].
+WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Eigen::Index max_dk, const Mask& mask,
+                         const ApproxOptions& options = {});
 
 /// Certified max |masked softmax(Q K^T / sqrt(d_k)) - Â| over every entry (masked
 /// entries are 0 on both sides), in doubles with directed rounding; +inf when a
 /// bound is not finite.
 double certified_masked_witness_error(const Matrix<Rational>& A, const Mask& mask, const Eigen::MatrixXd& Q,
                                       const Eigen::MatrixXd& K);
+
+/// The same bound in MPFI at `bits` (scores enclosed by directed rounding, the
+/// masked softmax in interval arithmetic): the certificate checker's own route.
+double certified_masked_witness_error(const Matrix<Rational>& A, const Mask& mask, const Eigen::MatrixXd& Q,
+                                      const Eigen::MatrixXd& K, unsigned bits);
+
+namespace detail {
+/// zeros_replaced for a masked target: zeros at allowed positions become 1e-12
+/// of their row's largest entry (the witness's fit needs a finite log there);
+/// masked positions stay exactly 0, so the fitted target is the masked one.
+Matrix<Rational> allowed_zeros_replaced(const Matrix<Rational>& A, const Mask& mask);
+}  // namespace detail
 
 }  // namespace attnrank

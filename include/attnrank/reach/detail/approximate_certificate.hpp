@@ -16,6 +16,7 @@
 //    By the lemma of docs/math.md that excludes every head within error_lower.
 // Checks throw std::invalid_argument naming what fails.
 
+#include <attnrank/attention/mask.hpp>
 #include <attnrank/reach/approximate.hpp>
 
 #include <nlohmann/json.hpp>
@@ -28,9 +29,11 @@ namespace attnrank::detail {
 nlohmann::json approximate_claims(const ApproxBounds& b, std::optional<double> epsilon);
 
 /// Re-proves an "approximate" object for target A and width d_k; X is the fixed
-/// embeddings, or null for the free question.
+/// embeddings, or null for the free question; `mask` the mask of a masked head
+/// (its witness error is then the masked softmax's; the lower proof needs no
+/// change: its entries all exceed error_lower, so none is masked).
 void check_approximate_claims(const Matrix<Rational>& A, const Matrix<Rational>* X, Eigen::Index dk,
-                              const nlohmann::json& claims);
+                              const nlohmann::json& claims, const Mask* mask = nullptr);
 
 /// An upper bound on ||eta||_2 over R x J, eta_ij = -log(1 - eps / Â_ij) (Â the
 /// row-normalised A), computed in MPFI and MPFR with outward rounding: the

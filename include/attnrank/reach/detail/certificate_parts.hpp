@@ -46,6 +46,19 @@ void check_format(const nlohmann::json& c);
 /// The digest, then the target: the checks before any mathematics.
 void check_header(const nlohmann::json& c, const Matrix<Rational>& A);
 
+/// Re-proves rank(log(B) C) >= rows.size() (C centres B's columns): the minor on
+/// `rows` x `cols` of B's centered log is nonsingular, in MPFI at max(64, bits)
+/// up to size mpfi_limit and in double balls beyond. `what` names the claim in errors.
+void check_minor_proof(const Matrix<Rational>& B, const std::vector<Eigen::Index>& rows,
+                       const std::vector<Eigen::Index>& cols, unsigned bits, const std::string& what,
+                       Eigen::Index mpfi_limit = 200);
+
+/// Re-proves rank(log(B) C) <= upper from {bases, kernel}: pairwise coprime
+/// bases over which B factors exactly, and B.cols() - upper independent integer
+/// vectors annihilated by every centered exponent matrix.
+void check_kernel_proof(const Matrix<Rational>& B, const nlohmann::json& proof, Eigen::Index upper,
+                        const std::string& what);
+
 /// Re-proves every claim of a free certificate (after check_header) with d_k in
 /// [1, max_dk].
 void check_free_claims(const Matrix<Rational>& A, const nlohmann::json& c, Eigen::Index max_dk);

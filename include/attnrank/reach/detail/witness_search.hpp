@@ -4,6 +4,7 @@
 // within an evaluation budget. Nothing here is trusted or certified: the caller
 // certifies the point returned, for exactly those numbers.
 
+#include <attnrank/attention/mask.hpp>
 #include <attnrank/reach/approximate.hpp>
 
 #include <Eigen/Core>
@@ -19,14 +20,18 @@ namespace attnrank::detail {
 /// options.restarts seeded points (even: the first start perturbed; odd: fresh
 /// points of its scale, another basin), while the budget lasts: options.max_evaluations
 /// surrogate evaluations, or by default about 2.5e10 flops' worth (50..20000).
-/// Empty when no run met a finite point.
+/// Empty when no run met a finite point. With `mask` the head is masked: the
+/// softmax runs over the allowed keys only (masked scores are -inf, their
+/// weights exactly 0), and T must be 0 at the masked positions.
 Eigen::VectorXd search_witness(const Eigen::MatrixXd& T, Eigen::Index dk, const Eigen::MatrixXd* X,
-                               const std::vector<Eigen::VectorXd>& starts, const ApproxOptions& options);
+                               const std::vector<Eigen::VectorXd>& starts, const ApproxOptions& options,
+                               const Mask* mask = nullptr);
 
 /// The surrogate's value and gradient at x (as the search uses them): tau = 0 is
 /// sum D^2, tau > 0 is tau log sum exp(D^2 / tau); `max_error` gets max |D|.
 /// For the tests, which compare the gradient with finite differences.
 double surrogate_value(const Eigen::MatrixXd& T, Eigen::Index dk, const Eigen::MatrixXd* X, double tau,
-                       const Eigen::VectorXd& x, Eigen::VectorXd& gradient, double& max_error);
+                       const Eigen::VectorXd& x, Eigen::VectorXd& gradient, double& max_error,
+                       const Mask* mask = nullptr);
 
 }  // namespace attnrank::detail
