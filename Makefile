@@ -67,10 +67,10 @@ fuzz-build: deps
 	cmake --build $(SAN_BUILD) -j$(JOBS)
 
 # The unit, property and CLI suites (the CLI itself sanitized) and the corpus
-# replays; properties at 30 cases each (the normal run has 100), slow and proof
+# replays; properties at 20 cases each (the normal run has 100), slow and proof
 # tests left to make test.
 sanitize: fuzz-build
-	cd $(SAN_BUILD) && RC_PARAMS="max_success=30" ctest --output-on-failure -j$(JOBS) -LE "mutation|slow|proofs|package|large"
+	cd $(SAN_BUILD) && RC_PARAMS="max_success=20" ctest --output-on-failure -j$(JOBS) -LE "mutation|slow|proofs|package|large"
 
 # Each fuzz target for FUZZ_SECONDS (two at a time on two cores), from its seed
 # corpus; reproducers of anything found land in $(SAN_BUILD)/fuzz-crashes.

@@ -131,9 +131,7 @@ void add_width_command(CLI::App& app, std::string& out) {
     if (opt->no_search)
       t << "  upper bounds from the " << (mask ? "masked completion's fit" : "log-domain starts") << " only (--no-search); the optimiser may lower them\n";
     else
-      t << "  seed " << opt->seed
-        << (mask ? " (optimiser restarts, run at every width" : " (optimiser restarts, run only where the answer was open")
-        << "; the bounds are certified whatever the seed)\n";
+      t << "  seed " << opt->seed << " (optimiser restarts, run only where the answer was open; the bounds are certified whatever the seed)\n";
     out = t.str();
   });
 }

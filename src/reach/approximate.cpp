@@ -306,11 +306,8 @@ const char* to_string(EpsilonVerdict v) {
   return "undecided";
 }
 
-namespace {
-/// Carries each bound to the neighbouring widths and reads off the widths. E* is
-/// non-increasing in d_k (a head of width d is one of width d + 1 with a zero
-/// column, rescaled): lower bounds carry from the right, upper bounds from the left.
-void settle(WidthResult& out) {
+namespace detail {
+void settle_width(WidthResult& out) {
   for (std::size_t i = out.profile.size(); i-- > 1;)
     out.profile[i - 1].error_lower = std::max(out.profile[i - 1].error_lower, out.profile[i].error_lower);
   for (std::size_t i = 1; i < out.profile.size(); ++i)
@@ -328,16 +325,20 @@ void settle(WidthResult& out) {
       break;
     }
 }
-}  // namespace
+
+void require_width_question(double epsilon, Index max_dk, Index n) {
+  if (!(epsilon >= 0 && epsilon <= 1))
+    throw input_error("epsilon = " + std::to_string(epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
+  if (max_dk < 1 || max_dk > n)
+    throw input_error("max d_k = " + std::to_string(max_dk) + " is out of range: 1 <= max d_k <= n = " + std::to_string(n));
+}
+}  // namespace detail
 
 WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk, const ApproxOptions& o) {
   validate(A, 1);
-  if (!(epsilon >= 0 && epsilon <= 1))
-    throw input_error("epsilon = " + std::to_string(epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
   const Index n = A.rows();
   if (max_dk == 0) max_dk = n;
-  if (max_dk < 1 || max_dk > n)
-    throw input_error("max d_k = " + std::to_string(max_dk) + " is out of range: 1 <= max d_k <= n = " + std::to_string(n));
+  detail::require_width_question(epsilon, max_dk, n);
   // One certified SVD of the centered log serves every width: the lower bounds
   // below min Â, and through its vectors every width's start.
   Context c(A, max_dk, max_dk + 1);
@@ -394,7 +395,7 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
     take_lower_bound(c, dk, searches[static_cast<std::size_t>(dk - 1)], b);
     out.profile.push_back({dk, b.error_lower, b.error_upper});
   }
-  settle(out);
+  detail::settle_width(out);
   // Then the search, only where it can lower width_upper: by bisection over the
   // open widths [width_lower, width_upper) (a witness within epsilon at d settles
   // every width above d), each result certified in doubles.
@@ -409,7 +410,7 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
       if (b.error_upper <= epsilon) hi = mid - 1;
       else lo = mid + 1;
     }
-    settle(out);
+    detail::settle_width(out);
   }
   return out;
 }

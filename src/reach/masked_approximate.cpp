@@ -66,6 +66,34 @@ BlockBound block_lower_bound(const BoundsMatrix& logs, const Eigen::MatrixXd& be
   return b;
 }
 
+/// error_upper at width dk: the masked witness (the completion's fit), then with
+/// o.optimise the L-BFGS search on the masked softmax from it; each certified
+/// in doubles with directed rounding, the better kept. `positive` is A with its
+/// zeros at allowed positions replaced (allowed_zeros_replaced).
+void masked_upper_bound(const Matrix<Rational>& A, const Matrix<Rational>& positive, Index dk, const Mask& mask,
+                        const ApproxOptions& o, ApproxBounds& b) {
+  Witness w = approx_masked_witness(positive, mask, dk);
+  w.error_bits = 53;
+  w.max_abs_error = certified_masked_witness_error(A, mask, w.Q, w.K);
+  b.start_error = w.max_abs_error;
+  if (o.optimise) {
+    const Index n = A.rows();
+    Eigen::VectorXd start(2 * n * dk);
+    start << w.Q.reshaped(), w.K.reshaped();
+    const Eigen::VectorXd best = detail::search_witness(approx_normalized_target(A), dk, nullptr, {start}, o, &mask);
+    if (best.size()) {
+      Witness s;
+      s.Q = Eigen::Map<const Eigen::MatrixXd>(best.data(), n, dk);
+      s.K = Eigen::Map<const Eigen::MatrixXd>(best.data() + n * dk, n, dk);
+      s.error_bits = 53;
+      s.max_abs_error = certified_masked_witness_error(A, mask, s.Q, s.K);
+      if (s.max_abs_error < w.max_abs_error) w = std::move(s);
+    }
+  }
+  b.error_upper = w.max_abs_error;
+  b.witness = std::move(w);
+}
+
 }  // namespace
 
 ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Index dk, const Mask& mask, const ApproxOptions& options) {
@@ -104,57 +132,45 @@ ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Index dk, const Mask
                        ", above every error matrix a masked head within " + format_lower_bound(bb.eps) + " could leave";
     }
   }
-  Witness w = approx_masked_witness(positive, mask, dk);
-  w.error_bits = 53;
-  w.max_abs_error = certified_masked_witness_error(A, mask, w.Q, w.K);
-  b.start_error = w.max_abs_error;
-  if (options.optimise) {  // L-BFGS on the masked softmax from the completion's fit
-    const Index n = A.rows();
-    Eigen::VectorXd start(2 * n * dk);
-    start << w.Q.reshaped(), w.K.reshaped();
-    const Eigen::VectorXd best = detail::search_witness(approx_normalized_target(A), dk, nullptr, {start}, options, &mask);
-    if (best.size()) {
-      Witness s;
-      s.Q = Eigen::Map<const Eigen::MatrixXd>(best.data(), n, dk);
-      s.K = Eigen::Map<const Eigen::MatrixXd>(best.data() + n * dk, n, dk);
-      s.error_bits = 53;
-      s.max_abs_error = certified_masked_witness_error(A, mask, s.Q, s.K);
-      if (s.max_abs_error < w.max_abs_error) w = std::move(s);
-    }
-  }
-  b.error_upper = w.max_abs_error;
-  b.witness = std::move(w);
+  masked_upper_bound(A, positive, dk, mask, options, b);
   return b;
 }
 
 WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk, const Mask& mask,
                          const ApproxOptions& options) {
   validate_masked_target(A, mask, "target");
-  if (!(epsilon >= 0 && epsilon <= 1)) throw input_error("epsilon must lie in [0, 1]");
   const Index n = A.rows();
   if (max_dk == 0) max_dk = n;
-  require_head_width(max_dk, n);
+  detail::require_width_question(epsilon, max_dk, n);
   WidthResult w;
   w.epsilon = epsilon;
   w.max_dk = max_dk;
+  // Every width's lower bound and the witness's error first; then the search,
+  // only where it can lower width_upper: by bisection over the open widths
+  // [width_lower, width_upper) (a witness within epsilon at d settles every
+  // width above d). settle_width carries each bound to its neighbours (E* is
+  // non-increasing in d_k).
+  ApproxOptions starts_only = options;
+  starts_only.optimise = false;
   for (Index dk = 1; dk <= max_dk; ++dk) {
-    const ApproxBounds b = approx_error_bounds(A, dk, mask, options);
+    const ApproxBounds b = approx_error_bounds(A, dk, mask, starts_only);
     w.profile.push_back({dk, b.error_lower, b.error_upper});
   }
-  // E* is non-increasing in d_k (a width-d head is a width-(d+1) head with a zero
-  // column, its scores rescaled): each bound holds for its neighbours too.
-  for (std::size_t k = 1; k < w.profile.size(); ++k)
-    w.profile[k].error_upper = std::min(w.profile[k].error_upper, w.profile[k - 1].error_upper);
-  for (std::size_t k = w.profile.size() - 1; k-- > 0;)
-    w.profile[k].error_lower = std::max(w.profile[k].error_lower, w.profile[k + 1].error_lower);
-  w.width_lower = 1;
-  while (w.width_lower <= max_dk && w.profile[static_cast<std::size_t>(w.width_lower - 1)].error_lower > epsilon) ++w.width_lower;
-  w.width_upper = 0;
-  for (const WidthProfileEntry& e : w.profile)
-    if (e.error_upper <= epsilon) {
-      w.width_upper = e.dk;
-      break;
+  detail::settle_width(w);
+  if (options.optimise) {
+    const Matrix<Rational> positive = detail::allowed_zeros_replaced(A, mask);
+    Index lo = w.width_lower, hi = w.width_upper ? w.width_upper - 1 : max_dk;
+    while (lo <= hi) {
+      const Index mid = lo + (hi - lo) / 2;
+      ApproxBounds b;
+      masked_upper_bound(A, positive, mid, mask, options, b);
+      WidthProfileEntry& e = w.profile[static_cast<std::size_t>(mid - 1)];
+      e.error_upper = std::min(e.error_upper, b.error_upper);
+      if (b.error_upper <= epsilon) hi = mid - 1;
+      else lo = mid + 1;
     }
+    detail::settle_width(w);
+  }
   return w;
 }
 

@@ -73,11 +73,17 @@ std::vector<Index> positions_in(const json& targets, const std::vector<Index>& w
   return out;
 }
 
-/// Re-proves one block's claimed bounds; returns {lower, upper}.
-std::pair<Index, Index> check_block(const Matrix<Rational>& A, const AllowedBlock& block, const json& j, unsigned bits,
-                                    const std::string& what) {
+/// Re-proves one block's claimed bounds; returns {lower, upper}. The block
+/// comes from masked_block_layout; that every position of it is allowed (what
+/// both the staircase formula and the rectangle bound assume: a completion
+/// restricts to it) is checked here again, entry by entry.
+std::pair<Index, Index> check_block(const Matrix<Rational>& A, const Mask& mask, const AllowedBlock& block, const json& j,
+                                    unsigned bits, const std::string& what) {
   const Index n = A.rows();
   const Index r = static_cast<Index>(block.rows.size()), m = static_cast<Index>(block.cols.size());
+  for (Index i : block.rows)
+    for (Index k : block.cols)
+      if (!mask.allows(i, k)) throw std::invalid_argument(what + " is not fully allowed by the mask");
   detail::require_fields(j, {"size", "floor_lower", "floor_upper", "upper_proof"}, {"minor", "minor_rows", "minor_cols"}, what);
   const json& size = j.at("size");
   if (!size.is_array() || size.size() != 2 || detail::json_integer(size[0]) != r || detail::json_integer(size[1]) != m)
@@ -135,13 +141,13 @@ void check_floor(const Matrix<Rational>& A, const Mask& mask, const json& c, Ind
                                 " blocks and " + std::to_string(layout.overlaps.size()) + " overlaps the mask has");
   Index block_lower = 0, block_upper = 0, overlap_lower = 0, overlap_upper = 0, best = 0;
   for (std::size_t k = 0; k < layout.blocks.size(); ++k) {
-    const auto [lo, hi] = check_block(A, layout.blocks[k], blocks[k], bits, "block " + std::to_string(k + 1));
+    const auto [lo, hi] = check_block(A, mask, layout.blocks[k], blocks[k], bits, "block " + std::to_string(k + 1));
     block_lower += lo;
     block_upper += hi;
     best = std::max(best, lo);
   }
   for (std::size_t k = 0; k < layout.overlaps.size(); ++k) {
-    const auto [lo, hi] = check_block(A, layout.overlaps[k], overlaps[k], bits, "overlap " + std::to_string(k + 1));
+    const auto [lo, hi] = check_block(A, mask, layout.overlaps[k], overlaps[k], bits, "overlap " + std::to_string(k + 1));
     overlap_lower += lo;
     overlap_upper += hi;
   }

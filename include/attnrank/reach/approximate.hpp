@@ -123,6 +123,13 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Eigen::Index
                          const ApproxOptions& options = {});
 
 namespace detail {
+/// Carries each bound of out.profile to the neighbouring widths and reads off
+/// width_lower and width_upper. E* is non-increasing in d_k (a head of width d is
+/// one of width d + 1 with a zero column, rescaled): lower bounds carry from the
+/// right, upper bounds from the left.
+void settle_width(WidthResult& out);
+/// input_error unless 0 <= epsilon <= 1 and 1 <= max_dk <= n.
+void require_width_question(double epsilon, Eigen::Index max_dk, Eigen::Index n);
 /// Certified: for this eps and d_k, no P = softmax(S) with rank S <= d_k has
 /// max |P - Â| <= eps.
 struct ImpossibilityCheck {

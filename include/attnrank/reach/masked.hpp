@@ -161,11 +161,13 @@ Eigen::MatrixXd approx_masked_witness_pattern(const Witness& w, const Mask& mask
 ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Eigen::Index dk, const Mask& mask,
                                  const ApproxOptions& options = {});
 
-/// approx_width for masked heads: bounds for every d_k = 1..max_dk (0: n) by
-/// approx_error_bounds with the mask, each carried to its neighbours (E*_Omega
-/// is non-increasing in d_k, so upper bounds carry up and lower bounds down);
-/// width_lower and width_upper as for approx_width. input_error on a bad
-/// target, mask, max_dk or epsilon outside [0, 1].
+/// approx_width for masked heads: for every d_k = 1..max_dk (0: n) the lower
+/// bound and the masked witness's error of approx_error_bounds with the mask;
+/// then, with options.optimise, the search only where it can lower width_upper
+/// (bisection over the open widths, as approx_width). Each bound is carried to
+/// its neighbours (E*_Omega is non-increasing in d_k: upper bounds carry up,
+/// lower bounds down). input_error on a bad target, mask, max_dk or epsilon
+/// outside [0, 1].
 WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Eigen::Index max_dk, const Mask& mask,
                          const ApproxOptions& options = {});
 
