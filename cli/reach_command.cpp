@@ -97,10 +97,14 @@ std::string bounds_lines(const ApproxBounds& b, std::uint64_t seed, bool embeddi
   s << "how close: " << format_lower_bound(b.error_lower) << " <= E* <= " << format_upper_bound(b.error_upper)
     << " (certified both ways), E* = the smallest max |softmax(Q K^T / sqrt(d_k)) - A| of any head of width " << b.dk
     << (embeddings ? " with Q = X W^Q, K = X W^K" : "") << "\n";
-  s << "  upper: " << (embeddings ? "optimised head weights on X" : "an optimised witness")
-    << " (L-BFGS from the log-domain and floored-target starts and seeded restarts, seed " << seed
-    << "), its error certified in MPFI"
-    << (b.start_error > b.error_upper ? " (the SVD start alone: " + format_upper_bound(b.start_error) + ")" : "") << "\n";
+  if (!std::isfinite(b.error_upper)) {
+    s << "  upper: none proven (no witness's error could be bounded: X beyond the double range leaves no double weights)\n";
+  } else {
+    s << "  upper: " << (embeddings ? "optimised head weights on X" : "an optimised witness")
+      << " (L-BFGS from the log-domain and floored-target starts and seeded restarts, seed " << seed
+      << "), its error certified in MPFI"
+      << (b.start_error > b.error_upper ? " (the SVD start alone: " + format_upper_bound(b.start_error) + ")" : "") << "\n";
+  }
   s << "  lower: " << b.lower_reason << "\n";
   return s.str();
 }
@@ -122,6 +126,25 @@ bool rows_sum_to_one(const Matrix<Rational>& A) {
     if (sum != 1) return false;
   }
   return true;
+}
+
+void add_approximate_json(json& j, const ApproxBounds& b, std::uint64_t seed, bool embeddings,
+                          std::optional<double> epsilon) {
+  j["error_lower"] = b.error_lower;
+  j["error_upper"] = std::isfinite(b.error_upper) ? json(b.error_upper) : json(nullptr);
+  j["error_lower_reason"] = b.lower_reason;
+  j["seed"] = seed;
+  if (embeddings) {
+    j["witness_W_Q"] = matrix_json(b.WQ);
+    j["witness_W_K"] = matrix_json(b.WK);
+  } else {
+    j["witness_Q"] = matrix_json(b.witness.Q);
+    j["witness_K"] = matrix_json(b.witness.K);
+  }
+  if (epsilon) {
+    j["epsilon"] = *epsilon;
+    j["epsilon_verdict"] = to_string(epsilon_verdict(b, *epsilon));
+  }
 }
 
 /// The line that answers --epsilon first, in the user's terms.
@@ -266,23 +289,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
     if (!r.hint.empty()) j["hint"] = r.hint;
     j["mask"] = "none";
     if (zeros_are_causal(A)) j["note"] = causal_note;
-    if (approx) {
-      j["error_lower"] = approx->error_lower;
-      j["error_upper"] = std::isfinite(approx->error_upper) ? json(approx->error_upper) : json(nullptr);
-      j["error_lower_reason"] = approx->lower_reason;
-      j["seed"] = opt->seed;
-      if (emb) {
-        j["witness_W_Q"] = matrix_json(approx->WQ);
-        j["witness_W_K"] = matrix_json(approx->WK);
-      } else {
-        j["witness_Q"] = matrix_json(approx->witness.Q);
-        j["witness_K"] = matrix_json(approx->witness.K);
-      }
-      if (has_epsilon) {
-        j["epsilon"] = opt->epsilon;
-        j["epsilon_verdict"] = to_string(epsilon_verdict(*approx, opt->epsilon));
-      }
-    }
+    if (approx) add_approximate_json(j, *approx, opt->seed, emb.has_value(), asked);
     if (emb) {
       j["x_full_row_rank"] = emb->x_full_row_rank;
       j["constraints"] = emb->constraints;

@@ -151,13 +151,20 @@ std::string masked_bounds_lines(const ApproxBounds& b, std::uint64_t seed, bool 
   s << "how close: " << format_lower_bound(b.error_lower) << " <= E* <= " << format_upper_bound(b.error_upper)
     << " (certified both ways), E* = the smallest max |masked softmax(Q K^T / sqrt(d_k)) - A| of any masked head of width "
     << b.dk << (embeddings ? " with Q = X W^Q, K = X W^K" : "") << "\n";
-  s << "  upper: " << (embeddings ? "optimised head weights on X" : "an optimised masked witness")
-    << " (L-BFGS on the masked softmax from "
-    << (embeddings ? "the free masked witness at width min(d_k, rank X) mapped through X" : "the witness above") << ", seed "
-    << seed << "), its error certified " << (embeddings ? "in MPFI" : "in doubles with directed rounding")
-    << (b.start_error > b.error_upper ? " (the start alone: " + format_upper_bound(b.start_error) + ")" : "") << "\n";
-  s << "  lower: " << b.lower_reason << (embeddings ? " (at width min(d_k, rank X))" : "")
-    << " (inside the allowed set: every entry it uses exceeds epsilon, so none is masked)\n";
+  if (!std::isfinite(b.error_upper)) {
+    s << "  upper: none proven (no witness's error could be bounded: X beyond the double range leaves no double weights)\n";
+  } else {
+    s << "  upper: " << (embeddings ? "optimised head weights on X" : "an optimised masked witness")
+      << " (L-BFGS on the masked softmax from "
+      << (embeddings ? "the free masked witness at width min(d_k, rank X) mapped through X" : "the witness above") << ", seed "
+      << seed << "), its error certified " << (embeddings ? "in MPFI" : "in doubles with directed rounding")
+      << (b.start_error > b.error_upper ? " (the start alone: " + format_upper_bound(b.start_error) + ")" : "") << "\n";
+  }
+  s << "  lower: " << b.lower_reason;
+  if (b.error_lower > 0)
+    s << (embeddings ? " (at width min(d_k, rank X))" : "")
+      << " (inside the allowed set: every entry it uses exceeds epsilon, so none is masked)";
+  s << "\n";
   return s.str();
 }
 
@@ -222,23 +229,7 @@ std::string run_masked_reach(const MaskedReachArguments& m) {
       j["W_Q"] = matrix_json(emb->WQ);
       j["W_K"] = matrix_json(emb->WK);
     }
-    if (approx) {
-      j["error_lower"] = approx->error_lower;
-      j["error_upper"] = std::isfinite(approx->error_upper) ? json(approx->error_upper) : json(nullptr);
-      j["error_lower_reason"] = approx->lower_reason;
-      j["seed"] = m.seed;
-      if (emb) {
-        j["witness_W_Q"] = matrix_json(approx->WQ);
-        j["witness_W_K"] = matrix_json(approx->WK);
-      } else {
-        j["witness_Q"] = matrix_json(approx->witness.Q);
-        j["witness_K"] = matrix_json(approx->witness.K);
-      }
-      if (m.has_epsilon) {
-        j["epsilon"] = m.epsilon;
-        j["epsilon_verdict"] = to_string(epsilon_verdict(*approx, m.epsilon));
-      }
-    }
+    if (approx) add_approximate_json(j, *approx, m.seed, emb.has_value(), asked);
     return j.dump(2) + "\n";
   }
   std::string out = approx && m.has_epsilon ? epsilon_line(*approx, m.epsilon) : "";

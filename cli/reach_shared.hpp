@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace attnrank::cli {
@@ -21,6 +22,12 @@ nlohmann::json read_certificate_file(const std::string& path);
 /// Whether every row of A sums exactly to 1. Softmax normalises rows, so the
 /// verdict is about A / rowsums either way; the output says so when it matters.
 bool rows_sum_to_one(const Matrix<Rational>& A);
+
+/// The bounds on E* in a reach report's JSON: error_lower, error_upper (null
+/// when none is proven), error_lower_reason, seed, the witness (witness_Q/K, or
+/// witness_W_Q/W_K on embeddings), and epsilon with its verdict when asked.
+void add_approximate_json(nlohmann::json& j, const ApproxBounds& b, std::uint64_t seed, bool embeddings,
+                          std::optional<double> epsilon);
 
 /// The line that answers --epsilon first, in the user's terms.
 std::string epsilon_line(const ApproxBounds& b, double epsilon);

@@ -17,6 +17,7 @@
 #include <mpfr.h>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <tuple>
 #include <utility>
@@ -326,6 +327,19 @@ void settle_width(WidthResult& out) {
     }
 }
 
+void search_open_widths(WidthResult& out, const std::function<double(Index)>& searched_upper) {
+  Index lo = out.width_lower, hi = out.width_upper ? out.width_upper - 1 : out.max_dk;
+  while (lo <= hi) {
+    const Index mid = lo + (hi - lo) / 2;
+    const double upper = searched_upper(mid);
+    WidthProfileEntry& e = out.profile[static_cast<std::size_t>(mid - 1)];
+    e.error_upper = std::min(e.error_upper, upper);
+    if (upper <= out.epsilon) hi = mid - 1;
+    else lo = mid + 1;
+  }
+  settle_width(out);
+}
+
 void require_width_question(double epsilon, Index max_dk, Index n) {
   if (!(epsilon >= 0 && epsilon <= 1))
     throw input_error("epsilon = " + std::to_string(epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
@@ -396,22 +410,13 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
     out.profile.push_back({dk, b.error_lower, b.error_upper});
   }
   detail::settle_width(out);
-  // Then the search, only where it can lower width_upper: by bisection over the
-  // open widths [width_lower, width_upper) (a witness within epsilon at d settles
-  // every width above d), each result certified in doubles.
-  if (o.optimise) {
-    Index lo = out.width_lower, hi = out.width_upper ? out.width_upper - 1 : max_dk;
-    while (lo <= hi) {
-      const Index mid = lo + (hi - lo) / 2;
+  // Then the search, where it can lower width_upper; each result certified in doubles.
+  if (o.optimise)
+    detail::search_open_widths(out, [&](Index dk) {
       ApproxBounds b;
-      upper_bound(c, mid, o, Certification::doubles, b);
-      WidthProfileEntry& e = out.profile[static_cast<std::size_t>(mid - 1)];
-      e.error_upper = std::min(e.error_upper, b.error_upper);
-      if (b.error_upper <= epsilon) hi = mid - 1;
-      else lo = mid + 1;
-    }
-    detail::settle_width(out);
-  }
+      upper_bound(c, dk, o, Certification::doubles, b);
+      return b.error_upper;
+    });
   return out;
 }
 

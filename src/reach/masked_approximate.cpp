@@ -159,17 +159,11 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   detail::settle_width(w);
   if (options.optimise) {
     const Matrix<Rational> positive = detail::allowed_zeros_replaced(A, mask);
-    Index lo = w.width_lower, hi = w.width_upper ? w.width_upper - 1 : max_dk;
-    while (lo <= hi) {
-      const Index mid = lo + (hi - lo) / 2;
+    detail::search_open_widths(w, [&](Index dk) {
       ApproxBounds b;
-      masked_upper_bound(A, positive, mid, mask, options, b);
-      WidthProfileEntry& e = w.profile[static_cast<std::size_t>(mid - 1)];
-      e.error_upper = std::min(e.error_upper, b.error_upper);
-      if (b.error_upper <= epsilon) hi = mid - 1;
-      else lo = mid + 1;
-    }
-    detail::settle_width(w);
+      masked_upper_bound(A, positive, dk, mask, options, b);
+      return b.error_upper;
+    });
   }
   return w;
 }

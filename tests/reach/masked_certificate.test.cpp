@@ -134,6 +134,31 @@ TEST_CASE("attnrank::check_masked_reach_certificate") {
     for (json& b : t["blocks"]) b["upper_proof"] = json::object();
     CHECK_FALSE(check_masked_reach_certificate(A, mask, redigest(t)).valid);
   }
+  SECTION("a block's floor_lower stands only on its minor: raised within its bounds, it is rejected") {
+    // Rank-2 exponents and no exact step (the limits refuse it): every block's
+    // upper bound is its shape, above its proven rank 2, so a raised lower bound
+    // stays in order, and the overlaps' raise even lowers what the formula needs.
+    const Matrix<Rational> A = causal_target(8, true, rng);
+    const Mask mask = Mask::causal(8);
+    ReachOptions no_exact;
+    no_exact.limits.max_distinct_values = 0;
+    const json c = make_masked_reach_certificate(A, mask, reach(A, 1, mask, no_exact));
+    int raised = 0;
+    for (const char* list : {"blocks", "overlaps"})
+      for (std::size_t k = 0; k < c[list].size(); ++k) {
+        const json& b = c[list][k];
+        if (b["floor_lower"].get<long>() + 1 > b["floor_upper"].get<long>()) continue;
+        json t = c;
+        t[list][k]["floor_lower"] = b["floor_lower"].get<long>() + 1;
+        t[list][k].erase("minor_rows");
+        t[list][k].erase("minor_cols");
+        t[list][k]["minor"] = "leading";  // a leading minor one larger than the block's rank: singular
+        INFO(list << " " << k + 1);
+        CHECK_FALSE(check_masked_reach_certificate(A, mask, redigest(t)).valid);
+        ++raised;
+      }
+    CHECK(raised > 0);
+  }
   SECTION("a mask that is not nested, and a permuted prefix-LM mask") {
     Matrix<Rational> window = Matrix<Rational>::Zero(6, 6), prefix = Matrix<Rational>::Zero(6, 6);
     for (Eigen::Index i = 0; i < 6; ++i)

@@ -27,6 +27,7 @@
 #include <Eigen/Core>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -128,6 +129,11 @@ namespace detail {
 /// one of width d + 1 with a zero column, rescaled): lower bounds carry from the
 /// right, upper bounds from the left.
 void settle_width(WidthResult& out);
+/// After settle_width: the search, only where it can lower width_upper, by
+/// bisection over the open widths [width_lower, width_upper) (a witness within
+/// epsilon at d settles every width above d). searched_upper(d_k) returns the
+/// certified error of the searched witness at that width; settles again.
+void search_open_widths(WidthResult& out, const std::function<double(Eigen::Index)>& searched_upper);
 /// input_error unless 0 <= epsilon <= 1 and 1 <= max_dk <= n.
 void require_width_question(double epsilon, Eigen::Index max_dk, Eigen::Index n);
 /// Certified: for this eps and d_k, no P = softmax(S) with rank S <= d_k has
