@@ -255,7 +255,8 @@ void check_masked_claims(const Matrix<Rational>& A, const Mask& mask, const json
 }
 
 std::string verified(const Mask& mask, const json& c, const char* what) {
-  return "verified: mask " + mask.name() + ", floor bounds block by block, verdict, " + what +
+  return "verified: mask " + mask.name() + (c.contains("zero_entry") ? ", the zero at an allowed position" : ", floor bounds block by block") +
+         ", verdict, " + what +
          (c.contains("approximate") ? " and the approximate bounds" : "") + " re-proven from the target";
 }
 
