@@ -1,7 +1,9 @@
 # The two set-up commands of the README, and a few helpers.
-#   make demo   install dependencies, build, run the worked example, the appendix and reachability queries
-#   make test   install dependencies (with Coq), build, run the test suite with the proofs, all but the
-#               nightly-style mutation check (what .ci/run runs)
+#   make demo   install dependencies, build the attnrank command only, run the worked example, the
+#               appendix and reachability queries
+#   make test   install dependencies (with Coq), build everything, run the test suite with the proofs,
+#               all but the nightly-style mutation check (what .ci/run runs)
+#   make install   the attnrank command, the library and its headers into PREFIX (default /usr/local)
 #   make proofs check proofs/ with coqc alone
 #   make mutation  the mutation check of the property suite (about 30 minutes)
 #   make hardening the sanitizer suite, short fuzz runs and ThreadSanitizer (part of make test)
@@ -15,16 +17,25 @@ SAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 FUZZ_SECONDS ?= 60
 
-.PHONY: deps build demo test proofs mutation bench clean hardening sanitize fuzz-build fuzz tsan
+PREFIX ?= /usr/local
+
+.PHONY: deps cli install build demo test proofs mutation bench clean hardening sanitize fuzz-build fuzz tsan
 
 deps:
 	scripts/install-deps
 
-build: deps
+# The command alone: what make demo runs (the tests take most of a full build).
+cli: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j$(JOBS) --target attnrank_cli
+
+build: cli
 	cmake --build $(BUILD) -j$(JOBS)
 
-demo: build
+install: cli
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+demo: cli
 	$(CLI) example
 	@echo
 	@echo '--- the same layer from CSV files, double tier against certified digits ---'
@@ -52,7 +63,7 @@ demo: build
 
 # The suite includes the Coq proofs (label: proofs), so test installs Coq too.
 test: build
-	scripts/install-deps --proofs
+	scripts/install-deps --test --proofs
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE mutation
 	$(MAKE) hardening FUZZ_SECONDS=30
 

@@ -1,6 +1,7 @@
 // attnrank appendix: Section 2.5.4 and Appendix A, in the order of the tutorial's
 // argument, every number computed and certified (docs/tutorial.md).
 #include "commands.hpp"
+#include "run.hpp"
 #include "figures.hpp"
 
 #include <attnrank/tutorial/appendix.hpp>
@@ -197,10 +198,10 @@ json appendix_json(const TutorialAppendix& t, const Digits& d) {
                       {"generic_floor_upper", c.generic.upper}});
   json practical = json::array();
   for (const PracticalSize& p : t.practical)
-    practical.push_back({{"setting", p.setting}, {"n", p.n}, {"dk", p.dk}, {"floor_lower", p.result.floor.lower},
+    practical.push_back({{"setting", p.setting}, {"n", p.n}, {"d_k", p.dk}, {"floor_lower", p.result.floor.lower},
                          {"floor_upper", p.result.floor.upper}, {"verdict", to_string(p.result.verdict)}});
   json heads = json::array();
-  for (const QuotedHeadCount& h : t.head_counts) heads.push_back({{"h", h.h}, {"dk", h.dk}, {"bleu", h.bleu}});
+  for (const QuotedHeadCount& h : t.head_counts) heads.push_back({{"h", h.h}, {"d_k", h.dk}, {"bleu", h.bleu}});
   const FloorBounds& fl = f.dk1.floor;
   const EmbeddingsReach& e = f.dk2_on_worked_example;
   return {
@@ -223,11 +224,13 @@ json appendix_json(const TutorialAppendix& t, const Digits& d) {
       {"det_log_A_from_matrix", interval_json(f.det_from_matrix.det, d.det)},
       {"det_forms_agree", f.det_forms_agree},
       {"rank_log_A", f.rank_log_A.lower == f.rank_log_A.upper ? json(f.rank_log_A.lower) : json(nullptr)},
-      {"rank_log_A_bounds", {{"lower", f.rank_log_A.lower}, {"upper", f.rank_log_A.upper}}},
+      {"rank_log_A_lower", f.rank_log_A.lower},
+      {"rank_log_A_upper", f.rank_log_A.upper},
       {"rank_c1", f.rank_c1_lower == f.rank_c1_upper ? json(f.rank_c1_lower) : json(nullptr)},
       {"seed_floor", f.seed_floor},
       {"floor", fl.lower == fl.upper ? json(fl.lower) : json(nullptr)},
-      {"floor_bounds", {{"lower", fl.lower}, {"upper", fl.upper}}},
+      {"floor_lower", fl.lower},
+      {"floor_upper", fl.upper},
       {"ceiling_dk1", 1},
       {"reachable_dk1", verdict_json(f.dk1.verdict)},
       {"reachable_dk2", verdict_json(f.dk2.verdict)},
@@ -245,7 +248,7 @@ json appendix_json(const TutorialAppendix& t, const Digits& d) {
       {"practical", practical},
       {"softmax_raises_rank",
        {{"scores_rank", t.section_2_2.scores_rank},
-        {"dk", t.section_2_2.dk},
+        {"d_k", t.section_2_2.dk},
         {"rank_A1_lower", t.section_2_2.rank_A1.lower},
         {"rank_A1_upper", t.section_2_2.rank_A1.upper},
         {"det_A1", interval_json(t.section_2_2.det_A1.det, d.det_A1)}}},
@@ -277,7 +280,7 @@ void add_appendix_command(CLI::App& app, std::string& out) {
     if (opt->json) {
       json j = appendix_json(t, d);
       if (!written.empty()) j["svg"] = written;
-      out = j.dump(2) + "\n";
+      out = json_document(j, "appendix");
     } else {
       out = narrate(t, d);
       for (const std::string& w : written) out += "wrote " + w + "\n";

@@ -28,7 +28,7 @@ std::string run_exact(const Matrix<Rational>& A, int digits, bool as_json) {
   // tiny nonzero determinant (hilbert:8, 2.7e-33) as 0.000...
   const std::string decimal = format_significant(d, digits);
   if (as_json)
-    return json{{"mode", "exact"}, {"n", A.rows()}, {"det", exact_text(d)}, {"det_decimal", decimal}}.dump(2) + "\n";
+    return json_document({{"mode", "exact"}, {"n", A.rows()}, {"det", exact_text(d)}, {"det_decimal", decimal}}, "det");
   std::ostringstream s;
   s << "det = " << exact_text(d) << " (exact, " << A.rows() << " x " << A.cols() << ")\n";
   if (denominator(d) != 1) s << "    ~ " << decimal << " (rounded to " << digits << " significant digits)\n";
@@ -43,10 +43,10 @@ std::string run_certified(const Matrix<Rational>& A, unsigned bits, int digits, 
   const std::string width_text = format_scientific(width, 3, true);
   const std::string rel_text = mag == 0 ? "0" : format_scientific(Real(width / mag), 3, true);
   if (as_json)
-    return json{{"mode", "certified"}, {"n", A.rows()}, {"det_lower", lo}, {"det_upper", hi}, {"width", width_text},
-                {"relative_width", rel_text}, {"preconditioned", e.preconditioned}, {"method", e.method},
-                {"bits", e.bits}, {"eps", e.eps}}
-               .dump(2) + "\n";
+    return json_document({{"mode", "certified"}, {"n", A.rows()}, {"det_lower", lo}, {"det_upper", hi},
+                          {"width", width_text}, {"relative_width", rel_text}, {"preconditioned", e.preconditioned},
+                          {"method", e.method}, {"bits", e.bits}, {"eps", e.eps}},
+                         "det");
   std::ostringstream s;
   s << "det in [" << lo << ", " << hi << "] (certified, " << A.rows() << " x " << A.cols() << ")\n";
   s << "  width " << width_text << ", relative width " << rel_text << "; " << e.method << ", " << e.bits << " bits\n";
@@ -67,7 +67,7 @@ void add_det_command(CLI::App& app, std::string& out) {
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("MATRIX", opt->matrix, "CSV file, or a spec: diag:N:P, hilbert:N")->required();
+  cmd->add_option("MATRIX", opt->matrix, "Matrix file (text, .npy[i,j], F.safetensors:NAME, - for stdin) or a spec: diag:N:P, hilbert:N")->required();
   cmd->add_option("--mode", opt->mode, "exact (default) or certified")->check(CLI::IsMember({"exact", "certified"}));
   cmd->add_option("--bits", opt->bits, "Certified mode: working precision in bits (default 53: doubles)")
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
@@ -76,7 +76,7 @@ void add_det_command(CLI::App& app, std::string& out) {
       ->check(CLI::Range(1, max_digits));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &out] {
-    const Matrix<Rational> A = read_matrix_argument(opt->matrix, input_limits());
+    const Matrix<Rational> A = read_input(opt->matrix);
     if (A.rows() != A.cols())
       throw input_error(opt->matrix + ": the determinant needs a square matrix, this one is " + std::to_string(A.rows()) +
                         " x " + std::to_string(A.cols()));

@@ -24,14 +24,14 @@ void add_example_command(CLI::App& app, std::string& out) {
   cmd->callback([opt, &out] {
     const auto layer = worked_example::layer<Rational>();
     std::vector<Mask> masks;
-    if (auto m = read_mask_argument(opt->mask, worked_example::X().rows(), "the example's X", input_limits())) masks.push_back(std::move(*m));
+    if (auto m = read_mask_input(opt->mask, worked_example::X().rows(), "the example's X")) masks.push_back(std::move(*m));
     const FormattedTrace t = run_layer(layer, worked_example::X(), Tier::interval, opt->digits, 0, masks);
     const std::vector<std::string> tokens(std::begin(worked_example::tokens), std::end(worked_example::tokens));
     if (opt->json) {
       nlohmann::json j = trace_json(t);
       j["source"] = "Section 2.2.2";
       j["tokens"] = tokens;
-      out = j.dump(2) + "\n";
+      out = json_document(j, "layer");
     } else {
       out = "Section 2.2.2 - multi-head attention on \"I love LLMs\"" +
             std::string(masks.empty() ? "" : masks[0].is_causal() ? ", causally (each token sees itself and the tokens before it)" : ", masked") +

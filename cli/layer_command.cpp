@@ -5,6 +5,7 @@
 
 #include <attnrank/attention/mask.hpp>
 #include <attnrank/io/parse.hpp>
+#include <attnrank/io/torch_weights.hpp>
 
 #include <string>
 #include <utility>
@@ -24,9 +25,10 @@ namespace {
 }  // namespace
 
 void add_layer_command(CLI::App& app, std::string& out) {
-  auto* cmd = app.add_subcommand("layer", "Multi-head attention on your matrices (CSV files), with every step");
+  auto* cmd = app.add_subcommand("layer", "Multi-head attention on your matrices (text, .npy, safetensors), with every step");
   struct Options {
-    std::string x, wq, wk, wv, wo, tier = "interval";
+    std::string x, wq, wk, wv, wo, state_dict, tier = "interval";
+    bool torch_layout = false;
     long heads = 0;
     int digits = 6;
     unsigned bits = 128;
@@ -34,11 +36,20 @@ void add_layer_command(CLI::App& app, std::string& out) {
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("--x", opt->x, "Embeddings X, n x d_model (CSV)")->required();
-  cmd->add_option("--wq", opt->wq, "W^Q, d_model x h d_k (CSV)")->required();
-  cmd->add_option("--wk", opt->wk, "W^K, d_model x h d_k (CSV)")->required();
-  cmd->add_option("--wv", opt->wv, "W^V, d_model x h d_v (CSV)")->required();
-  cmd->add_option("--wo", opt->wo, "W^O, h d_v x d_model (CSV)")->required();
+  cmd->add_option("--x", opt->x, "Embeddings X, n x d_model (a matrix file: text, .npy, F.safetensors:NAME)")->required();
+  auto* wq = cmd->add_option("--wq", opt->wq, "W^Q, d_model x h d_k (Q = X W^Q)");
+  auto* wk = cmd->add_option("--wk", opt->wk, "W^K, d_model x h d_k");
+  auto* wv = cmd->add_option("--wv", opt->wv, "W^V, d_model x h d_v");
+  auto* wo = cmd->add_option("--wo", opt->wo, "W^O, h d_v x d_model");
+  cmd->add_flag("--torch-layout", opt->torch_layout,
+                "--wq, --wk, --wv, --wo are PyTorch's out x in (nn.Linear.weight): each is transposed on reading");
+  cmd->add_option("--state-dict", opt->state_dict,
+                  "FILE.safetensors[:PREFIX]: an nn.MultiheadAttention's state dict (in_proj_weight, out_proj.weight, "
+                  "transposed to attnrank's layout) instead of --wq --wk --wv --wo")
+      ->excludes(wq)
+      ->excludes(wk)
+      ->excludes(wv)
+      ->excludes(wo);
   cmd->add_option("--heads", opt->heads, "Number of heads h")->required()->check(CLI::Range(1L, 1L << 20));
   cmd->add_option("--tier", opt->tier,
                   "interval (default: exact projections, then certified), mp (MPFR, uncertified) or double")
@@ -52,20 +63,38 @@ void add_layer_command(CLI::App& app, std::string& out) {
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &out] {
     const ParseLimits& limits = input_limits();
-    const Matrix<Rational> X = read_matrix(opt->x, limits);
-    const Matrix<Rational> wq = read_matrix(opt->wq, limits), wk = read_matrix(opt->wk, limits),
-                           wv = read_matrix(opt->wv, limits), wo = read_matrix(opt->wo, limits);
+    const Matrix<Rational> X = read_input(opt->x);
+    AttentionWeights w;
+    if (!opt->state_dict.empty()) {
+      const std::string marker = ".safetensors";
+      const auto at = opt->state_dict.find(marker);
+      if (at == std::string::npos)
+        throw input_error("--state-dict '" + opt->state_dict + "': expected FILE.safetensors or FILE.safetensors:PREFIX");
+      const std::string path = opt->state_dict.substr(0, at + marker.size());
+      const std::string rest = opt->state_dict.substr(at + marker.size());
+      if (!rest.empty() && rest[0] != ':')
+        throw input_error("--state-dict '" + opt->state_dict + "': expected FILE.safetensors or FILE.safetensors:PREFIX");
+      w = read_torch_attention(path, rest.empty() ? "" : rest.substr(1), limits);
+      opt->wq = opt->wk = opt->wv = opt->wo = path;
+    } else {
+      if (opt->wq.empty() || opt->wk.empty() || opt->wv.empty() || opt->wo.empty())
+        throw input_error("layer needs the weights: --wq, --wk, --wv and --wo, or --state-dict FILE.safetensors");
+      w = {read_input(opt->wq), read_input(opt->wk), read_input(opt->wv), read_input(opt->wo)};
+      if (opt->torch_layout)
+        for (Matrix<Rational>* m : {&w.wq, &w.wk, &w.wv, &w.wo}) *m = from_torch_layout(*m);
+    }
+    const Matrix<Rational>&wq = w.wq, &wk = w.wk, &wv = w.wv, &wo = w.wo;
     if (opt->masks.size() > 1 && static_cast<long>(opt->masks.size()) != opt->heads)
       throw input_error(std::to_string(opt->masks.size()) + " --mask options for " + std::to_string(opt->heads) +
                         " heads: give --mask once for every head, or once per head");
     std::vector<Mask> masks;
     for (const std::string& m : opt->masks)
-      if (auto mask = read_mask_argument(m, X.rows(), opt->x + " (X)", limits)) masks.push_back(std::move(*mask));
+      if (auto mask = read_mask_input(m, X.rows(), opt->x + " (X)")) masks.push_back(std::move(*mask));
       else if (opt->masks.size() > 1) masks.push_back(Mask::full(X.rows()));
     try {
       const MultiHeadAttention<Rational> layer(wq, wk, wv, wo, opt->heads);
       const FormattedTrace t = run_layer(layer, X, parse_tier(opt->tier), opt->digits, opt->bits, masks);
-      out = opt->json ? trace_json(t).dump(2) + "\n" : narrate(t, {});
+      out = opt->json ? json_document(trace_json(t), "layer") : narrate(t, {});
     } catch (const input_error& e) {
       rethrow_with_file(e, {{"X", opt->x}, {"W^Q", opt->wq}, {"W^K", opt->wk}, {"W^V", opt->wv}, {"W^O", opt->wo}});
     }

@@ -169,7 +169,7 @@ nlohmann::json trace_json(const FormattedTrace& t) {
   j["d_k"] = t.shape.d_k;
   j["d_v"] = t.shape.d_v;
   j["tier"] = t.tier;
-  j["precision_bits"] = t.precision_bits;
+  j["bits"] = t.precision_bits;
   j["digits"] = t.digits;
   j["certified"] = t.certified;
   j["enclosures"] = t.enclosures;

@@ -1,4 +1,4 @@
-// attnrank rank: exact, certified or numeric rank of a matrix (CSV file or spec).
+// attnrank rank: exact, certified or numeric rank of a matrix (a matrix file or a spec).
 #include "commands.hpp"
 #include "run.hpp"
 
@@ -43,7 +43,7 @@ std::string run_exact(const Matrix<Rational>& A, bool as_json) {
             {{"pivot_rows", one_based(r.pivot_rows)},
              {"pivot_cols", one_based(r.pivot_cols)},
              {"kernel_dimension", r.kernel.cols()}}}};
-    return j.dump(2) + "\n";
+    return json_document(j, "rank");
   }
   std::ostringstream s;
   s << "rank = " << r.rank << " (exact, " << shape(A) << ")\n";
@@ -65,7 +65,7 @@ std::string run_certified(const Matrix<Rational>& A, unsigned bits, bool as_json
             {{"pivot_rows", one_based(r.pivot_rows)},
              {"pivot_cols", one_based(r.pivot_cols)},
              {"residual_bound", r.residual_bound}}}};
-    return j.dump(2) + "\n";
+    return json_document(j, "rank");
   }
   std::ostringstream s;
   if (r.lower == r.upper)
@@ -113,7 +113,7 @@ std::string run_numeric(const Matrix<Rational>& A, const std::string& source, st
     j["top_singular_values"] = std::vector<double>(t.values.data(), t.values.data() + top);
     j["sigma_next"] = t.values(top);
     j["distance_to_rank_k"] = {{"k", top}, {"spectral", dist.spectral}, {"frobenius", dist.frobenius}};
-    if (as_json) return j.dump(2) + "\n";
+    if (as_json) return json_document(j, "rank");
     s << "top " << top << " singular values (Lanczos, uncertified):\n";
     for (Eigen::Index i = 0; i < top; ++i) s << "  sigma_" << i + 1 << " = " << short_double(t.values(i)) << "\n";
     s << "sigma_" << top + 1 << " = " << short_double(t.values(top)) << "\n";
@@ -127,7 +127,7 @@ std::string run_numeric(const Matrix<Rational>& A, const std::string& source, st
   j["tolerance"] = r.tolerance;
   j["gap"] = std::isfinite(r.gap) ? json(r.gap) : json(nullptr);
   j["singular_values"] = std::vector<double>(r.singular_values.data(), r.singular_values.data() + r.singular_values.size());
-  if (as_json) return j.dump(2) + "\n";
+  if (as_json) return json_document(j, "rank");
   s << "numerical rank = " << r.rank << " (uncertified, " << shape(A) << ", tolerance " << short_double(r.tolerance)
     << ")\n";
   s << "  gap sigma_r / sigma_(r+1) = " << (std::isfinite(r.gap) ? short_double(r.gap) : std::string("inf")) << "\n";
@@ -150,7 +150,7 @@ void add_rank_command(CLI::App& app, std::string& out) {
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("MATRIX", opt->matrix, "CSV file, or a spec: diag:N:P, hilbert:N")->required();
+  cmd->add_option("MATRIX", opt->matrix, "Matrix file (text, .npy[i,j], F.safetensors:NAME, - for stdin) or a spec: diag:N:P, hilbert:N")->required();
   cmd->add_option("--mode", opt->mode, "exact (default), certified or numeric")
       ->check(CLI::IsMember({"exact", "certified", "numeric"}));
   cmd->add_option("--bits", opt->bits, "Certified mode: working precision in bits (default 53: doubles)")
@@ -161,7 +161,7 @@ void add_rank_command(CLI::App& app, std::string& out) {
       ->check(CLI::Range(1L, max_spec_size));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &out] {
-    const Matrix<Rational> A = read_matrix_argument(opt->matrix, input_limits());
+    const Matrix<Rational> A = read_input(opt->matrix);
     if (opt->mode != "numeric" && (opt->top > 0 || opt->tol >= 0))
       throw input_error("--top and --tol belong to --mode numeric");
     if (opt->mode != "certified" && opt->bits != 53) throw input_error("--bits belongs to --mode certified");

@@ -174,11 +174,11 @@ void add_reach_command(CLI::App& app, std::string& out) {
     bool json = false, full_floor = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("TARGET", opt->target, "Target attention matrix: CSV file or diag:N:P")->required();
-  CLI::Option* dk_option = cmd->add_option("--dk", opt->dk, "Head width d_k (1 <= d_k <= n)");
+  cmd->add_option("TARGET", opt->target, "Target attention matrix: a matrix file (text, .npy[i,j], F.safetensors:NAME, - for stdin) or diag:N:P")->required();
+  CLI::Option* dk_option = cmd->add_option("--dk", opt->dk, "Head width d_k (1 <= d_k <= n); REQUIRED unless --check");
   cmd->add_option("--bits", opt->bits, "Precision of the floor's lower bound (53: doubles; more: MPFI)")
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
-  cmd->add_option("--x", opt->x, "Fixed embeddings X (n x d_model, CSV): decide for scores X M X^T instead of free scores");
+  cmd->add_option("--x", opt->x, "Fixed embeddings X (n x d_model, a matrix file): decide for scores X M X^T instead of free scores");
   CLI::Option* epsilon_option =
       cmd->add_option("--epsilon", opt->epsilon, "Also decide whether some head of width d_k comes within this max entrywise error, in [0, 1]");
   cmd->add_option("--seed", opt->seed, "Seed of the optimiser's restarts for the error bounds (printed)");
@@ -191,9 +191,9 @@ void add_reach_command(CLI::App& app, std::string& out) {
   cmd->add_option("--svg", opt->svg, "Also draw the target, the best width-d_k head and the spectrum of log(A) C (SVG file)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, dk_option, epsilon_option, &out] {
-    const Matrix<Rational> A = read_matrix_argument(opt->target, input_limits());
+    const Matrix<Rational> A = read_input(opt->target);
     validate_target(A, opt->target);
-    if (const std::optional<Mask> mask = read_mask_argument(opt->mask, A.rows(), opt->target, input_limits())) {
+    if (const std::optional<Mask> mask = read_mask_input(opt->mask, A.rows(), opt->target)) {
       MaskedReachArguments m{A, *mask, opt->target, opt->x, opt->check, opt->certificate, opt->svg, opt->dk,
                              dk_option->count() > 0, opt->bits, epsilon_option->count() > 0, opt->epsilon, opt->seed,
                              opt->json};
@@ -203,9 +203,9 @@ void add_reach_command(CLI::App& app, std::string& out) {
     if (!opt->check.empty()) {
       const json cert = read_certificate_file(opt->check);
       const CertificateCheck c = opt->x.empty() ? check_reach_certificate(A, cert)
-                                                : check_embeddings_certificate(A, read_matrix(opt->x, input_limits()), cert);
+                                                : check_embeddings_certificate(A, read_input(opt->x), cert);
       if (!c.valid) throw input_error(opt->check + ": certificate rejected: " + c.reason);
-      out = opt->json ? json{{"valid", true}, {"reason", c.reason}}.dump(2) + "\n" : "certificate valid: " + c.reason + "\n";
+      out = opt->json ? json_document({{"valid", true}, {"reason", c.reason}}, "check") : "certificate valid: " + c.reason + "\n";
       return;
     }
     if (dk_option->count() == 0) throw input_error("--dk is required (the head width to decide)");
@@ -218,7 +218,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
     std::optional<EmbeddingsReach> emb;
     Matrix<Rational> X;
     if (!opt->x.empty()) {
-      X = read_matrix(opt->x, input_limits());
+      X = read_input(opt->x);
       try {
         emb = reach_with_embeddings(A, X, opt->dk, o);
       } catch (const input_error& e) {  // name the file in messages about X
@@ -269,7 +269,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
       return;
     }
     json j{{"n", r.n},
-           {"dk", r.dk},
+           {"d_k", r.dk},
            {"question", emb ? "embeddings" : "free"},
            {"verdict", to_string(r.verdict)},
            {"reason", r.reason},
@@ -296,7 +296,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
       j["W_Q"] = matrix_json(emb->WQ);
       j["W_K"] = matrix_json(emb->WK);
     }
-    out = j.dump(2) + "\n";
+    out = json_document(j, "reach");
   });
 }
 

@@ -93,7 +93,7 @@ nlohmann::json blocks_json(const std::vector<MaskedBlock>& blocks) {
 
 json masked_json(const MaskedReachResult& r, bool normalised, const char* question) {
   json j{{"n", r.n},
-         {"dk", r.dk},
+         {"d_k", r.dk},
          {"question", question},
          {"mask", r.mask},
          {"verdict", to_string(r.verdict)},
@@ -175,12 +175,12 @@ std::string run_masked_reach(const MaskedReachArguments& m) {
   const Mask& mask = m.mask;
   validate_masked_target(A, mask, m.target);
   std::optional<Matrix<Rational>> X;
-  if (!m.x.empty()) X = read_matrix(m.x, input_limits());
+  if (!m.x.empty()) X = read_input(m.x);
   if (!m.check.empty()) {
     const json cert = read_certificate_file(m.check);
     const CertificateCheck c = X ? check_masked_embeddings_certificate(A, *X, mask, cert) : check_masked_reach_certificate(A, mask, cert);
     if (!c.valid) throw input_error(m.check + ": certificate rejected: " + c.reason);
-    return m.json ? json{{"valid", true}, {"reason", c.reason}}.dump(2) + "\n" : "certificate valid: " + c.reason + "\n";
+    return m.json ? json_document({{"valid", true}, {"reason", c.reason}}, "check") : "certificate valid: " + c.reason + "\n";
   }
   if (!m.has_dk) throw input_error("--dk is required (the head width to decide)");
   if (m.has_epsilon && !(m.epsilon >= 0 && m.epsilon <= 1))
@@ -230,7 +230,7 @@ std::string run_masked_reach(const MaskedReachArguments& m) {
       j["W_K"] = matrix_json(emb->WK);
     }
     if (approx) add_approximate_json(j, *approx, m.seed, emb.has_value(), asked);
-    return j.dump(2) + "\n";
+    return json_document(j, "reach");
   }
   std::string out = approx && m.has_epsilon ? epsilon_line(*approx, m.epsilon) : "";
   std::optional<double> best = witness_error;

@@ -4,14 +4,31 @@
 #include "commands.hpp"
 
 #include <attnrank/error.hpp>
+#include <attnrank/io/matrix_spec.hpp>
 #include <attnrank/out_of_memory.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <new>
+#include <vector>
 #include <string>
 
 namespace attnrank::cli {
 namespace {
 ParseLimits current_limits;
+InputNotes current_notes;
+const std::vector<Matrix<Rational>>* current_matrices = nullptr;
+
+/// matrices[k] for "@k" while run() has in-memory inputs, else nothing.
+const Matrix<Rational>* in_memory(const std::string& argument) {
+  if (!current_matrices || current_matrices->empty() || argument.size() < 2 || argument[0] != '@') return nullptr;
+  std::size_t k = 0;
+  for (std::size_t i = 1; i < argument.size(); ++i) {
+    if (argument[i] < '0' || argument[i] > '9' || k > current_matrices->size()) return nullptr;
+    k = k * 10 + static_cast<std::size_t>(argument[i] - '0');
+  }
+  return k < current_matrices->size() ? &(*current_matrices)[k] : nullptr;
+}
 
 /// Reads [+-]digits at `at`; returns how many digits it read.
 std::size_t read_digits(const std::string& v, std::size_t& at, bool sign) {
@@ -47,6 +64,72 @@ const CLI::Validator decimal_number(
     },
     "", "decimal number");
 
+/// One line per command: what `attnrank` and `attnrank help` print.
+std::string command_list(CLI::App& app) {
+  std::string s = "attnrank: trustworthy numerics of multi-head attention (exact, certified, numeric)\n\n"
+                  "usage: attnrank [--max-size N] COMMAND [options]   (attnrank COMMAND --help for its options)\n\n"
+                  "commands:\n";
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    std::string name = sub->get_name();
+    name.resize(std::max<std::size_t>(name.size() + 2, 10), ' ');
+    s += "  " + name + sub->get_description() + "\n";
+  }
+  return s + "  help      this list; attnrank help COMMAND shows that command's options\n";
+}
+
+/// Edit distance of option names once case, dashes and underscores are set aside:
+/// "--d_k" is "--dk", "--epsilom" is one edit from "--epsilon".
+std::size_t name_distance(std::string a, std::string b) {
+  const auto normal = [](std::string& s) {
+    std::string t;
+    for (char c : s)
+      if (c != '-' && c != '_') t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    s = t;
+  };
+  normal(a);
+  normal(b);
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// " (did you mean --dk?)" for each unexpected option of `message` that is close
+/// to a real option of the command that was given, or "".
+std::string suggestions(const std::string& message, CLI::App& app) {
+  std::vector<std::string> names;
+  const auto collect = [&](const CLI::App& a) {
+    for (const CLI::Option* o : a.get_options())
+      for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
+  };
+  collect(app);
+  for (const CLI::App* sub : app.get_subcommands()) collect(*sub);
+  std::string out;
+  std::size_t at = message.find(": ");
+  while (at != std::string::npos) {
+    at = message.find("-", at);
+    if (at == std::string::npos) break;
+    const std::size_t end = message.find_first_of(" =", at);
+    const std::string given = message.substr(at, end - at);
+    at = end;
+    if (given.size() < 2 || given[1] != '-') continue;
+    std::string best;
+    std::size_t best_distance = 3;
+    for (const std::string& n : names)
+      if (const std::size_t d = name_distance(given, n); d < best_distance) best = n, best_distance = d;
+    if (!best.empty()) out += " (did you mean " + best + " instead of " + given + "?)";
+  }
+  return out;
+}
+
 /// Puts the decimal checks on every numeric option of `app` and its subcommands.
 void require_decimal_options(CLI::App& app) {
   for (CLI::Option* o : app.get_options()) {
@@ -62,11 +145,34 @@ void require_decimal_options(CLI::App& app) {
 
 const ParseLimits& input_limits() { return current_limits; }
 
-int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+Matrix<Rational> read_input(const std::string& argument) {
+  if (const Matrix<Rational>* m = in_memory(argument)) return *m;
+  return read_matrix_argument(argument, current_limits, &current_notes);
+}
+
+std::string json_document(nlohmann::json j, const std::string& type) {
+  j["schema"] = "attnrank/" + type + "/1";
+  return j.dump(2) + "\n";
+}
+
+std::optional<Mask> read_mask_input(const std::string& argument, Eigen::Index n, const std::string& what) {
+  const Matrix<Rational>* m = in_memory(argument);
+  if (!m) return read_mask_argument(argument, n, what, current_limits);
+  Mask mask = Mask::from_matrix(*m, "mask");
+  if (mask.size() != n)
+    throw input_error("the mask is " + std::to_string(mask.size()) + " x " + std::to_string(mask.size()) + " but " +
+                      what + " has " + std::to_string(n) + " rows; they must match");
+  return mask;
+}
+
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
+        const std::vector<Matrix<Rational>>& matrices) {
+  current_matrices = &matrices;
   CLI::App app{"attnrank: trustworthy numerics of multi-head attention (exact, certified, numeric)", "attnrank"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "attnrank 0.1.0");
   current_limits = ParseLimits{};
+  current_notes.clear();
   std::size_t max_size = default_max_dimension;
   app.add_option("--max-size", max_size,
                  "Largest n (rows, columns, spec size) a matrix may have; before the command (default 8192)")
@@ -86,18 +192,25 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   std::string context = "attnrank";
   for (int i = 1; i < argc && context.size() < 200; ++i) context += std::string(" ") + argv[i];
   set_out_of_memory_context("while running '" + context.substr(0, 200) + "'");
+  if (argc == 1 || (argc == 2 && std::string(argv[1]) == "help")) {
+    out << command_list(app) << std::flush;
+    return 0;
+  }
+  std::vector<const char*> args(argv, argv + argc);
+  if (argc == 3 && std::string(argv[1]) == "help") args = {argv[0], argv[2], "--help"};  // help COMMAND
   try {
-    if (argc > 1 && argv[1][0] != '-') {
+    if (args.size() > 1 && args[1][0] != '-') {
       try {
-        app.get_subcommand(argv[1]);
+        app.get_subcommand(args[1]);
       } catch (const CLI::OptionNotFound&) {
-        throw input_error("unknown command '" + std::string(argv[1]) + "' (commands: example, layer, rank, det, reach, svd, width, sweep, appendix)");
+        throw input_error("unknown command '" + std::string(args[1]) + "' (commands: example, layer, rank, det, reach, svd, width, sweep, appendix; attnrank help lists them)");
       }
     }
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help, --version: stdout, exit 0
-    err << "attnrank: " << e.what() << "\nRun 'attnrank --help' for usage.\n";
+    const std::string hint = suggestions(e.what(), app);
+    err << "attnrank: " << e.what() << hint << "\nRun 'attnrank --help' for usage.\n";
     return 2;
   } catch (const input_error& e) {
     err << "attnrank: " << e.what() << "\n";
@@ -109,6 +222,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     err << "attnrank: internal error: " << e.what() << "\n";
     return 1;
   }
+  for (const std::string& note : current_notes) err << "attnrank: note: " << note << "\n";
   out << text << std::flush;
   return 0;
 }

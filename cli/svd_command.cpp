@@ -36,12 +36,12 @@ void add_svd_command(CLI::App& app, std::string& out) {
     bool gaps = false, json = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("MATRIX", opt->matrix, "Matrix: CSV file or a spec (diag:N:P, hilbert:N, ...)")->required();
+  cmd->add_option("MATRIX", opt->matrix, "Matrix file (text, .npy[i,j], F.safetensors:NAME, - for stdin) or a spec: diag:N:P, hilbert:N")->required();
   cmd->add_option("--top", opt->top, "How many singular values, largest first (1 <= K <= min(rows, cols))")->required();
   cmd->add_flag("--gaps", opt->gaps, "Also report certified separations sigma_i - sigma_(i+1) >= gap");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &out] {
-    const Matrix<Rational> A = read_matrix_argument(opt->matrix, input_limits());
+    const Matrix<Rational> A = read_input(opt->matrix);
     const Eigen::Index p = std::min(A.rows(), A.cols());
     if (opt->top < 1 || opt->top > p)
       throw input_error("--top " + std::to_string(opt->top) + " is out of range: " + opt->matrix + " is " +
@@ -72,7 +72,7 @@ void add_svd_command(CLI::App& app, std::string& out) {
         for (double x : gaps) g.push_back(x > 0 ? json(bound_text(x, false)) : json(nullptr));
         j["gaps"] = g;
       }
-      out = j.dump(2) + "\n";
+      out = json_document(j, "svd");
       return;
     }
     std::ostringstream t;

@@ -1,5 +1,6 @@
 // attnrank sweep: the d_k = 1 head of Section 2.5.4 (Figure 8), row by row.
 #include "commands.hpp"
+#include "run.hpp"
 
 #include <attnrank/numbers/decimal.hpp>
 #include <attnrank/io/parse.hpp>
@@ -121,7 +122,7 @@ void add_sweep_command(CLI::App& app, std::string& out) {
       j["position"] = position;
       j["causal_possible_winners"] = anywhere;
     }
-    out = opt->json ? j.dump(2) + "\n" : s.str();
+    out = opt->json ? json_document(j, "sweep") : s.str();
   });
 }
 

@@ -66,7 +66,7 @@ void add_width_command(CLI::App& app, std::string& out) {
     bool json = false, no_search = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("TARGET", opt->target, "Target attention matrix: CSV file or diag:N:P")->required();
+  cmd->add_option("TARGET", opt->target, "Target attention matrix: a matrix file (text, .npy[i,j], F.safetensors:NAME, - for stdin) or diag:N:P")->required();
   cmd->add_option("--epsilon", opt->epsilon, "Largest acceptable max |softmax(Q K^T / sqrt(d_k)) - A| entry, in [0, 1]")->required();
   cmd->add_option("--max-dk", opt->max_dk, "Largest width to try (default: min(n, 16))");
   cmd->add_option("--seed", opt->seed, "Seed of the optimiser's restarts (printed)");
@@ -78,7 +78,7 @@ void add_width_command(CLI::App& app, std::string& out) {
   cmd->add_option("--svg", opt->svg, "Also draw the certified error band against d_k (SVG file)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &out] {
-    const Matrix<Rational> A = read_matrix_argument(opt->target, input_limits());
+    const Matrix<Rational> A = read_input(opt->target);
     validate_target(A, opt->target);
     if (!(opt->epsilon >= 0 && opt->epsilon <= 1))
       throw input_error("--epsilon " + std::to_string(opt->epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
@@ -89,7 +89,7 @@ void add_width_command(CLI::App& app, std::string& out) {
     ApproxOptions o;
     o.seed = opt->seed;
     o.optimise = !opt->no_search;
-    const std::optional<Mask> mask = read_mask_argument(opt->mask, n, opt->target, input_limits());
+    const std::optional<Mask> mask = read_mask_input(opt->mask, n, opt->target);
     if (mask) validate_masked_target(A, *mask, opt->target);
     const WidthResult w = mask ? approx_width(A, opt->epsilon, max_dk, *mask, o) : approx_width(A, opt->epsilon, max_dk, o);
     if (!opt->svg.empty()) write_text_file(opt->svg, width_svg(w, opt->target));
@@ -106,7 +106,7 @@ void add_width_command(CLI::App& app, std::string& out) {
              {"width_upper", w.width_upper == 0 ? json(nullptr) : json(w.width_upper)},
              {"seed", opt->seed},
              {"profile", profile}};
-      out = j.dump(2) + "\n";
+      out = json_document(j, "width");
       return;
     }
     std::ostringstream t;

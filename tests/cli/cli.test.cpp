@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "array_support.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -93,7 +95,9 @@ TEST_CASE("attnrank bad input: exit 2, a message naming the problem, nothing on 
   expect_input_error("layer --x " + file("x4f.csv", "1,2,3,4\n") + good + " --heads 2 --bits 5", "--bits");
   expect_input_error("example --no-such-option", "--no-such-option");
   expect_input_error("frobnicate", "frobnicate");
-  expect_input_error("", "A subcommand is required");
+  expect_input_error("reach diag:3:0.8 --d_k 2", "did you mean --dk instead of --d_k?");
+  expect_input_error("reach diag:3:0.8 --dk 1 --epsilom 0.1", "did you mean --epsilon instead of --epsilom?");
+  expect_input_error("help frobnicate", "unknown command 'frobnicate'");
   expect_input_error("layer --x " + file("big.csv", "1e999,0,0,0\n") + good + " --heads 2 --tier double",
                      "X row 1, column 1 is not finite");
 }
@@ -103,6 +107,87 @@ TEST_CASE("attnrank --help and --version exit 0 on stdout") {
   CHECK(help.code == 0);
   CHECK_THAT(help.out, Catch::Contains("example") && Catch::Contains("layer"));
   CHECK(attnrank_cli("--version").out == "attnrank 0.1.0\n");
+  // No arguments, and help: every command with one line each.
+  for (const char* args : {"", "help"}) {
+    const Run list = attnrank_cli(args);
+    CHECK(list.code == 0);
+    CHECK(list.err.empty());
+    for (const char* command : {"example", "layer", "rank", "det", "reach", "svd", "width", "sweep", "appendix"})
+      CHECK_THAT(list.out, Catch::Contains(std::string("\n  ") + command + " "));
+  }
+  const Run reach_help = attnrank_cli("help reach");
+  CHECK(reach_help.code == 0);
+  CHECK_THAT(reach_help.out, Catch::Contains("--dk") && Catch::Contains("REQUIRED unless --check"));
+}
+
+TEST_CASE("attnrank: matrices from .npy, safetensors, text of every kind and stdin") {
+  const std::string in = std::string(ATTNRANK_SOURCE_DIR) + "/tests/cli/inputs/";
+  // The same 2 x 2 pattern written three ways as 0.7, 0.3, ... is one exact determinant, 3/10.
+  for (const std::string& f : {"space-separated.csv", "header.csv", "pandas-index.csv"}) {
+    const Run r = attnrank_cli("det " + in + f);
+    INFO(f);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("det = 3/10"));
+  }
+  // NumPy's savetxt writes 19 digits of the doubles nearest 0.7, ...: not 3/10, read as written.
+  for (const std::string& f : {"pattern.tsv", "savetxt-default.txt"}) {
+    const Run r = attnrank_cli("det " + in + f);
+    INFO(f);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("det = 2999999999999999556000000000000012321/10000000000000000000000000000000000000"));
+  }
+  // Notes go to stderr, stdout stays the answer.
+  const Run tsv = attnrank_cli("rank " + in + "pattern.tsv --json");
+  CHECK(tsv.code == 0);
+  CHECK_THAT(tsv.err, Catch::Contains("attnrank: note: ") && Catch::Contains("tab-separated"));
+  CHECK(nlohmann::json::parse(tsv.out)["rank_lower"] == 2);
+  // Standard input, text and .npy alike.
+  CHECK_THAT(attnrank_cli("det - < " + in + "header.csv").out, Catch::Contains("det = 3/10"));
+  const Run npy_in = attnrank_cli("rank - < " + in + "heads-4d.npy");
+  CHECK(npy_in.code == 2);
+  CHECK_THAT(npy_in.err, Catch::Contains("<stdin>: shape (2, 2, 2, 2)"));
+  // A head of a 4-D array and a tensor of a safetensors file are the same matrix.
+  const Run a = attnrank_cli("det " + in + "heads-4d.npy[0,1]"), b = attnrank_cli("det " + in + "attention.safetensors:blocks.0.attn[1]");
+  CHECK(a.code == 0);
+  CHECK(a.out == b.out);
+}
+
+TEST_CASE("attnrank layer: PyTorch's layout, by --torch-layout and by --state-dict") {
+  // The worked example's weights (attnrank's layout, in x out), and their transposes as PyTorch keeps them.
+  const int wq[4][4] = {{0, -1, 1, 1}, {0, 1, 0, 0}, {1, 0, 0, -1}, {1, 1, 0, 1}};
+  const int wk[4][4] = {{0, -1, 0, 1}, {-1, 1, 0, 0}, {1, -1, 1, -1}, {1, 1, 0, 1}};
+  const int wv[4][4] = {{0, 0, 1, 0}, {1, 0, 0, 1}, {0, 1, 0, 0}, {1, 0, 0, 0}};
+  const int wo[4][4] = {{0, 0, 1, 1}, {1, 1, 0, 0}, {0, 1, -1, 1}, {1, 0, 0, 0}};
+  const auto transposed_csv = [](const int (&w)[4][4]) {
+    std::string s;
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) s += std::to_string(w[j][i]) + (j < 3 ? "," : "\n");
+    return s;
+  };
+  const auto transposed_f64 = [](const int (&w)[4][4]) {
+    std::string s;
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) s += attnrank::test::raw_bytes(attnrank::test::double_bits(w[j][i]), 8);
+    return s;
+  };
+  const std::string x = " --x " + file("sd-x.csv", "0,0,1,1\n0,1,0,1\n1,0,0,1\n") + " --heads 2 --tier double --json";
+  const Run reference = attnrank_cli("layer" + x + " " + worked_example_args().substr(worked_example_args().find("--wq")));
+  REQUIRE(reference.code == 0);
+  const auto output = [](const Run& r) { return nlohmann::json::parse(r.out)["output"]; };
+  const Run torch_layout = attnrank_cli("layer" + x + " --torch-layout --wq " + file("tq.csv", transposed_csv(wq)) +
+                                        " --wk " + file("tk.csv", transposed_csv(wk)) + " --wv " +
+                                        file("tv.csv", transposed_csv(wv)) + " --wo " + file("to.csv", transposed_csv(wo)));
+  REQUIRE(torch_layout.code == 0);
+  CHECK(output(torch_layout) == output(reference));
+  const std::string state = file("mha.safetensors", attnrank::test::safetensors_bytes(
+      {{"attn.in_proj_weight", "F64", {12, 4}, transposed_f64(wq) + transposed_f64(wk) + transposed_f64(wv)},
+       {"attn.out_proj.weight", "F64", {4, 4}, transposed_f64(wo)}}));
+  const Run from_state = attnrank_cli("layer" + x + " --state-dict " + state + ":attn.");
+  REQUIRE(from_state.code == 0);
+  CHECK(output(from_state) == output(reference));
+  expect_input_error("layer" + x + " --state-dict " + state, "no in_proj_weight");
+  expect_input_error("layer" + x + " --state-dict " + state + ":attn. --wq " + file("q.csv", "1\n"), "excludes");
+  expect_input_error("layer" + x, "--wq, --wk, --wv and --wo, or --state-dict");
 }
 
 TEST_CASE("attnrank rank") {
@@ -187,7 +272,7 @@ TEST_CASE("attnrank rank and det: bad input exits 2 with a precise message") {
 TEST_CASE("attnrank reach and sweep") {
   SECTION("the tutorial's target at d_k = 1 and 2, JSON per the contract") {
     const auto one = nlohmann::json::parse(attnrank_cli("reach diag:3:0.8 --dk 1 --json").out);
-    for (const char* key : {"n", "dk", "floor_lower", "floor_upper", "verdict", "max_abs_error", "question", "certificate"})
+    for (const char* key : {"schema", "n", "d_k", "floor_lower", "floor_upper", "verdict", "max_abs_error", "question", "certificate"})
       CHECK(one.contains(key));
     CHECK(one["verdict"] == "unreachable");
     CHECK(one["floor_lower"] == 2);

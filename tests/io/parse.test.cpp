@@ -57,7 +57,7 @@ TEST_CASE("attnrank::parse_matrix") {
   SECTION("errors name the source, the line, the column and the text") {
     CHECK_THAT(error_of("1,2\n3,x\n"), Catch::Contains("m.csv: line 2, column 2") && Catch::Contains("'x'"));
     CHECK_THAT(error_of("1,2\n3\n"), Catch::Contains("line 2 has 1 columns, but line 1 has 2"));
-    CHECK_THAT(error_of("1,2,\n"), Catch::Contains("line 1, column 3") && Catch::Contains("empty cell"));
+    CHECK_THAT(error_of("1,,2\n"), Catch::Contains("line 1, column 2") && Catch::Contains("empty cell"));
     CHECK_THAT(error_of(""), Catch::Contains("no matrix rows"));
     CHECK_THAT(error_of("# only a comment\n\n"), Catch::Contains("no matrix rows"));
     CHECK_THAT(error_of("1,nan\n"), Catch::Contains("column 2") && Catch::Contains("not a finite number"));
@@ -80,6 +80,87 @@ TEST_CASE("attnrank::parse_matrix") {
     CHECK_THROWS_WITH(parse_matrix("1e1000,1e1000\n1e1000,1\n", "m.csv", limits),
                       Catch::Contains("line 2: the numbers so far need more than 8000 bits"));
   }
+}
+
+TEST_CASE("attnrank::parse_matrix formats") {
+  InputNotes notes;
+  const auto parse = [&](const std::string& text) {
+    notes.clear();
+    return parse_matrix(text, "m.txt", {}, &notes);
+  };
+  const auto noted = [&](const std::string& part) {
+    for (const std::string& n : notes)
+      if (n.find(part) != std::string::npos) return true;
+    return false;
+  };
+  SECTION("NumPy's savetxt default: white space, %.18e") {
+    const auto m = parse("# a header comment\n3.860000000000000098e-01 5.330000000000000293e-01\n"
+                         "1.000000000000000000e+00 -2.000000000000000000e+00\n");
+    REQUIRE(m.cols() == 2);
+    CHECK(m(0, 0) == parse_rational("0.3860000000000000098"));
+    CHECK(noted("white-space-separated"));
+  }
+  SECTION("tab, semicolon and comma files, each detected and noted") {
+    CHECK(parse("1\t2\n3\t4\n")(1, 0) == 3);
+    CHECK(noted("tab-separated"));
+    CHECK(parse("1;2.5\n3;4\n")(0, 1) == Rational(5, 2));
+    CHECK(noted("semicolon-separated"));
+    CHECK(parse("1,2\n3,4\n")(1, 1) == 4);
+    CHECK(notes.empty());  // commas are the default: nothing to say
+  }
+  SECTION("a header row is skipped with a note; pandas' index column is dropped") {
+    const auto m = parse("a,b,c\n1,2,3\n");
+    CHECK(m.rows() == 1);
+    CHECK(noted("line 1 is a header (a, b, c), skipped"));
+    const auto p = parse(",0,1\n0,0.25,0.75\n1,0.5,0.5\n");  // pd.DataFrame(A).to_csv()
+    REQUIRE(p.rows() == 2);
+    REQUIRE(p.cols() == 2);
+    CHECK(p(1, 0) == Rational(1, 2));
+    CHECK(noted("row labels"));
+    const auto q = parse(",x,y\nr0,1,2\nr1,3,4\n");  // named index and columns
+    CHECK(q(1, 1) == 4);
+    CHECK_THAT(error_of(",2,3\n1,2,3\n"), Catch::Contains("empty cell"));  // a missing value, not a header
+    CHECK_THAT(error_of("0.5,abc\n1,2\n"), Catch::Contains("'abc'"));     // a typo in the data, not a header
+  }
+  SECTION("one trailing separator per line is ignored, with a note") {
+    const auto m = parse("1,2,\n3,4,\n");
+    CHECK(m.cols() == 2);
+    CHECK(noted("trailing ','"));
+    CHECK(parse("1\t2\t\n").cols() == 2);
+  }
+  SECTION("decimal commas are refused, saying so") {
+    CHECK_THAT(error_of("0,5;0,25\n"), Catch::Contains("line 1, column 1") && Catch::Contains("decimal comma"));
+    CHECK_THAT(error_of("0,5\t0,25\n"), Catch::Contains("decimal comma"));
+  }
+  SECTION("binary data is named, not printed") {
+    const std::string e = error_of(std::string("\x93NUMPY\x01\x00", 8));
+    CHECK_THAT(e, Catch::Contains("an .npy file, not text"));
+    CHECK_THAT(error_of(std::string("1,2\x00\n", 5)), Catch::Contains("binary data, not text"));
+    CHECK_THAT(error_of("1,\x7f\x80\n"), Catch::Contains("\\x7f\\x80"));
+  }
+}
+
+TEST_CASE("attnrank::parse_matrix format properties") {
+  rc::prop("a matrix written with any separator, header, trailing separator and line end reads back", [] {
+    const int rows = *rc::gen::inRange(1, 5), cols = *rc::gen::inRange(1, 5);
+    const char sep = *rc::gen::element(',', ';', '\t', ' ');
+    const bool header = *rc::gen::arbitrary<bool>(), trailing = *rc::gen::arbitrary<bool>() && sep != ' ';
+    const std::string eol = *rc::gen::element(std::string("\n"), std::string("\r\n"));
+    Matrix<Rational> m(rows, cols);
+    std::string text;
+    if (header) {
+      for (int j = 0; j < cols; ++j) text += (j ? std::string(1, sep) : "") + "col" + std::to_string(j);
+      text += eol;
+    }
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < cols; ++j) {
+        m(i, j) = *gen_rational();
+        text += (j ? std::string(1, sep) : "") + m(i, j).str();
+      }
+      text += (trailing ? std::string(1, sep) : "") + eol;
+    }
+    RC_ASSERT(parse_matrix(text, "p.txt") == m);
+  });
 }
 
 TEST_CASE("attnrank::read_matrix") {

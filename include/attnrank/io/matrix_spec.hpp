@@ -1,5 +1,5 @@
 #pragma once
-// Built-in matrices named on the command line instead of a CSV file:
+// Built-in matrices named on the command line instead of a matrix file:
 //   diag:N:P     the tutorial's diagonal target: P on the diagonal and
 //                (1 - P) / (N - 1) elsewhere (N >= 2, 0 <= P <= 1, P exact)
 //   hilbert:N    the Hilbert matrix 1 / (i + j - 1), the classic ill-conditioned
@@ -25,8 +25,9 @@ inline constexpr long max_spec_size = static_cast<long>(default_max_dimension);
 /// one larger than limits.max_rows.
 std::optional<Matrix<Rational>> builtin_matrix(std::string_view text, const ParseLimits& limits = {});
 
-/// A spec or a CSV path, whichever `argument` is.
-Matrix<Rational> read_matrix_argument(const std::string& argument, const ParseLimits& limits = {});
+/// A spec or a matrix file in any format read_matrix reads, whichever `argument` is.
+Matrix<Rational> read_matrix_argument(const std::string& argument, const ParseLimits& limits = {},
+                                      InputNotes* notes = nullptr);
 
 namespace detail {
 inline long spec_size(std::string_view spec, std::string_view field, long min, const ParseLimits& limits) {
@@ -76,9 +77,10 @@ inline std::optional<Matrix<Rational>> builtin_matrix(std::string_view text, con
   return std::nullopt;
 }
 
-inline Matrix<Rational> read_matrix_argument(const std::string& argument, const ParseLimits& limits) {
+inline Matrix<Rational> read_matrix_argument(const std::string& argument, const ParseLimits& limits,
+                                             InputNotes* notes) {
   if (auto m = builtin_matrix(argument, limits)) return std::move(*m);
-  return read_matrix(argument, limits);
+  return read_matrix(argument, limits, notes);
 }
 
 }  // namespace attnrank

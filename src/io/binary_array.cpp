@@ -1,0 +1,219 @@
+// Binary arrays read exactly (attnrank/io/binary_array.hpp).
+#include <attnrank/io/binary_array.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace attnrank {
+namespace {
+
+std::uint64_t load_unsigned(const unsigned char* p, std::size_t bytes, bool big_endian) {
+  std::uint64_t v = 0;
+  for (std::size_t k = 0; k < bytes; ++k) {
+    const std::size_t at = big_endian ? k : bytes - 1 - k;  // most significant byte first
+    v = (v << 8) | p[at];
+  }
+  return v;
+}
+
+/// IEEE half precision, exactly: every half is a double.
+double half_to_double(std::uint16_t h) {
+  const int exponent = (h >> 10) & 0x1f;
+  const int mantissa = h & 0x3ff;
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (exponent == 0x1f) return mantissa ? std::numeric_limits<double>::quiet_NaN() : sign * HUGE_VAL;
+  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
+  return sign * std::ldexp(1024 + mantissa, exponent - 25);
+}
+
+std::string index_text(const std::string& source, long i, long j) {
+  return source + "[" + std::to_string(i) + ", " + std::to_string(j) + "]";
+}
+
+}  // namespace
+
+Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::string& source,
+                                      const ParseLimits& limits) {
+  if (view.rows < 1 || view.columns < 1)
+    throw input_error(source + ": the matrix is empty (" + std::to_string(view.rows) + " x " +
+                      std::to_string(view.columns) + ")");
+  if (static_cast<std::size_t>(view.rows) > limits.max_rows)
+    throw input_error(source + ": " + std::to_string(view.rows) + " rows, over the limit of " +
+                      std::to_string(limits.max_rows) + " (attnrank --max-size raises it)");
+  if (static_cast<std::size_t>(view.columns) > limits.max_columns)
+    throw input_error(source + ": " + std::to_string(view.columns) + " columns, over the limit of " +
+                      std::to_string(limits.max_columns) + " (attnrank --max-size raises it)");
+  if (static_cast<std::size_t>(view.rows) * static_cast<std::size_t>(view.columns) > limits.max_cells)
+    throw input_error(source + ": more than " + std::to_string(limits.max_cells) + " entries");
+  const ElementType& t = view.type;
+  Matrix<Rational> m(view.rows, view.columns);
+  std::size_t total_bits = 0;
+  for (long i = 0; i < view.rows; ++i)
+    for (long j = 0; j < view.columns; ++j) {
+      const unsigned char* p = view.data + i * view.row_stride + j * view.column_stride;
+      const std::uint64_t bits = load_unsigned(p, t.bytes, t.big_endian);
+      mpq_ptr q = m(i, j).backend().data();
+      if (t.kind == ElementType::Kind::floating || t.kind == ElementType::Kind::bfloat) {
+        double d = 0;
+        if (t.kind == ElementType::Kind::bfloat) d = std::bit_cast<float>(static_cast<std::uint32_t>(bits << 16));
+        else if (t.bytes == 2) d = half_to_double(static_cast<std::uint16_t>(bits));
+        else if (t.bytes == 4) d = std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+        else d = std::bit_cast<double>(bits);
+        if (!std::isfinite(d))
+          throw input_error(index_text(source, i, j) + " is " + (std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf") +
+                                " (0-based index): not a finite number",
+                            source, i + 1, j + 1);
+        mpq_set_d(q, d);  // exact: a double is a dyadic rational
+      } else if (t.kind == ElementType::Kind::signed_integer) {
+        const unsigned shift = static_cast<unsigned>(64 - 8 * t.bytes);
+        const auto v = static_cast<std::int64_t>(bits << shift) >> shift;  // sign-extend
+        mpz_set_si(mpq_numref(q), static_cast<long>(v));
+      } else if (t.kind == ElementType::Kind::unsigned_integer) {
+        mpz_set_ui(mpq_numref(q), static_cast<unsigned long>(bits));
+      } else {
+        mpz_set_ui(mpq_numref(q), bits != 0 ? 1u : 0u);
+      }
+      total_bits += mpz_sizeinbase(mpq_numref(q), 2) + mpz_sizeinbase(mpq_denref(q), 2);
+      if (total_bits > limits.max_total_bits)
+        throw input_error(source + ": the numbers need more than " + std::to_string(limits.max_total_bits) +
+                          " bits in all (ParseLimits::max_total_bits)");
+    }
+  return m;
+}
+
+ElementType numpy_element_type(const std::string& descr, const std::string& source) {
+  const auto refuse = [&](const std::string& why) -> ElementType {
+    throw input_error(source + ": dtype '" + descr + "' " + why +
+                      " (attnrank reads float16/32/64, int8..int64, uint8..uint64 and bool)");
+  };
+  if (descr.size() < 3) return refuse("is not one attnrank reads");
+  ElementType t;
+  t.name = descr;
+  const char order = descr[0];
+  if (order != '<' && order != '>' && order != '|' && order != '=') return refuse("has no byte order");
+  t.big_endian = order == '>';
+  const char kind = descr[1];
+  std::size_t bytes = 0;
+  for (std::size_t k = 2; k < descr.size(); ++k) {
+    if (descr[k] < '0' || descr[k] > '9' || bytes > 64) return refuse("is not one attnrank reads");
+    bytes = bytes * 10 + static_cast<std::size_t>(descr[k] - '0');
+  }
+  t.bytes = bytes;
+  switch (kind) {
+    case 'f':
+      if (bytes != 2 && bytes != 4 && bytes != 8) return refuse("is a float attnrank cannot read exactly (long double?)");
+      t.kind = ElementType::Kind::floating;
+      return t;
+    case 'i':
+    case 'u':
+      if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) return refuse("has an unusual integer size");
+      t.kind = kind == 'i' ? ElementType::Kind::signed_integer : ElementType::Kind::unsigned_integer;
+      return t;
+    case 'b':
+      if (bytes != 1) return refuse("has an unusual bool size");
+      t.kind = ElementType::Kind::boolean;
+      return t;
+    case 'c': return refuse("is complex");
+    case 'O': return refuse("holds Python objects (save a float or integer array)");
+    default: return refuse("is not a numeric type attnrank reads");
+  }
+}
+
+ElementType safetensors_element_type(const std::string& dtype, const std::string& source) {
+  struct Known { const char* name; ElementType::Kind kind; std::size_t bytes; };
+  static const Known known[] = {
+      {"F64", ElementType::Kind::floating, 8},          {"F32", ElementType::Kind::floating, 4},
+      {"F16", ElementType::Kind::floating, 2},          {"BF16", ElementType::Kind::bfloat, 2},
+      {"I64", ElementType::Kind::signed_integer, 8},    {"I32", ElementType::Kind::signed_integer, 4},
+      {"I16", ElementType::Kind::signed_integer, 2},    {"I8", ElementType::Kind::signed_integer, 1},
+      {"U64", ElementType::Kind::unsigned_integer, 8},  {"U32", ElementType::Kind::unsigned_integer, 4},
+      {"U16", ElementType::Kind::unsigned_integer, 2},  {"U8", ElementType::Kind::unsigned_integer, 1},
+      {"BOOL", ElementType::Kind::boolean, 1}};
+  for (const Known& k : known)
+    if (dtype == k.name) return ElementType{k.kind, k.bytes, false, dtype};
+  throw input_error(source + ": dtype '" + dtype +
+                    "' is not one attnrank reads (F64, F32, F16, BF16, I8..I64, U8..U64, BOOL)");
+}
+
+std::pair<std::string, ArraySelection> split_selection(const std::string& argument) {
+  ArraySelection sel;
+  if (argument.empty() || argument.back() != ']') return {argument, sel};
+  const std::size_t open = argument.rfind('[');
+  if (open == std::string::npos) return {argument, sel};
+  sel.given = true;
+  const std::string inside = argument.substr(open + 1, argument.size() - open - 2);
+  const auto bad = [&](const std::string& why) {
+    throw input_error("'" + argument + "': " + why + " (a selection is [i] or [i,j]: integers, e.g. x.npy[0,3])");
+  };
+  std::size_t at = 0;
+  while (at < inside.size()) {
+    std::size_t end = inside.find(',', at);
+    if (end == std::string::npos) end = inside.size();
+    std::string field = inside.substr(at, end - at);
+    const auto first = field.find_first_not_of(' '), last = field.find_last_not_of(' ');
+    if (first == std::string::npos) bad("an empty index");
+    field = field.substr(first, last - first + 1);
+    std::size_t k = (field[0] == '-' || field[0] == '+') ? 1 : 0;
+    if (k == field.size() || field.size() > 12) bad("'" + field + "' is not an index");
+    for (; k < field.size(); ++k)
+      if (field[k] < '0' || field[k] > '9') bad("'" + field + "' is not an index");
+    sel.indices.push_back(std::stol(field));
+    at = end + 1;
+    if (end < inside.size() && at == inside.size()) bad("an empty index");
+  }
+  return {argument.substr(0, open), sel};
+}
+
+std::string shape_text(const std::vector<std::size_t>& shape) {
+  std::string s = "(";
+  for (std::size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::ptrdiff_t select_matrix(const std::vector<std::size_t>& shape, const std::vector<std::ptrdiff_t>& strides,
+                             const ArraySelection& selection, const std::string& source, BinaryMatrixView& view) {
+  const std::size_t dims = shape.size();
+  if (dims == 0) throw input_error(source + ": a scalar (shape ()), not a matrix");
+  const std::size_t wanted = dims > 2 ? dims - 2 : 0;
+  if (selection.indices.size() != wanted || (selection.given && wanted == 0)) {
+    std::string syntax = "";
+    for (std::size_t k = 0; k < wanted; ++k) {
+      if (k > 0) syntax += ',';
+      syntax += static_cast<char>('i' + k);
+    }
+    if (wanted == 0)
+      throw input_error(source + ": shape " + shape_text(shape) +
+                        " is already a matrix; drop the selection [...]");
+    throw input_error(source + ": shape " + shape_text(shape) + " has " + std::to_string(dims) +
+                      " dimensions; pick one matrix with " + std::to_string(wanted) + (wanted > 1 ? " indices" : " index") + ", e.g. '" + source + "[" + syntax + "]' (0-based" +
+                      (dims == 4 ? "; for (batch, heads, n, n) attention, [b,h]" : "") + ")");
+  }
+  std::ptrdiff_t offset = 0;
+  for (std::size_t k = 0; k < wanted; ++k) {
+    const long extent = static_cast<long>(shape[k]);
+    long i = selection.indices[k];
+    if (i < -extent || i >= extent)
+      throw input_error(source + ": index " + std::to_string(i) + " is out of range for dimension " +
+                        std::to_string(k) + " of shape " + shape_text(shape) + " (0-based, from 0 to " +
+                        std::to_string(extent - 1) + ")");
+    if (i < 0) i += extent;
+    offset += static_cast<std::ptrdiff_t>(i) * strides[k];
+  }
+  if (dims == 1) {
+    view.rows = 1;
+    view.columns = static_cast<long>(shape[0]);
+    view.row_stride = 0;
+    view.column_stride = strides[0];
+  } else {
+    view.rows = static_cast<long>(shape[dims - 2]);
+    view.columns = static_cast<long>(shape[dims - 1]);
+    view.row_stride = strides[dims - 2];
+    view.column_stride = strides[dims - 1];
+  }
+  return offset;
+}
+
+}  // namespace attnrank

@@ -1,0 +1,411 @@
+// Exact input (attnrank/io/parse.hpp): numbers, matrix text, and the dispatch
+// to the binary readers.
+#include <attnrank/io/parse.hpp>
+
+#include <attnrank/io/npy.hpp>
+#include <attnrank/io/safetensors.hpp>
+#include <attnrank/numbers/detail/power_of_ten.hpp>
+
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace attnrank {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+bool all_digits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+/// A cell as it may be shown: control and non-ASCII bytes escaped, long cells cut.
+std::string shown(std::string_view text) {
+  std::string out;
+  for (std::size_t k = 0; k < text.size(); ++k) {
+    if (out.size() > 60) return out + "...";
+    const auto c = static_cast<unsigned char>(text[k]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+[[noreturn]] void bad_number(std::string_view text, const std::string& why) {
+  throw input_error("'" + shown(text) + "' is not a number: " + why);
+}
+
+/// A string of decimal digits as an integer (base 10 always: Boost's string
+/// constructor would read a leading 0 as octal).
+Integer decimal_integer(const std::string& digits) {
+  Integer r;
+  if (mpz_set_str(r.backend().data(), digits.c_str(), 10) != 0) throw input_error("'" + digits + "' is not an integer");
+  return r;
+}
+
+/// [+-]digits, returned as an integer.
+Integer parse_integer(std::string_view text, std::string_view whole, const ParseLimits& limits) {
+  std::string_view digits = text;
+  bool negative = false;
+  if (!digits.empty() && (digits.front() == '+' || digits.front() == '-')) {
+    negative = digits.front() == '-';
+    digits.remove_prefix(1);
+  }
+  if (!all_digits(digits)) bad_number(whole, "expected an integer, a decimal or p/q");
+  if (digits.size() > limits.max_digits) bad_number(whole, "more than " + std::to_string(limits.max_digits) + " digits");
+  const Integer r = decimal_integer(std::string(digits));
+  return negative ? Integer(-r) : r;
+}
+
+/// [+-]digits[.digits][e[+-]digits] with at least one mantissa digit.
+Rational parse_decimal(std::string_view text, const ParseLimits& limits) {
+  std::string_view s = text;
+  bool negative = false;
+  if (!s.empty() && (s.front() == '+' || s.front() == '-')) {
+    negative = s.front() == '-';
+    s.remove_prefix(1);
+  }
+  long exponent = 0;
+  if (const auto e = s.find_first_of("eE"); e != std::string_view::npos) {
+    std::string_view exp_text = s.substr(e + 1);
+    s = s.substr(0, e);
+    bool exp_negative = false;
+    if (!exp_text.empty() && (exp_text.front() == '+' || exp_text.front() == '-')) {
+      exp_negative = exp_text.front() == '-';
+      exp_text.remove_prefix(1);
+    }
+    if (!all_digits(exp_text)) bad_number(text, "malformed exponent");
+    if (exp_text.size() > 9) bad_number(text, "exponent out of range");
+    exponent = std::stol(std::string(exp_text));
+    if (exponent > limits.max_exponent)
+      bad_number(text, "exponent out of range (|e| <= " + std::to_string(limits.max_exponent) + ")");
+    if (exp_negative) exponent = -exponent;
+  }
+  std::string_view int_part = s, frac_part;
+  if (const auto dot = s.find('.'); dot != std::string_view::npos) {
+    int_part = s.substr(0, dot);
+    frac_part = s.substr(dot + 1);
+  }
+  if (int_part.empty() && frac_part.empty()) bad_number(text, "no digits");
+  if ((!int_part.empty() && !all_digits(int_part)) || (!frac_part.empty() && !all_digits(frac_part)))
+    bad_number(text, "expected an integer, a decimal or p/q");
+  if (int_part.size() + frac_part.size() > limits.max_digits)
+    bad_number(text, "more than " + std::to_string(limits.max_digits) + " digits");
+  const Integer mantissa = decimal_integer(std::string(int_part) + std::string(frac_part));
+  exponent -= static_cast<long>(frac_part.size());
+  Rational r = exponent >= 0 ? Rational(mantissa * detail::pow10(exponent)) : Rational(mantissa, detail::pow10(-exponent));
+  return negative ? Rational(-r) : r;
+}
+
+bool is_number(std::string_view cell) {
+  try {
+    parse_rational(cell, ParseLimits{});
+    return true;
+  } catch (const input_error&) {
+    return false;
+  }
+}
+
+/// A cell meant as a number, right or wrong ("0.5", "1e999999", "0,5", "nan"):
+/// such a cell makes a row data, never a header.
+bool looks_numeric(std::string_view cell) {
+  cell = trim(cell);
+  std::string lower(cell);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!lower.empty() && (lower[0] == '+' || lower[0] == '-')) lower.erase(0, 1);
+  if (lower == "nan" || lower == "inf" || lower == "infinity") return true;
+  bool digit = false;
+  for (char c : lower) {
+    if (std::isdigit(static_cast<unsigned char>(c))) digit = true;
+    else if (std::string_view("+-./e,").find(c) == std::string_view::npos) return false;
+  }
+  return digit;
+}
+
+/// pandas' header line ",0,1,2" or ",a,b": an empty first cell (the index's
+/// name), then column names that are not data: labels, or the default 0, 1, 2, ...
+bool pandas_header(const std::vector<std::string_view>& cells) {
+  if (cells.size() < 2 || !cells.front().empty()) return false;
+  bool labels = true, default_names = true;
+  for (std::size_t k = 1; k < cells.size(); ++k) {
+    labels = labels && !cells[k].empty() && !looks_numeric(cells[k]);
+    default_names = default_names && cells[k] == std::to_string(k - 1);
+  }
+  return labels || default_names;
+}
+
+/// "0,5" or "-1,25e-3": a number written with a decimal comma.
+bool decimal_comma(std::string_view cell) {
+  cell = trim(cell);
+  const auto comma = cell.find(',');
+  if (comma == std::string_view::npos || cell.find(',', comma + 1) != std::string_view::npos) return false;
+  std::string dotted(cell);
+  dotted[comma] = '.';
+  return comma > 0 && comma + 1 < cell.size() && std::isdigit(static_cast<unsigned char>(cell[comma + 1])) &&
+         is_number(dotted);
+}
+
+const char* separator_name(char sep) {
+  switch (sep) {
+    case ',': return "comma";
+    case ';': return "semicolon";
+    case '\t': return "tab";
+    default: return "white-space";
+  }
+}
+
+/// The separator of a file, from its first data line and the one after it (a
+/// one-column header says nothing): ';' if either has one; a tab if cells split
+/// at tabs are all decimal-comma numbers (a spreadsheet's "0,5<TAB>0,25", which
+/// is then refused as such) or there is no comma; else ','; else white space.
+char detect_separator(std::string_view first, std::string_view rest) {
+  std::string_view second;
+  while (!rest.empty() && second.empty()) {
+    const auto nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    if (!trim(line).empty()) second = line;
+  }
+  const auto has = [&](char c) {
+    return first.find(c) != std::string_view::npos || second.find(c) != std::string_view::npos;
+  };
+  if (has(';')) return ';';
+  if (has('\t')) {
+    if (!has(',')) return '\t';
+    bool all_decimal_commas = true;
+    for (std::string_view line : {first, second}) {
+      while (!line.empty()) {
+        const auto tab = line.find('\t');
+        const std::string_view cell = trim(line.substr(0, tab));
+        all_decimal_commas = all_decimal_commas && (cell.empty() || decimal_comma(cell));
+        line = tab == std::string_view::npos ? std::string_view() : line.substr(tab + 1);
+      }
+    }
+    if (all_decimal_commas) return '\t';
+  }
+  if (has(',')) return ',';
+  return ' ';
+}
+
+/// The cells of one line, split at `sep` (' ': runs of spaces and tabs).
+void split_cells(std::string_view line, char sep, std::vector<std::string_view>& cells) {
+  cells.clear();
+  if (sep == ' ') {
+    std::size_t at = 0;
+    while (true) {
+      while (at < line.size() && (line[at] == ' ' || line[at] == '\t' || line[at] == '\r')) ++at;
+      if (at >= line.size()) break;
+      std::size_t end = at;
+      while (end < line.size() && line[end] != ' ' && line[end] != '\t' && line[end] != '\r') ++end;
+      cells.push_back(line.substr(at, end - at));
+      at = end;
+    }
+    return;
+  }
+  while (true) {
+    const auto at = line.find(sep);
+    cells.push_back(trim(line.substr(0, at)));
+    if (at == std::string_view::npos) break;
+    line = line.substr(at + 1);
+  }
+}
+
+std::string place(const std::string& source, std::size_t line, std::size_t column) {
+  return source + ": line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
+}  // namespace
+
+Rational parse_rational(std::string_view raw, const ParseLimits& limits) {
+  const std::string_view text = trim(raw);
+  if (text.empty()) throw input_error("empty cell (expected a number)");
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string_view bare =
+      (lower[0] == '+' || lower[0] == '-') ? std::string_view(lower).substr(1) : std::string_view(lower);
+  if (bare == "nan" || bare == "inf" || bare == "infinity") bad_number(text, "not a finite number");
+  if (const auto slash = text.find('/'); slash != std::string_view::npos) {
+    // No white space inside a fraction: "1 / 2" is refused rather than guessed
+    // at, since in white-space separated text it would be three cells.
+    if (text.find_first_of(" \t") != std::string_view::npos)
+      bad_number(text, "no spaces inside a fraction (write p/q, e.g. 1/2)");
+    const Integer num = parse_integer(text.substr(0, slash), text, limits);
+    const Integer den = parse_integer(text.substr(slash + 1), text, limits);
+    if (den == 0) bad_number(text, "division by zero");
+    return Rational(num, den);
+  }
+  return parse_decimal(text, limits);
+}
+
+Matrix<Rational> parse_matrix(std::string_view text, const std::string& source, const ParseLimits& limits,
+                              InputNotes* notes) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  if (is_npy(text))
+    throw input_error(source + ": an .npy file, not text (read it with read_matrix, which recognises it)");
+  if (text.substr(0, 4096).find('\0') != std::string_view::npos)
+    throw input_error(source + ": binary data, not text (attnrank reads text, .npy files, and tensors of a "
+                      ".safetensors file named as FILE.safetensors:TENSOR)");
+  const auto note = [&](const std::string& what) {
+    if (notes) notes->push_back(source + ": " + what);
+  };
+  std::vector<std::vector<Rational>> rows;
+  std::vector<std::string_view> cells;
+  std::size_t first_width_line = 0, line_no = 0, cell_count = 0, total_bits = 0;
+  char sep = 0;               // detected from the first data line
+  bool index_column = false;  // the first column holds row labels (pandas' index)
+  bool trailing_noted = false;
+  while (!text.empty()) {
+    ++line_no;
+    const auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    if (trim(line).empty()) continue;
+    bool first_line = false;
+    if (sep == 0) {
+      first_line = true;
+      sep = detect_separator(line, text);
+      if (sep != ',') note(std::string(separator_name(sep)) + "-separated");
+    }
+    split_cells(line, sep, cells);
+    // One trailing separator ("1,2,3,") is an artefact of some writers, not an empty column.
+    if (sep != ' ' && cells.size() > 1 && cells.back().empty()) {
+      cells.pop_back();
+      if (!trailing_noted) note("a trailing '" + std::string(sep == '\t' ? "\\t" : std::string(1, sep)) +
+                                "' at the end of line " + std::to_string(line_no) + " (and any later) is ignored");
+      trailing_noted = true;
+    }
+    if (first_line) {
+      bool names_only = false;
+      for (std::string_view c : cells) names_only = names_only || !c.empty();
+      for (std::string_view c : cells) names_only = names_only && !looks_numeric(c);
+      const bool with_index = pandas_header(cells);
+      if (names_only || with_index) {
+        index_column = with_index;
+        std::string names;
+        for (std::size_t k = 0; k < cells.size() && k < 4; ++k) names += (k ? ", " : "") + shown(cells[k]);
+        note("line " + std::to_string(line_no) + " is a header (" + names + (cells.size() > 4 ? ", ..." : "") +
+             "), skipped" + (index_column ? "; its empty first cell marks the first column as row labels, dropped" : ""));
+        continue;
+      }
+    }
+    std::vector<Rational> row;
+    for (std::size_t k = index_column ? 1 : 0; k < cells.size(); ++k) {
+      const std::size_t column = k + 1;
+      try {
+        if ((sep == ';' || sep == '\t') && decimal_comma(cells[k]))
+          throw input_error("'" + shown(cells[k]) +
+                            "' has a decimal comma; attnrank reads decimal points only (0.5, not 0,5): "
+                            "export with '.' as the decimal separator");
+        row.push_back(parse_rational(cells[k], limits));
+      } catch (const input_error& e) {
+        std::string hint;
+        if (sep != ';' && decimal_comma(cells[k])) hint = " (a decimal comma? attnrank reads 0.5, not 0,5)";
+        throw input_error(place(source, line_no, column) + ": " + e.what() + hint, source,
+                          static_cast<long>(line_no), static_cast<long>(column));
+      }
+      if (++cell_count > limits.max_cells)
+        throw input_error(source + ": more than " + std::to_string(limits.max_cells) + " cells");
+      total_bits += mpz_sizeinbase(mpq_numref(row.back().backend().data()), 2) +
+                    mpz_sizeinbase(mpq_denref(row.back().backend().data()), 2);
+      if (total_bits > limits.max_total_bits)
+        throw input_error(source + ": line " + std::to_string(line_no) + ": the numbers so far need more than " +
+                          std::to_string(limits.max_total_bits) + " bits in all (ParseLimits::max_total_bits)");
+      if (row.size() > limits.max_columns)
+        throw input_error(source + ": line " + std::to_string(line_no) + " has more than " +
+                          std::to_string(limits.max_columns) + " columns (the limit; attnrank --max-size raises it)");
+    }
+    if (row.empty()) throw input_error(source + ": line " + std::to_string(line_no) + " has only a row label");
+    if (!rows.empty() && row.size() != rows.front().size())
+      throw input_error(source + ": line " + std::to_string(line_no) + " has " + std::to_string(row.size()) +
+                        " columns, but line " + std::to_string(first_width_line) + " has " +
+                        std::to_string(rows.front().size()) + " (rows must have equal length)");
+    if (rows.empty()) first_width_line = line_no;
+    if (rows.size() == limits.max_rows)
+      throw input_error(source + ": line " + std::to_string(line_no) + ": more than " +
+                        std::to_string(limits.max_rows) + " rows (the limit; attnrank --max-size raises it)");
+    rows.push_back(std::move(row));
+  }
+  if (rows.empty()) throw input_error(source + ": no matrix rows (the input is empty or only comments)");
+  Matrix<Rational> m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows.front().size()));
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::size_t j = 0; j < rows[i].size(); ++j)
+      m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = std::move(rows[i][j]);
+  return m;
+}
+
+std::string read_text_file(const std::string& path, const ParseLimits& limits) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  const bool standard_input = path == "-";
+  if (!standard_input) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (ec || !std::filesystem::exists(status)) throw input_error(path + ": no such file");
+    if (std::filesystem::is_directory(status)) throw input_error(path + ": is a directory, not a file");
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec && size > limits.max_file_bytes)
+      throw input_error(path + ": file is " + std::to_string(size) + " bytes, over the limit of " +
+                        std::to_string(limits.max_file_bytes));
+    file.open(path, std::ios::binary);
+    if (!file) throw input_error(path + ": cannot be opened for reading");
+    in = &file;
+  }
+  const std::string name = standard_input ? "<stdin>" : path;
+  // Read in chunks and stop one byte past the cap: a pipe or /dev/zero has no
+  // size to check up front, and must not be read to exhaustion.
+  std::string text;
+  std::vector<char> chunk(std::size_t{1} << 16);
+  while (*in) {
+    in->read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<std::size_t>(in->gcount()));
+    if (text.size() > limits.max_file_bytes)
+      throw input_error(name + ": more than " + std::to_string(limits.max_file_bytes) +
+                        " bytes (the file size limit); stopped reading there");
+  }
+  if (in->bad()) throw input_error(name + ": read error");
+  return text;
+}
+
+Matrix<Rational> read_matrix(const std::string& argument, const ParseLimits& limits, InputNotes* notes) {
+  // "m.safetensors:NAME[...]": the file name ends at the first ':' after ".safetensors".
+  const std::string marker = ".safetensors";
+  if (const auto at = argument.find(marker + ":"); at != std::string::npos) {
+    const std::string path = argument.substr(0, at + marker.size());
+    const auto [name, selection] = split_selection(argument.substr(at + marker.size() + 1));
+    return parse_safetensors(read_text_file(path, limits), path, name, selection, limits);
+  }
+  if (argument.size() >= marker.size() && argument.compare(argument.size() - marker.size(), marker.size(), marker) == 0)
+    return parse_safetensors(read_text_file(argument, limits), argument, "", {}, limits);  // lists the tensors
+  // "x.npy[...]": a selection, unless a file of that very name exists.
+  auto [path, selection] = split_selection(argument);
+  std::error_code ec;
+  if (selection.given && std::filesystem::exists(argument, ec)) {
+    path = argument;
+    selection = {};
+  }
+  const std::string bytes = read_text_file(path, limits);
+  const std::string source = path == "-" ? "<stdin>" : path;
+  if (is_npy(bytes)) return parse_npy(bytes, source, selection, limits);
+  if (selection.given)
+    throw input_error(source + ": a selection [...] picks a matrix out of an .npy file or a safetensors tensor; "
+                      "this is text");
+  return parse_matrix(bytes, source, limits, notes);
+}
+
+}  // namespace attnrank

@@ -1,0 +1,112 @@
+"""Tests of the attnrank Python module (python/attnrank, docs/python.md), run by ctest
+(python_test) with PYTHONPATH=build/python under Debian's /usr/bin/python3.
+
+Every random input comes from SEED (ATTNRANK_PY_SEED, default 20261202), which pytest
+prints in its header (conftest.py)."""
+import os
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import attnrank
+
+SEED = int(os.environ.get("ATTNRANK_PY_SEED", "20261202"))
+
+
+def pattern(n, rng):
+    a = rng.random((n, n)) + 0.1
+    return a / a.sum(axis=1, keepdims=True)
+
+
+def test_rank_and_det_are_exact_for_every_input_kind():
+    m = [[Fraction(1, 3), Fraction(2, 3)], [Fraction(1, 2), Fraction(1, 2)]]
+    assert attnrank.det(m)["det"] == "-1/6"
+    assert attnrank.det(np.array(m, dtype=object))["det"] == "-1/6"
+    assert attnrank.det([["1/3", "2/3"], ["0.5", "0.5"]])["det"] == "-1/6"
+    r = attnrank.rank(np.eye(3, dtype=np.int64))
+    assert r["rank_lower"] == r["rank_upper"] == 3 and r["mode"] == "exact"
+    # float32 0.1 is the dyadic rational it stores: det of [[0.1, 0], [0, 1]] is exactly that.
+    d = attnrank.det(np.diag([np.float32(0.1), np.float32(1)]))["det"]
+    assert Fraction(d) == Fraction(float(np.float32(0.1)))
+    assert Fraction(d) != Fraction(1, 10)
+
+
+def test_strided_and_fortran_arrays_read_as_numpy_sees_them():
+    rng = np.random.default_rng(SEED)
+    a = rng.standard_normal((6, 6))
+    for view in (a[::2, ::3], np.asfortranarray(a), a.T, a[::-1]):
+        if view.shape[0] != view.shape[1]:
+            continue
+        exact = Fraction(attnrank.det(view)["det"])
+        # the same matrix through exact Fractions
+        assert exact == Fraction(attnrank.det([[Fraction(float(v)) for v in row] for row in view])["det"])
+
+
+def test_bad_input_raises_value_error_with_the_message():
+    with pytest.raises(ValueError, match="not a finite number"):
+        attnrank.rank(np.array([[1.0, np.nan], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="2-D"):
+        attnrank.rank(np.zeros(3))
+    with pytest.raises(ValueError, match="is not a number"):
+        attnrank.det([["1", "x"], ["0", "1"]])
+    with pytest.raises(ValueError, match="not 'causal' or 'none'"):
+        attnrank.reach(np.full((2, 2), 0.5), 1, mask="upper")
+    with pytest.raises(ValueError, match="complex"):
+        attnrank.rank(np.eye(2, dtype=complex))
+
+
+def test_reach_gives_the_cli_answer():
+    a = [[Fraction(4, 5), Fraction(1, 10), Fraction(1, 10)],
+         [Fraction(1, 10), Fraction(4, 5), Fraction(1, 10)],
+         [Fraction(1, 10), Fraction(1, 10), Fraction(4, 5)]]
+    assert attnrank.reach(a, 1)["verdict"] == "unreachable"
+    assert attnrank.reach(a, 2)["verdict"] == "reachable"
+    causal = np.tril(np.ones((4, 4)))
+    causal /= causal.sum(axis=1, keepdims=True)
+    r = attnrank.reach(causal, 2, mask="causal")
+    assert r["verdict"] in ("reachable", "unreachable", "undecided")
+    assert attnrank.reach(causal, 2, mask=np.tril(np.ones((4, 4))))["verdict"] == r["verdict"]
+
+
+def test_layer_tiers_agree_and_double_gives_arrays():
+    rng = np.random.default_rng(SEED)
+    x, wq, wk, wv, wo = (rng.standard_normal(s) for s in [(5, 4), (4, 4), (4, 4), (4, 4), (4, 4)])
+    d = attnrank.layer(x, wq, wk, wv, wo, 2)
+    assert isinstance(d["output"], np.ndarray) and d["output"].shape == (5, 4)
+    c = attnrank.layer(x, wq, wk, wv, wo, 2, tier="interval", digits=20)
+    certified = np.array([[float(v) for v in row] for row in c["output"]])
+    assert np.max(np.abs(certified - d["output"])) < 1e-12
+
+
+@pytest.fixture(scope="module")
+def torch():
+    return pytest.importorskip("torch")
+
+
+def test_certified_layer_contains_torch_multihead_attention(torch):
+    """A real nn.MultiheadAttention: attnrank's certified output of the same exact inputs is
+    within torch's own float64 rounding of torch's output, and one head's pattern is a pattern
+    a head of width d_k produces (within 1e-9, certified)."""
+    torch.manual_seed(SEED)
+    embed, heads, n = 8, 2, 6
+    mha = torch.nn.MultiheadAttention(embed, heads, bias=False, batch_first=True).double()
+    x = torch.randn(1, n, embed, dtype=torch.float64)
+    with torch.no_grad():
+        out, weights = mha(x, x, x, need_weights=True, average_attn_weights=False)
+    w = attnrank.from_torch(mha)
+    assert w["heads"] == heads and w["wq"].shape == (embed, embed)
+    c = attnrank.layer(x[0], w["wq"], w["wk"], w["wv"], w["wo"], w["heads"], tier="interval", digits=25)
+    certified = np.array([[float(v) for v in row] for row in c["output"]])
+    assert np.max(np.abs(certified - out[0].numpy())) < 1e-12
+    head0 = weights[0, 0].numpy()
+    r = attnrank.reach(head0, embed // heads, epsilon=1e-9)
+    assert r["epsilon_verdict"] == "within"
+
+
+def test_from_torch_refuses_biases(torch):
+    mha = torch.nn.MultiheadAttention(4, 2, bias=True)
+    with torch.no_grad():
+        mha.in_proj_bias.fill_(0.5)
+    with pytest.raises(ValueError, match="bias"):
+        attnrank.from_torch(mha)
