@@ -45,7 +45,7 @@ std::string run_certified(const Matrix<Rational>& A, unsigned bits, int digits, 
   if (as_json)
     return json_document({{"mode", "certified"}, {"n", A.rows()}, {"det_lower", lo}, {"det_upper", hi},
                           {"width", width_text}, {"relative_width", rel_text}, {"preconditioned", e.preconditioned},
-                          {"method", e.method}, {"bits", e.bits}, {"eps", e.eps}},
+                          {"method", e.method}, {"bits", e.bits}, {"eps", upper_bound_json(e.eps)}},
                          "det");
   std::ostringstream s;
   s << "det in [" << lo << ", " << hi << "] (certified, " << A.rows() << " x " << A.cols() << ")\n";

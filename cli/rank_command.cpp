@@ -64,7 +64,7 @@ std::string run_certified(const Matrix<Rational>& A, unsigned bits, bool as_json
            {"certificate",
             {{"pivot_rows", one_based(r.pivot_rows)},
              {"pivot_cols", one_based(r.pivot_cols)},
-             {"residual_bound", r.residual_bound}}}};
+             {"residual_bound", upper_bound_json(r.residual_bound)}}}};
     return json_document(j, "rank");
   }
   std::ostringstream s;

@@ -130,8 +130,8 @@ bool rows_sum_to_one(const Matrix<Rational>& A) {
 
 void add_approximate_json(json& j, const ApproxBounds& b, std::uint64_t seed, bool embeddings,
                           std::optional<double> epsilon) {
-  j["error_lower"] = b.error_lower;
-  j["error_upper"] = std::isfinite(b.error_upper) ? json(b.error_upper) : json(nullptr);
+  j["error_lower"] = lower_bound_json(b.error_lower);
+  j["error_upper"] = upper_bound_json(b.error_upper);
   j["error_lower_reason"] = b.lower_reason;
   j["seed"] = seed;
   if (embeddings) {
@@ -274,7 +274,7 @@ void add_reach_command(CLI::App& app, std::string& out) {
            {"verdict", to_string(r.verdict)},
            {"reason", r.reason},
            {"rows_sum_to_one", rows_sum_to_one(A)},
-           {"max_abs_error", witness_error && std::isfinite(*witness_error) ? json(*witness_error) : json(nullptr)},
+           {"max_abs_error", witness_error ? upper_bound_json(*witness_error) : json(nullptr)},
            {"certificate", cert}};
     if (r.has_zero_entry) {
       j["floor_lower"] = nullptr;

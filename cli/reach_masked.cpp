@@ -99,7 +99,7 @@ json masked_json(const MaskedReachResult& r, bool normalised, const char* questi
          {"verdict", to_string(r.verdict)},
          {"reason", r.reason},
          {"rows_sum_to_one", normalised},
-         {"max_abs_error", r.witness && std::isfinite(r.witness->max_abs_error) ? json(r.witness->max_abs_error) : json(nullptr)}};
+         {"max_abs_error", r.witness ? upper_bound_json(r.witness->max_abs_error) : json(nullptr)}};
   if (r.has_zero_entry) {
     j["floor_lower"] = nullptr;
     j["floor_upper"] = nullptr;
@@ -222,7 +222,7 @@ std::string run_masked_reach(const MaskedReachArguments& m) {
   }
   if (m.json) {
     json j = masked_json(r, rows_sum_to_one(A), emb ? "embeddings" : "free");
-    j["max_abs_error"] = witness_error && std::isfinite(*witness_error) ? json(*witness_error) : json(nullptr);
+    j["max_abs_error"] = witness_error ? upper_bound_json(*witness_error) : json(nullptr);
     j["certificate"] = cert;
     if (emb) {
       j["x_full_row_rank"] = emb->x_full_row_rank;

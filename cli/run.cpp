@@ -5,9 +5,11 @@
 
 #include <attnrank/error.hpp>
 #include <attnrank/io/matrix_spec.hpp>
+#include <attnrank/numbers/decimal.hpp>
 #include <attnrank/out_of_memory.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <new>
 #include <vector>
@@ -153,6 +155,14 @@ Matrix<Rational> read_input(const std::string& argument) {
 std::string json_document(nlohmann::json j, const std::string& type) {
   j["schema"] = "attnrank/" + type + "/1";
   return j.dump(2) + "\n";
+}
+
+nlohmann::json upper_bound_json(double x) {
+  return std::isfinite(x) ? nlohmann::json(format_upper_bound(x, 17)) : nlohmann::json(nullptr);
+}
+
+nlohmann::json lower_bound_json(double x) {
+  return std::isfinite(x) ? nlohmann::json(format_lower_bound(x, 17)) : nlohmann::json(nullptr);
 }
 
 std::optional<Mask> read_mask_input(const std::string& argument, Eigen::Index n, const std::string& what) {

@@ -36,6 +36,12 @@ Matrix<Rational> read_input(const std::string& argument);
 /// indented text with a final newline.
 std::string json_document(nlohmann::json j, const std::string& type);
 
+/// A proven bound (a double) as JSON: a decimal string of 17 significant digits
+/// rounded so that it is still the bound (an upper bound up, a lower bound down),
+/// or null when the bound is infinite (nothing proven).
+nlohmann::json upper_bound_json(double x);
+nlohmann::json lower_bound_json(double x);
+
 /// The mask a --mask argument names for n tokens (causal, none, a matrix file, or
 /// an in-memory "@k"); `what` names the matrix it must match.
 std::optional<Mask> read_mask_input(const std::string& argument, Eigen::Index n, const std::string& what);

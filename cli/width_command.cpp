@@ -96,8 +96,8 @@ void add_width_command(CLI::App& app, std::string& out) {
     if (opt->json) {
       json profile = json::array();
       for (const WidthProfileEntry& e : w.profile)
-        profile.push_back({{"d_k", e.dk}, {"error_lower", e.error_lower},
-                           {"error_upper", std::isfinite(e.error_upper) ? json(e.error_upper) : json(nullptr)}});
+        profile.push_back({{"d_k", e.dk}, {"error_lower", lower_bound_json(e.error_lower)},
+                           {"error_upper", upper_bound_json(e.error_upper)}});
       json j{{"n", n},
              {"epsilon", opt->epsilon},
              {"max_d_k", max_dk},

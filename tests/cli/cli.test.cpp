@@ -16,6 +16,9 @@ using namespace attnrank;
 using namespace attnrank::test;
 namespace fs = std::filesystem;
 
+/// A number of the JSON: certified bounds are decimal strings, other values numbers.
+static double num(const nlohmann::json& v) { return v.is_string() ? std::stod(v.get<std::string>()) : v.get<double>(); }
+
 TEST_CASE("attnrank example") {
   SECTION("text: every step, labelled, with the tutorial's two decimals") {
     const Run r = attnrank_cli("example");
@@ -213,7 +216,7 @@ TEST_CASE("attnrank rank") {
     CHECK(j["rank_upper"] == 14);
     j = nlohmann::json::parse(attnrank_cli("rank hilbert:14 --mode certified --bits 128 --json").out);
     CHECK(j["rank_lower"] == 14);
-    CHECK(j["certificate"]["residual_bound"] < 1);
+    CHECK(num(j["certificate"]["residual_bound"]) < 1);
     CHECK_THAT(attnrank_cli("rank hilbert:14 --mode certified").out, Catch::Contains("Raise --bits"));
   }
   SECTION("numeric: singular values, tolerance and gap, marked uncertified") {
@@ -279,7 +282,7 @@ TEST_CASE("attnrank reach and sweep") {
     CHECK(one["question"] == "free");
     const auto two = nlohmann::json::parse(attnrank_cli("reach diag:3:0.8 --dk 2 --json").out);
     CHECK(two["verdict"] == "reachable");
-    CHECK(two["max_abs_error"] < 1e-14);
+    CHECK(num(two["max_abs_error"]) < 1e-14);
     CHECK_THAT(attnrank_cli("reach diag:3:0.8 --dk 1").out,
                Catch::Contains("verdict: unreachable") && Catch::Contains("ceiling  rank(Q K^T) <= d_k = 1"));
   }
@@ -324,10 +327,10 @@ TEST_CASE("attnrank reach --epsilon, width and svd") {
     for (const char* key : {"error_lower", "error_upper", "error_lower_reason", "seed", "witness_Q", "witness_K"})
       CHECK(j.contains(key));
     CHECK_FALSE(j.contains("epsilon_verdict"));
-    CHECK(j["error_lower"].get<double>() > 0.05);
-    CHECK(j["error_lower"].get<double>() <= 0.35);  // E* = 0.35 (tests/reach/approximate.test.cpp)
-    CHECK(j["error_upper"].get<double>() >= 0.35);
-    CHECK(j["error_upper"].get<double>() <= j["max_abs_error"].get<double>());
+    CHECK(num(j["error_lower"]) > 0.05);
+    CHECK(num(j["error_lower"]) <= 0.35);  // E* = 0.35 (tests/reach/approximate.test.cpp)
+    CHECK(num(j["error_upper"]) >= 0.35);
+    CHECK(num(j["error_upper"]) <= num(j["max_abs_error"]));
     const auto e = nlohmann::json::parse(attnrank_cli("reach diag:3:0.8 --dk 1 --epsilon 0.2 --json").out);
     CHECK(e["epsilon_verdict"] == "undecided");
     CHECK(e["verdict"] == "unreachable");  // the exact verdict stays
@@ -341,7 +344,7 @@ TEST_CASE("attnrank reach --epsilon, width and svd") {
     const auto c = nlohmann::json::parse(slurp(cert));
     CHECK(c["format"] == "attnrank-reach-certificate/3");
     CHECK(c["approximate"]["epsilon_verdict"] == "undecided");
-    CHECK(c["approximate"]["error_lower"].get<double>() > 0);
+    CHECK(num(c["approximate"]["error_lower"]) > 0);
     CHECK_THAT(attnrank_cli("reach --check " + cert + " diag:4:0.7").out, Catch::Contains("the approximate bounds re-proven"));
   }
   SECTION("reach --x --epsilon: bounds for heads on fixed embeddings, weights as the witness") {
@@ -349,7 +352,7 @@ TEST_CASE("attnrank reach --epsilon, width and svd") {
     const auto j = nlohmann::json::parse(attnrank_cli("reach diag:4:0.7 --dk 2 --x " + x + " --epsilon 0.1 --json").out);
     CHECK(j["question"] == "embeddings");
     CHECK(j["witness_W_Q"].size() == 2);
-    CHECK(j["error_lower"].get<double>() <= j["error_upper"].get<double>());
+    CHECK(num(j["error_lower"]) <= num(j["error_upper"]));
     CHECK(j["certificate"]["approximate"].contains("weights"));
     REQUIRE(attnrank_cli("reach diag:4:0.7 --dk 2 --x " + x + " --epsilon 0.1 --certificate " + cert).code == 0);
     CHECK(attnrank_cli("reach --check " + cert + " diag:4:0.7 --x " + x).code == 0);
@@ -363,14 +366,14 @@ TEST_CASE("attnrank reach --epsilon, width and svd") {
     CHECK(j["width_upper"] == 2);
     REQUIRE(j["profile"].size() == 3);
     CHECK(j["profile"][0]["d_k"] == 1);
-    CHECK(j["profile"][1]["error_upper"].get<double>() < 1e-14);
+    CHECK(num(j["profile"][1]["error_upper"]) < 1e-14);
     const std::string figure = slurp(svg);
     CHECK_THAT(figure, Catch::Contains("<svg") && Catch::Contains("class=\"band\""));
     CHECK_THAT(attnrank_cli("width diag:3:0.8 --epsilon 0.2").out, Catch::Contains("1 <= d_k <= 2"));
     // Without the search: the starts' bounds, never below the searched ones; the same lower bounds.
     const auto fast = nlohmann::json::parse(attnrank_cli("width diag:3:0.8 --epsilon 0.2 --no-search --json").out);
     for (std::size_t i = 0; i < 3; ++i) {
-      CHECK(fast["profile"][i]["error_upper"].get<double>() >= j["profile"][i]["error_upper"].get<double>());
+      CHECK(num(fast["profile"][i]["error_upper"]) >= num(j["profile"][i]["error_upper"]));
       CHECK(fast["profile"][i]["error_lower"] == j["profile"][i]["error_lower"]);
     }
     CHECK_THAT(attnrank_cli("width diag:3:0.8 --epsilon 0.2 --no-search").out, Catch::Contains("--no-search"));
@@ -431,19 +434,21 @@ TEST_CASE("attnrank: the outside audit's classes, end to end") {
       const Run r = attnrank_cli("reach " + target + " --dk 1 --json --svg " + svg + " --certificate " + cert);
       REQUIRE(r.code == 0);
       const auto j = nlohmann::json::parse(r.out);
-      REQUIRE(j["max_abs_error"].is_number());
-      CHECK(j["max_abs_error"].get<double>() < 1);
+      REQUIRE(j["max_abs_error"].is_string());  // a certified bound: a decimal string rounded up
+      CHECK(num(j["max_abs_error"]) < 1);
       CHECK_THAT(slurp(svg), !Catch::Contains("nan"));
       CHECK(attnrank_cli("reach " + target + " --check " + cert).code == 0);
     }
     const auto scaled = nlohmann::json::parse(attnrank_cli("reach " + inputs + "scaled-rows.csv --dk 1 --json").out);
     CHECK(scaled["verdict"] == "reachable");
-    CHECK(scaled["max_abs_error"].get<double>() < 1e-15);  // rows are rescaled exactly before any double
+    CHECK(num(scaled["max_abs_error"]) < 1e-15);  // rows are rescaled exactly before any double
   }
   SECTION("fixed embeddings: the JSON and certificate numbers are each for their own object") {
     const std::string a = inputs + "two.csv", x = inputs + "x-2x4.csv", cert = (scratch() / "emb.json").string();
     const auto j = nlohmann::json::parse(attnrank_cli("reach " + a + " --dk 1 --x " + x + " --json --certificate " + cert).out);
-    CHECK(j["max_abs_error"] == j["certificate"]["weights"]["max_abs_error"]);  // the text and key describe the weights
+    // the text and key describe the weights: the certificate's double, rounded up to 17 digits
+    CHECK(num(j["max_abs_error"]) >= j["certificate"]["weights"]["max_abs_error"].get<double>());
+    CHECK(num(j["max_abs_error"]) <= j["certificate"]["weights"]["max_abs_error"].get<double>() * (1 + 1e-15));
     const Run check = attnrank_cli("reach " + a + " --check " + cert + " --x " + x);
     CHECK(check.code == 0);
     const std::string worked = ATTNRANK_SOURCE_DIR "/examples/data/worked-example/x.csv";
@@ -512,10 +517,10 @@ TEST_CASE("attnrank masks: layer, example and reach") {
     CHECK(j["overlaps"].size() == 3);
     const auto two = nlohmann::json::parse(attnrank_cli("reach " + causal4 + " --mask causal --dk 2 --json").out);
     CHECK(two["verdict"] == "reachable");
-    CHECK(two["max_abs_error"] < 1e-12);
+    CHECK(num(two["max_abs_error"]) < 1e-12);
     const auto eps = nlohmann::json::parse(attnrank_cli("reach " + causal4 + " --mask causal --dk 1 --epsilon 0.001 --json").out);
-    CHECK(eps["error_lower"] <= eps["error_upper"]);
-    CHECK(eps["error_upper"] <= eps["max_abs_error"]);  // the search starts from the witness
+    CHECK(num(eps["error_lower"]) <= num(eps["error_upper"]));
+    CHECK(num(eps["error_upper"]) <= num(eps["max_abs_error"]));  // the search starts from the witness
     CHECK(eps["epsilon_verdict"] != "within");  // unreachable at d_k = 1, and the rows are far from one-key patterns
     CHECK_THAT(attnrank_cli("reach " + causal4 + " --mask causal --dk 2").out,
                Catch::Contains("mask causal") && Catch::Contains("blocks B_k") && Catch::Contains("verdict: reachable"));
@@ -573,8 +578,8 @@ TEST_CASE("attnrank masks: layer, example and reach") {
     CHECK(w["width_lower"] <= 2);
     REQUIRE(w["profile"].size() == 4);
     for (std::size_t k = 1; k < 4; ++k) {  // E* is non-increasing in d_k: so are both bounds
-      CHECK(w["profile"][k]["error_upper"].get<double>() <= w["profile"][k - 1]["error_upper"].get<double>());
-      CHECK(w["profile"][k]["error_lower"].get<double>() <= w["profile"][k - 1]["error_lower"].get<double>());
+      CHECK(num(w["profile"][k]["error_upper"]) <= num(w["profile"][k - 1]["error_upper"]));
+      CHECK(num(w["profile"][k]["error_lower"]) <= num(w["profile"][k - 1]["error_lower"]));
     }
     CHECK_THAT(attnrank_cli("width " + causal4 + " --mask causal --epsilon 1e-6").out, Catch::Contains("mask causal (masked heads)"));
     expect_input_error("width diag:4:0.7 --mask causal --epsilon 0.1", "at a masked position");
@@ -589,7 +594,7 @@ TEST_CASE("attnrank masks: layer, example and reach") {
     CHECK(j["verdict"] == "undecided");  // floor 2 <= d_k, and X has rank 2 < 4
     CHECK(j["W_Q"].size() == 2);
     CHECK(j["certificate"]["question"] == "masked_embeddings");
-    CHECK(j["error_lower"].get<double>() <= j["error_upper"].get<double>());
+    CHECK(num(j["error_lower"]) <= num(j["error_upper"]));
     const auto one = nlohmann::json::parse(attnrank_cli("reach " + causal4 + " --mask causal --dk 1 --x " + thin + " --json").out);
     CHECK(one["verdict"] == "unreachable");  // below the free masked floor, whatever X
     REQUIRE(attnrank_cli("reach " + causal4 + " --mask causal --dk 2 --x " + full + " --certificate " + cert).code == 0);

@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""Every command's --json output validates against docs/schema/<type>.schema.json, and
+keeps the one JSON vocabulary of docs/cli.md ("JSON: one vocabulary").
+
+usage: json_schema.py ATTNRANK_CLI SOURCE_DIR WORK_DIR      (ctest json_schema_test)
+
+Each run below prints a document whose "schema" key names its type and version
+("attnrank/reach/1"); the document must validate against that type's schema (Draft
+2020-12, additionalProperties false at the top: a new key needs the schema updated),
+and every key in it, at any depth outside the certificates (their own versioned
+format), must follow the vocabulary: snake_case (the tutorial's symbols, A or W_Q, keep their
+capitals), d_k never dk, bits never
+precision_bits, and a <name>_lower key always beside its <name>_upper.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import jsonschema
+
+cli, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(work, exist_ok=True)
+data = os.path.join(source, "examples", "data")
+inputs = os.path.join(source, "tests", "cli", "inputs")
+we = os.path.join(data, "worked-example")
+weights = ["--x", f"{we}/x.csv", "--wq", f"{we}/wq.csv", "--wk", f"{we}/wk.csv", "--wv", f"{we}/wv.csv",
+           "--wo", f"{we}/wo.csv", "--heads", "2"]
+x4 = os.path.join(work, "x4.csv")
+with open(x4, "w") as f:
+    f.write("1,0,0,2,1\n0,1,3,0,0\n1,1,0,0,2\n0,2,1,1,0\n")
+cert = os.path.join(work, "diag.cert.json")
+causal_cert = os.path.join(work, "causal.cert.json")
+
+runs = [
+    ["example"], ["example", "--mask", "causal"],
+    ["layer", *weights], ["layer", *weights, "--tier", "double"], ["layer", *weights, "--tier", "mp", "--digits", "10"],
+    ["layer", *weights, "--mask", "causal"],
+    ["rank", "diag:3:0.8"], ["rank", "hilbert:12", "--mode", "certified"], ["rank", "diag:3:0.8", "--mode", "certified"],
+    ["rank", "hilbert:6", "--mode", "numeric"], ["rank", "hilbert:6", "--mode", "numeric", "--top", "3"],
+    ["rank", f"{inputs}/pattern-f32.npy"],
+    ["det", "diag:3:0.8"], ["det", "hilbert:8", "--mode", "certified"], ["det", "diag:3:0.8", "--mode", "certified"],
+    ["reach", "diag:3:0.8", "--dk", "1"], ["reach", "diag:3:0.8", "--dk", "2", "--certificate", cert],
+    ["reach", "diag:3:0.8", "--check", cert],
+    ["reach", "diag:3:0.8", "--dk", "1", "--epsilon", "0.1"], ["reach", f"{data}/previous-token.csv", "--dk", "2"],
+    ["reach", f"{data}/causal-8.csv", "--dk", "4"],
+    ["reach", f"{data}/causal-8.csv", "--mask", "causal", "--dk", "3"],
+    ["reach", f"{data}/causal-8.csv", "--mask", "causal", "--dk", "4", "--epsilon", "0.01", "--certificate", causal_cert],
+    ["reach", f"{data}/causal-8.csv", "--mask", "causal", "--check", causal_cert],
+    ["reach", "diag:4:0.7", "--dk", "2", "--x", x4], ["reach", "diag:4:0.7", "--dk", "1", "--x", x4, "--epsilon", "0.2"],
+    ["svd", "hilbert:5", "--top", "2"], ["svd", "hilbert:5", "--top", "2", "--gaps"],
+    ["width", "diag:4:0.7", "--epsilon", "0.05"], ["width", "diag:4:0.7", "--epsilon", "0.05", "--no-search"],
+    ["width", f"{data}/causal-8.csv", "--mask", "causal", "--epsilon", "0.01"],
+    ["sweep"], ["sweep", "--mask", "causal", "--position", "2"],
+    ["appendix"],
+]
+
+schemas = {}
+failures = []
+seen = set()
+
+
+def vocabulary(node, path):
+    if isinstance(node, list):
+        for i, v in enumerate(node):
+            vocabulary(v, f"{path}[{i}]")
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        where = f"{path}.{key}"
+        if key.startswith("certificate") and not key.endswith("_check"):
+            continue  # a certificate: its own versioned format
+        # snake_case; a segment may be one of the tutorial's symbols (A, A1, W_Q, K_heads, det_log_A)
+        if not all(re.fullmatch(r"[a-z][a-z0-9]*|[0-9]+|[A-Z][0-9]?", part) for part in key.split("_")):
+            failures.append(f"{where}: not snake_case")
+        if key == "dk" or key.endswith("_dk_") or key == "precision_bits":
+            failures.append(f"{where}: the vocabulary says d_k and bits")
+        for end, other in (("_lower", "_upper"), ("_upper", "_lower")):
+            if key.endswith(end) and key[: -len(end)] + other not in node:
+                failures.append(f"{where}: {key} without {key[:-len(end)] + other}")
+        vocabulary(value, where)
+
+
+for args in runs:
+    command = [cli, *args, "--json"]
+    r = subprocess.run(command, capture_output=True, text=True)
+    name = " ".join(args)
+    if r.returncode != 0:
+        failures.append(f"{name}: exit {r.returncode}: {r.stderr.strip()}")
+        continue
+    doc = json.loads(r.stdout)
+    kind = doc.get("schema", "")
+    m = re.fullmatch(r"attnrank/([a-z]+)/1", kind)
+    if not m:
+        failures.append(f"{name}: schema key {kind!r} is not attnrank/<type>/1")
+        continue
+    seen.add(m.group(1))
+    if m.group(1) not in schemas:
+        with open(os.path.join(source, "docs", "schema", f"{m.group(1)}.schema.json")) as f:
+            schemas[m.group(1)] = json.load(f)
+        jsonschema.Draft202012Validator.check_schema(schemas[m.group(1)])
+    for error in jsonschema.Draft202012Validator(schemas[m.group(1)]).iter_errors(doc):
+        failures.append(f"{name}: {'/'.join(map(str, error.absolute_path))}: {error.message[:200]}")
+    vocabulary(doc, "")
+
+missing = {f[:-12] for f in os.listdir(os.path.join(source, "docs", "schema")) if f.endswith(".schema.json")} - seen
+for m in sorted(missing):
+    failures.append(f"docs/schema/{m}.schema.json: no run here produces it")
+print(f"json_schema: {len(runs)} runs, {len(seen)} document types")
+for f in failures:
+    print("FAIL", f)
+sys.exit(1 if failures else 0)
