@@ -6,7 +6,7 @@ lists of ``fractions.Fraction``, ``int`` or strings ("1/3", "0.8") for exact
 rationals, and PyTorch tensors (through ``.numpy()``). They return what the
 ``attnrank`` command prints with ``--json``, as plain Python: dicts with the same
 keys, integers for counts and ranks, strings for exact and certified decimals,
-and NumPy arrays for the double tier's matrices. Bad input raises ``ValueError``
+and NumPy arrays for numeric matrices (witness heads, the double tier's matrices). Bad input raises ``ValueError``
 with the command's message. See docs/python.md.
 """
 
@@ -54,6 +54,19 @@ def exact_matrix(value, name="matrix"):
     return _core.from_rows([[_exact_text(v) for v in row] for row in rows], name)
 
 
+def _numeric_arrays(node):
+    """Matrices of JSON numbers (witness heads, weights) as float64 NumPy arrays; a
+    certificate stays plain JSON, so that it can be written out and checked."""
+    if isinstance(node, dict):
+        return {k: v if k.startswith("certificate") else _numeric_arrays(v) for k, v in node.items()}
+    if isinstance(node, list):
+        if node and all(isinstance(r, list) and r and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                         for v in r) for r in node):
+            return _np.array(node, dtype=float)
+        return [_numeric_arrays(v) for v in node]
+    return node
+
+
 def _run(args, inputs):
     """Runs ``attnrank ARGS --json`` in process on ``inputs`` (name -> matrix)."""
     names = list(inputs)
@@ -68,7 +81,7 @@ def _run(args, inputs):
         raise ValueError(message)
     if code != 0:
         raise RuntimeError(message)
-    return _json.loads(out)
+    return _numeric_arrays(_json.loads(out))
 
 
 def _mask_args(mask, inputs):

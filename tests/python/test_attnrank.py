@@ -3,6 +3,7 @@
 
 Every random input comes from SEED (ATTNRANK_PY_SEED, default 20261202), which pytest
 prints in its header (conftest.py)."""
+import json
 import os
 from fractions import Fraction
 
@@ -62,6 +63,9 @@ def test_reach_gives_the_cli_answer():
          [Fraction(1, 10), Fraction(1, 10), Fraction(4, 5)]]
     assert attnrank.reach(a, 1)["verdict"] == "unreachable"
     assert attnrank.reach(a, 2)["verdict"] == "reachable"
+    two = attnrank.reach(a, 2)
+    assert isinstance(two["witness_Q"], np.ndarray) and two["witness_Q"].shape == (3, 2)
+    assert json.loads(json.dumps(two["certificate"]))["question"] == "free"  # still plain JSON
     causal = np.tril(np.ones((4, 4)))
     causal /= causal.sum(axis=1, keepdims=True)
     r = attnrank.reach(causal, 2, mask="causal")
