@@ -21,7 +21,10 @@ std::vector<SafetensorsEntry> safetensors_index(std::string_view bytes, const st
   if (!header.is_object()) throw input_error(source + ": the safetensors header is not a JSON object");
   const std::size_t data_start = 8 + header_length, data_size = bytes.size() - data_start;
   std::vector<SafetensorsEntry> entries;
-  for (const auto& [name, info] : header.items()) {
+  for (auto item = header.begin(); item != header.end(); ++item) {
+    // Not a structured binding: Clang 14 cannot capture one in the lambda below.
+    const std::string& name = item.key();
+    const nlohmann::ordered_json& info = item.value();
     if (name == "__metadata__") continue;
     const auto bad = [&](const std::string& why) {
       throw input_error(source + ": tensor '" + name + "': " + why);
