@@ -5,6 +5,7 @@
 
 #include <attnrank/attention/mask.hpp>
 #include <attnrank/io/parse.hpp>
+#include <attnrank/io/safetensors.hpp>
 #include <attnrank/io/torch_weights.hpp>
 
 #include <string>
@@ -49,7 +50,8 @@ void add_layer_command(CLI::App& app, std::string& out) {
       ->excludes(wq)
       ->excludes(wk)
       ->excludes(wv)
-      ->excludes(wo);
+      ->excludes(wo)
+      ->excludes("--torch-layout");  // a state dict is always in PyTorch's layout
   cmd->add_option("--heads", opt->heads, "Number of heads h")->required()->check(CLI::Range(1L, 1L << 20));
   cmd->add_option("--tier", opt->tier,
                   "interval (default: exact projections, then certified), mp (MPFR, uncertified) or double")
@@ -66,16 +68,11 @@ void add_layer_command(CLI::App& app, std::string& out) {
     const Matrix<Rational> X = read_input(opt->x);
     AttentionWeights w;
     if (!opt->state_dict.empty()) {
-      const std::string marker = ".safetensors";
-      const auto at = opt->state_dict.find(marker);
-      if (at == std::string::npos)
+      const auto st = split_safetensors_argument(opt->state_dict);
+      if (!st)
         throw input_error("--state-dict '" + opt->state_dict + "': expected FILE.safetensors or FILE.safetensors:PREFIX");
-      const std::string path = opt->state_dict.substr(0, at + marker.size());
-      const std::string rest = opt->state_dict.substr(at + marker.size());
-      if (!rest.empty() && rest[0] != ':')
-        throw input_error("--state-dict '" + opt->state_dict + "': expected FILE.safetensors or FILE.safetensors:PREFIX");
-      w = read_torch_attention(path, rest.empty() ? "" : rest.substr(1), limits);
-      opt->wq = opt->wk = opt->wv = opt->wo = path;
+      w = read_torch_attention(st->path, st->rest, limits);
+      opt->wq = opt->wk = opt->wv = opt->wo = st->path;  // messages about a weight name the file
     } else {
       if (opt->wq.empty() || opt->wk.empty() || opt->wv.empty() || opt->wo.empty())
         throw input_error("layer needs the weights: --wq, --wk, --wv and --wo, or --state-dict FILE.safetensors");

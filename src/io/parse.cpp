@@ -384,14 +384,10 @@ std::string read_text_file(const std::string& path, const ParseLimits& limits) {
 
 Matrix<Rational> read_matrix(const std::string& argument, const ParseLimits& limits, InputNotes* notes) {
   // "m.safetensors:NAME[...]": the file name ends at the first ':' after ".safetensors".
-  const std::string marker = ".safetensors";
-  if (const auto at = argument.find(marker + ":"); at != std::string::npos) {
-    const std::string path = argument.substr(0, at + marker.size());
-    const auto [name, selection] = split_selection(argument.substr(at + marker.size() + 1));
-    return parse_safetensors(read_text_file(path, limits), path, name, selection, limits);
+  if (const auto st = split_safetensors_argument(argument)) {
+    const auto [name, selection] = split_selection(st->rest);  // no name: the error lists the tensors
+    return parse_safetensors(read_text_file(st->path, limits), st->path, name, selection, limits);
   }
-  if (argument.size() >= marker.size() && argument.compare(argument.size() - marker.size(), marker.size(), marker) == 0)
-    return parse_safetensors(read_text_file(argument, limits), argument, "", {}, limits);  // lists the tensors
   // "x.npy[...]": a selection, unless a file of that very name exists.
   auto [path, selection] = split_selection(argument);
   std::error_code ec;

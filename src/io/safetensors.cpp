@@ -5,6 +5,15 @@
 
 namespace attnrank {
 
+std::optional<SafetensorsArgument> split_safetensors_argument(const std::string& argument) {
+  const std::string marker = ".safetensors";
+  if (const auto at = argument.find(marker + ":"); at != std::string::npos)
+    return SafetensorsArgument{argument.substr(0, at + marker.size()), argument.substr(at + marker.size() + 1), true};
+  if (argument.size() >= marker.size() && argument.compare(argument.size() - marker.size(), marker.size(), marker) == 0)
+    return SafetensorsArgument{argument, "", false};
+  return std::nullopt;
+}
+
 std::vector<SafetensorsEntry> safetensors_index(std::string_view bytes, const std::string& source) {
   if (bytes.size() < 8) throw input_error(source + ": not a safetensors file (shorter than its 8-byte header length)");
   std::uint64_t header_length = 0;
