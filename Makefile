@@ -66,7 +66,7 @@ demo: cli
 test: build
 	scripts/install-deps --test --proofs
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE mutation
-	$(MAKE) hardening FUZZ_SECONDS=20
+	$(MAKE) hardening FUZZ_SECONDS=10
 
 # Hardening (docs/reliability.md). One Clang tree with ASan + UBSan serves both
 # the sanitizer suite and the fuzz targets; a small GCC tree runs TSan.
@@ -91,7 +91,7 @@ fuzz: fuzz-build
 	scripts/fuzz $(SAN_BUILD) $(FUZZ_SECONDS)
 
 tsan: deps
-	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1" -DATTNRANK_SANITIZE=thread -DATTNRANK_BUILD_EXAMPLES=OFF
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O0" -DATTNRANK_SANITIZE=thread -DATTNRANK_BUILD_EXAMPLES=OFF
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target threads_test
 	cd $(TSAN_BUILD) && ctest --output-on-failure -R '^threads_test$$'
 

@@ -5,7 +5,7 @@
 #include <attnrank/linalg/detail/require_square.hpp>
 #include <attnrank/linalg/product.hpp>
 
-#include <Eigen/LU>
+#include <attnrank/linalg/detail/dense_decompositions.hpp>
 
 #include <cmath>
 #include <optional>

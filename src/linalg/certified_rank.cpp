@@ -4,7 +4,7 @@
 
 #include <attnrank/linalg/product.hpp>
 
-#include <Eigen/LU>
+#include <attnrank/linalg/detail/dense_decompositions.hpp>
 
 #include <algorithm>
 #include <cmath>

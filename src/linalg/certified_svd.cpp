@@ -4,7 +4,7 @@
 #include <attnrank/linalg/numeric_rank.hpp>
 #include <attnrank/linalg/product.hpp>
 
-#include <Eigen/SVD>
+#include <attnrank/linalg/detail/dense_decompositions.hpp>
 
 #include <algorithm>
 #include <cfenv>

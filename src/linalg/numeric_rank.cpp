@@ -3,8 +3,7 @@
 
 #include <Spectra/SymEigsSolver.h>
 
-#include <Eigen/Eigenvalues>
-#include <Eigen/QR>
+#include <attnrank/linalg/detail/dense_decompositions.hpp>
 
 #include <optional>
 #include <random>

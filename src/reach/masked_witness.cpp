@@ -12,9 +12,7 @@
 #include <attnrank/attention/certified_softmax.hpp>
 #include <attnrank/attention/softmax.hpp>
 
-#include <Eigen/Cholesky>
-#include <Eigen/QR>
-#include <Eigen/SVD>
+#include <attnrank/linalg/detail/dense_decompositions.hpp>
 
 #include <cmath>
 #include <limits>

@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include <Eigen/SVD>
+#include <attnrank/linalg/detail/dense_decompositions.hpp>
 
 namespace attnrank {
 
@@ -174,6 +174,5 @@ AppendixFigureData appendix_figure_data(const TutorialAppendix& t) {
   for (const auto& head : trace.heads) g.heads.push_back(head.A);
   return g;
 }
-
 
 }  // namespace attnrank
