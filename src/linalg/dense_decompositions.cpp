@@ -10,4 +10,3 @@ template class Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>;
 template class Eigen::PartialPivLU<Eigen::MatrixXd>;
 template class Eigen::FullPivLU<Eigen::MatrixXd>;
 template class Eigen::LDLT<Eigen::MatrixXd>;
-

@@ -1,9 +1,8 @@
 // The numeric (uncertified) singular values and ranks of attnrank/linalg/numeric_rank.hpp.
 #include <attnrank/linalg/numeric_rank.hpp>
+#include <attnrank/linalg/detail/dense_decompositions.hpp>
 
 #include <Spectra/SymEigsSolver.h>
-
-#include <attnrank/linalg/detail/dense_decompositions.hpp>
 
 #include <optional>
 #include <random>

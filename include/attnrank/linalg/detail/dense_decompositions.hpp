@@ -24,4 +24,3 @@ extern template class Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>;
 extern template class Eigen::PartialPivLU<Eigen::MatrixXd>;
 extern template class Eigen::FullPivLU<Eigen::MatrixXd>;
 extern template class Eigen::LDLT<Eigen::MatrixXd>;
-
