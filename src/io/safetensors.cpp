@@ -8,9 +8,9 @@ namespace attnrank {
 std::optional<SafetensorsArgument> split_safetensors_argument(const std::string& argument) {
   const std::string marker = ".safetensors";
   if (const auto at = argument.find(marker + ":"); at != std::string::npos)
-    return SafetensorsArgument{argument.substr(0, at + marker.size()), argument.substr(at + marker.size() + 1), true};
+    return SafetensorsArgument{argument.substr(0, at + marker.size()), argument.substr(at + marker.size() + 1)};
   if (argument.size() >= marker.size() && argument.compare(argument.size() - marker.size(), marker.size(), marker) == 0)
-    return SafetensorsArgument{argument, "", false};
+    return SafetensorsArgument{argument, ""};
   return std::nullopt;
 }
 

@@ -15,11 +15,10 @@
 namespace attnrank {
 
 /// "m.safetensors:NAME" split at the first ':' after ".safetensors": the file and
-/// what follows (a tensor name, or a --state-dict prefix). `named` is false for a
-/// bare "m.safetensors". Nothing when the argument names no .safetensors file.
+/// what follows (a tensor name, or a --state-dict prefix; empty for a bare
+/// "m.safetensors"). Nothing when the argument names no .safetensors file.
 struct SafetensorsArgument {
   std::string path, rest;
-  bool named = false;
 };
 std::optional<SafetensorsArgument> split_safetensors_argument(const std::string& argument);
 

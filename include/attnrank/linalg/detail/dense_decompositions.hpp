@@ -6,8 +6,6 @@
 // 85 s each under ThreadSanitizer); the decompositions themselves are Eigen's,
 // unchanged. Include this header instead of <Eigen/SVD> and friends.
 
-#include <attnrank/numbers/tiers.hpp>
-
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 #include <Eigen/LU>
