@@ -7,6 +7,7 @@
 #include <attnrank/numbers/detail/power_of_ten.hpp>
 
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -71,6 +72,40 @@ Integer parse_integer(std::string_view text, std::string_view whole, const Parse
   return negative ? Integer(-r) : r;
 }
 
+/// The common case of a decimal of at most 19 digits (every double printed with
+/// %.17g): digits * 10^exponent as a canonical fraction built directly — the
+/// mantissa in a machine word, factors of ten moved to the exponent, and the
+/// remaining common factors of 2 and 5 removed by counting — instead of by a
+/// string, a GMP string conversion and a gcd (a third of a 1024 x 1024 CSV's read time).
+Rational small_decimal(std::string_view int_part, std::string_view frac_part, long exponent, bool negative) {
+  std::uint64_t m = 0;
+  for (char c : int_part) m = m * 10 + static_cast<std::uint64_t>(c - '0');
+  for (char c : frac_part) m = m * 10 + static_cast<std::uint64_t>(c - '0');
+  Rational r;
+  if (m == 0) return r;
+  while (m % 10 == 0) {
+    m /= 10;
+    ++exponent;
+  }
+  mpq_ptr q = r.backend().data();
+  if (exponent >= 0) {
+    mpz_ui_pow_ui(mpq_denref(q), 10, static_cast<unsigned long>(exponent));  // the denominator slot as scratch
+    mpz_mul_ui(mpq_numref(q), mpq_denref(q), m);
+    mpz_set_ui(mpq_denref(q), 1);
+  } else {
+    // m has no factor 10 left, so at most one of 2 and 5 divides it.
+    const unsigned long k = static_cast<unsigned long>(-exponent);
+    unsigned long twos = 0, fives = 0;
+    while (twos < k && m % 2 == 0) m /= 2, ++twos;
+    while (fives < k && m % 5 == 0) m /= 5, ++fives;
+    mpz_set_ui(mpq_numref(q), m);
+    mpz_ui_pow_ui(mpq_denref(q), 5, k - fives);
+    mpz_mul_2exp(mpq_denref(q), mpq_denref(q), k - twos);
+  }
+  if (negative) mpq_neg(q, q);
+  return r;
+}
+
 /// [+-]digits[.digits][e[+-]digits] with at least one mantissa digit.
 Rational parse_decimal(std::string_view text, const ParseLimits& limits) {
   std::string_view s = text;
@@ -105,8 +140,9 @@ Rational parse_decimal(std::string_view text, const ParseLimits& limits) {
     bad_number(text, "expected an integer, a decimal or p/q");
   if (int_part.size() + frac_part.size() > limits.max_digits)
     bad_number(text, "more than " + std::to_string(limits.max_digits) + " digits");
-  const Integer mantissa = decimal_integer(std::string(int_part) + std::string(frac_part));
   exponent -= static_cast<long>(frac_part.size());
+  if (int_part.size() + frac_part.size() <= 19) return small_decimal(int_part, frac_part, exponent, negative);
+  const Integer mantissa = decimal_integer(std::string(int_part) + std::string(frac_part));
   Rational r = exponent >= 0 ? Rational(mantissa * detail::pow10(exponent)) : Rational(mantissa, detail::pow10(-exponent));
   return negative ? Rational(-r) : r;
 }

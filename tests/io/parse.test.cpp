@@ -184,4 +184,30 @@ TEST_CASE("attnrank::parse_rational properties") {
     for (int i = 0; i < std::abs(k); ++i) expected = k > 0 ? Rational(expected * 10) : Rational(expected / 10);
     RC_ASSERT(parse_rational(std::to_string(m) + "e" + std::to_string(k)) == expected);
   });
+  rc::prop("decimals of 1 to 25 digits, with a point, zeros and an exponent, parse to the canonical fraction", [] {
+    // Both sides of the 19-digit word-size path, trailing and leading zeros included.
+    const auto length = *rc::gen::inRange(1, 26);
+    std::string digits;
+    for (int i = 0; i < length; ++i) digits += static_cast<char>('0' + *rc::gen::element(0, 0, 1, 2, 5, 7, 9));
+    const auto point = *rc::gen::inRange(0, length + 1);
+    const auto exponent = *rc::gen::inRange(-40, 41);
+    const bool negative = *rc::gen::arbitrary<bool>();
+    const std::string text = (negative ? "-" : "") + digits.substr(0, static_cast<std::size_t>(point)) + "." +
+                             digits.substr(static_cast<std::size_t>(point)) + "e" + std::to_string(exponent);
+    Rational expected = Rational(Integer(digits.find_first_not_of('0') == std::string::npos ? std::string("0") :
+                                         digits.substr(digits.find_first_not_of('0'))));
+    for (int i = 0; i < length - point; ++i) expected /= 10;
+    for (int i = 0; i < std::abs(exponent); ++i) expected = exponent > 0 ? Rational(expected * 10) : Rational(expected / 10);
+    if (negative) expected = -expected;
+    const Rational got = parse_rational(text);
+    RC_ASSERT(got == expected);
+    // Canonical: lowest terms, positive denominator (GMP's comparisons assume it).
+    Integer g;
+    mpz_gcd(g.backend().data(), mpq_numref(got.backend().data()), mpq_denref(got.backend().data()));
+    const bool lowest_terms = mpz_sgn(mpq_numref(got.backend().data())) == 0
+                                  ? mpz_cmp_ui(mpq_denref(got.backend().data()), 1) == 0
+                                  : g == 1;
+    RC_ASSERT(lowest_terms);
+    RC_ASSERT(mpz_sgn(mpq_denref(got.backend().data())) > 0);
+  });
 }
