@@ -52,7 +52,8 @@ std::string run_certified(const Matrix<Rational>& A, unsigned bits, int digits, 
   s << "  width " << width_text << ", relative width " << rel_text << "; " << e.method << ", " << e.bits << " bits\n";
   if (!e.preconditioned)
     s << "  This is only Hadamard's bound: the matrix is singular or too ill-conditioned at this precision.\n"
-      << "  Raise --bits, or use --mode exact (the data are exact rationals).\n";
+      << (e.bits == 106 ? "  Raise --bits to 128 or more (MPFI), or use --mode exact (the data are exact rationals).\n"
+                        : "  Raise --bits, or use --mode exact (the data are exact rationals).\n");
   return s.str();
 }
 

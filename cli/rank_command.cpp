@@ -72,7 +72,11 @@ std::string run_certified(const Matrix<Rational>& A, unsigned bits, bool as_json
     s << "rank = " << r.lower << " (certified, " << shape(A) << ")\n";
   else
     s << r.lower << " <= rank <= " << r.upper << " (certified bounds, " << shape(A) << ")\n";
-  if (r.lower > 0)
+  if (r.lower > 0 && r.method == "double-double")
+    s << "  proof of rank >= " << r.lower << ": the whole matrix, preconditioned in two stages (the first product in"
+      << " double-double), Y with ||I - Y||_inf <= " << format_upper_bound(r.residual_bound) << " < 1 (" << r.bits
+      << " bits)\n";
+  else if (r.lower > 0)
     s << "  proof of rank >= " << r.lower << ": a " << r.lower << " x " << r.lower
       << " minor M with ||I - R M||_inf <= " << format_upper_bound(r.residual_bound) << " < 1 (" << r.method << ", "
       << r.bits << " bits)\n";

@@ -5,6 +5,7 @@
 #include <attnrank/linalg/product.hpp>
 #include <attnrank/linalg/structured_matrices.hpp>
 #include <attnrank/linalg/exact_rank.hpp>
+#include <attnrank/linalg/accurate_product.hpp>
 #include <attnrank/linalg/certified_rank.hpp>
 #include <attnrank/linalg/certified_determinant.hpp>
 #include <attnrank/linalg/numeric_rank.hpp>

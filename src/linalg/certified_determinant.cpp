@@ -3,11 +3,13 @@
 #include <attnrank/linalg/detail/finite_checks.hpp>
 
 #include <attnrank/linalg/detail/require_square.hpp>
+#include <attnrank/linalg/detail/two_stage_preconditioner.hpp>
 #include <attnrank/linalg/product.hpp>
 
 #include <attnrank/linalg/detail/dense_decompositions.hpp>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 
 namespace attnrank {
@@ -51,57 +53,162 @@ Interval hadamard_enclosure(Eigen::Index n, Mag magnitude) {
   return out;
 }
 
+std::optional<TriangularPreconditioner> triangular_preconditioner(const Eigen::MatrixXd& M) {
+  const Eigen::Index n = M.rows();
+  const Eigen::PartialPivLU<Eigen::MatrixXd> lu(M);
+  const Eigen::MatrixXd I = Eigen::MatrixXd::Identity(n, n);
+  TriangularPreconditioner out;
+  // A pivot that is exactly 0 (the nearest doubles of a nearly singular matrix can
+  // be singular) is moved to u max|pivot|: any triangular factors are valid
+  // preconditioners, since the proof is the enclosure of Y, not their accuracy.
+  Eigen::MatrixXd LU = lu.matrixLU();
+  double top = n > 0 ? LU.diagonal().cwiseAbs().maxCoeff() : 1.0;
+  if (!(top > 0) || !std::isfinite(top)) top = 1;
+  for (Eigen::Index k = 0; k < n; ++k)
+    if (LU(k, k) == 0) LU(k, k) = top * std::numeric_limits<double>::epsilon();
+  out.Li = LU.triangularView<Eigen::UnitLower>().solve(I);
+  out.Ui = LU.triangularView<Eigen::Upper>().solve(I);
+  out.Li.triangularView<Eigen::StrictlyUpper>().setZero();
+  out.Li.diagonal().setOnes();
+  out.Ui.triangularView<Eigen::StrictlyLower>().setZero();
+  if (!out.Li.allFinite() || !out.Ui.allFinite() || (out.Ui.diagonal().array() == 0).any()) return std::nullopt;
+  out.P = lu.permutationP();
+  out.sign = static_cast<int>(lu.permutationP().determinant());
+  return out;
+}
+
+std::optional<TwoStagePreconditioned> precondition_two_stage(const DoubleDoubleBall& A) {
+  const auto first = triangular_preconditioner(A.hi);
+  if (!first) return std::nullopt;
+  const DoubleDoubleBall PA{first->P * A.hi, first->P * A.lo, first->P * A.rad};
+  const auto T = accurate_product(first->Li, PA);
+  if (!T) return std::nullopt;
+  const auto Z = accurate_product(*T, first->Ui);
+  if (!Z) return std::nullopt;
+  const BallMatrix z = to_ball(*Z);
+  if (!z.mid.allFinite() || !z.rad.allFinite()) return std::nullopt;
+  const auto second = triangular_preconditioner(z.mid);
+  if (!second) return std::nullopt;
+  const BallMatrix Qz{second->P * z.mid, second->P * z.rad};
+  const BoundsMatrix Y = certified_product_bounds(to_ball(certified_product_bounds(second->Li, Qz)), second->Ui);
+  TwoStagePreconditioned out;
+  out.identity_minus_y = identity_minus(Y);
+  out.eps = norm_inf_upper(out.identity_minus_y);
+  out.sign = first->sign * second->sign;
+  const Eigen::Index n = A.hi.rows();
+  out.diagonal.resize(2 * n);
+  out.diagonal << first->Ui.diagonal(), second->Ui.diagonal();
+  return out;
+}
+
+/// The determinant from proven bounds of I - Y (Y = the preconditioned matrix),
+/// its norm bound eps, the permutations' sign and the inverse factors' diagonal
+/// entries: det = sign det(Y) / prod diagonal. Nothing unless eps < 1.
+std::optional<Interval> det_from_preconditioned(const BoundsMatrix& identity_minus_y, double eps, int sign,
+                                                const Eigen::VectorXd& diagonal) {
+  if (!(eps < 1)) return std::nullopt;  // false for NaN too
+  const Eigen::Index n = identity_minus_y.lo.rows();
+  Interval trace = 0, diag_product = 1;
+  for (Eigen::Index k = 0; k < n; ++k) {
+    Interval e;  // (Y - I)_kk in [-(I - Y).hi, -(I - Y).lo]
+    mpfi_interv_d(e.backend().data(), -identity_minus_y.hi(k, k), -identity_minus_y.lo(k, k));
+    trace += e;
+  }
+  for (Eigen::Index k = 0; k < diagonal.size(); ++k) diag_product *= Interval(diagonal(k));
+  return det_from_near_identity(trace, Interval(eps), n, sign, diag_product);
+}
+
+/// Hadamard's bound over the ball of doubles.
+Interval hadamard_enclosure(const BallMatrix& A) {
+  return hadamard_enclosure(A.mid.rows(), [&](Eigen::Index i, Eigen::Index j) {
+    return Interval(std::fabs(A.mid(i, j))) + Interval(A.rad(i, j));
+  });
+}
+
+/// The one-stage test in doubles: a preconditioned answer, or (preconditioned =
+/// false, det left empty) the residual bound of the failed test.
+CertifiedDeterminant determinant_one_stage(const BallMatrix& A) {
+  CertifiedDeterminant out;
+  out.bits = 53;
+  out.eps = INFINITY;
+  if (const auto pre = triangular_preconditioner(A.mid)) {
+    const BallMatrix PA{pre->P * A.mid, pre->P * A.rad};
+    const BoundsMatrix Y = certified_product_bounds(to_ball(certified_product_bounds(pre->Li, PA)), pre->Ui);
+    const BoundsMatrix E = identity_minus(Y);  // I - Y; its norm and negated trace are what we need
+    out.eps = norm_inf_upper(E);
+    if (const auto det = det_from_preconditioned(E, out.eps, pre->sign, pre->Ui.diagonal())) {
+      out.det = *det;
+      out.preconditioned = true;
+      out.method = "directed-rounding";
+      return out;
+    }
+  }
+  out.method = "hadamard";
+  return out;
+}
+
 }  // namespace detail
+
+CertifiedDeterminant certified_determinant(const DoubleDoubleBall& A) {
+  using namespace detail;
+  require_square(A.hi.rows(), A.hi.cols());
+  const PrecisionScope scope(128);  // for the final scalar steps only
+  CertifiedDeterminant out;
+  out.bits = 106;
+  out.eps = INFINITY;
+  if (A.hi.rows() == 0) {
+    out.det = 1;
+    out.preconditioned = true;
+    out.method = "double-double";
+    return out;
+  }
+  if (!A.hi.allFinite() || !A.lo.allFinite() || !A.rad.allFinite())
+    throw input_error("certified determinant: the matrix has a NaN or infinite entry");
+  if (const auto pre = precondition_two_stage(A)) {
+    out.eps = pre->eps;
+    if (const auto det = det_from_preconditioned(pre->identity_minus_y, pre->eps, pre->sign, pre->diagonal)) {
+      out.det = *det;
+      out.preconditioned = true;
+      out.method = "double-double";
+      return out;
+    }
+  }
+  out.method = "hadamard";
+  // |x| <= |hi| + |lo| + rad, each sum rounded up.
+  BallMatrix outer{Eigen::MatrixXd::Zero(A.hi.rows(), A.hi.cols()), A.rad};
+  {
+    UpwardRounding up;
+    outer.rad = A.hi.cwiseAbs() + A.lo.cwiseAbs() + A.rad;
+    rounding_barrier(outer.rad);
+  }
+  out.det = hadamard_enclosure(outer);
+  return out;
+}
 
 CertifiedDeterminant certified_determinant(const BallMatrix& A) {
   using namespace detail;
   require_square(A.mid.rows(), A.mid.cols());
   require_finite_ball(A);
-  const Eigen::Index n = A.mid.rows();
   const PrecisionScope scope(128);  // for the final scalar steps only
-  CertifiedDeterminant out;
-  out.bits = 53;
-  if (n == 0) {
+  if (A.mid.rows() == 0) {
+    CertifiedDeterminant out;
     out.det = 1;
     out.preconditioned = true;
     out.method = "directed-rounding";
     return out;
   }
-  const Eigen::PartialPivLU<Eigen::MatrixXd> lu(A.mid);
-  const Eigen::MatrixXd I = Eigen::MatrixXd::Identity(n, n);
-  Eigen::MatrixXd Li = lu.matrixLU().triangularView<Eigen::UnitLower>().solve(I);
-  Eigen::MatrixXd Ui = lu.matrixLU().triangularView<Eigen::Upper>().solve(I);
-  Li.triangularView<Eigen::StrictlyUpper>().setZero();
-  Li.diagonal().setOnes();
-  Ui.triangularView<Eigen::StrictlyLower>().setZero();
-  out.eps = INFINITY;
-  if (Li.allFinite() && Ui.allFinite() && (Ui.diagonal().array() != 0).all()) {
-    const BallMatrix PA{lu.permutationP() * A.mid, lu.permutationP() * A.rad};
-    const BoundsMatrix Y = certified_product_bounds(to_ball(certified_product_bounds(Li, PA)), Ui);
-    BoundsMatrix E = identity_minus(Y);  // I - Y; its norm and negated trace are what we need
-    out.eps = norm_inf_upper(E);
-    if (out.eps < 1) {  // false for NaN too
-      Interval trace = 0, diag_product = 1;
-      for (Eigen::Index k = 0; k < n; ++k) {
-        Interval e;  // (Y - I)_kk in [-(I - Y).hi, -(I - Y).lo]
-        mpfi_interv_d(e.backend().data(), -E.hi(k, k), -E.lo(k, k));
-        trace += e;
-        diag_product *= Interval(Ui(k, k));
-      }
-      if (const auto det = det_from_near_identity(trace, Interval(out.eps), n,
-                                                  static_cast<int>(lu.permutationP().determinant()), diag_product)) {
-        out.det = *det;
-        out.preconditioned = true;
-        out.method = "directed-rounding";
-        return out;
-      }
-    }
+  CertifiedDeterminant one = determinant_one_stage(A);
+  if (one.preconditioned) return one;
+  one.det = hadamard_enclosure(A);
+  // Too ill-conditioned for one double stage: the same ball, two stages.
+  const Eigen::MatrixXd zero = Eigen::MatrixXd::Zero(A.mid.rows(), A.mid.cols());
+  CertifiedDeterminant two = certified_determinant(DoubleDoubleBall{A.mid, zero, A.rad});
+  if (two.preconditioned) return two;
+  if (std::isfinite(two.eps)) {  // report the further test's residual
+    one.eps = two.eps;
+    one.bits = two.bits;
   }
-  out.method = "hadamard";
-  out.det = hadamard_enclosure(n, [&](Eigen::Index i, Eigen::Index j) {
-    return Interval(std::fabs(A.mid(i, j))) + Interval(A.rad(i, j));
-  });
-  return out;
+  return one;
 }
 
 CertifiedDeterminant certified_determinant(const Eigen::MatrixXd& A) {
@@ -171,11 +278,21 @@ CertifiedDeterminant certified_determinant(const Matrix<Interval>& A) {
 CertifiedDeterminant certified_determinant(const Matrix<Rational>& A, unsigned bits) {
   detail::require_square(A.rows(), A.cols());
   require_precision_bits(bits);
+  if (A.rows() == 0) return certified_determinant(BallMatrix{});
   if (bits <= 53) {
     const BallMatrix b = to_ball(A);
     if (b.mid.allFinite() && b.rad.allFinite()) {
-      CertifiedDeterminant d = certified_determinant(b);
+      const PrecisionScope scope(128);
+      CertifiedDeterminant d = detail::determinant_one_stage(b);
       if (d.preconditioned) return d;
+    }
+    // The two-stage test on the data themselves (a 17-digit decimal is not a
+    // double; its ball of doubles may hold singular matrices when A is ill-conditioned).
+    if (const auto dd = to_double_double_ball(A)) {
+      CertifiedDeterminant d = certified_determinant(*dd);
+      // A finite eps means the test ran and failed: MPFI at 64 bits would not
+      // reach further than these 106 bits, so the answer stands (Hadamard's bound).
+      if (d.preconditioned || std::isfinite(d.eps)) return d;
     }
   }
   const PrecisionScope scope(std::max(bits, 64u));

@@ -2,6 +2,7 @@
 #include <attnrank/linalg/certified_rank.hpp>
 #include <attnrank/linalg/detail/finite_checks.hpp>
 
+#include <attnrank/linalg/detail/two_stage_preconditioner.hpp>
 #include <attnrank/linalg/product.hpp>
 
 #include <attnrank/linalg/detail/dense_decompositions.hpp>
@@ -124,14 +125,46 @@ std::optional<double> certify_nonsingular_minor(const Matrix<Interval>& A, const
   return mpfr_get_d(worst.backend().data(), MPFR_RNDU);
 }
 
-CertifiedRank certified_rank(const BallMatrix& A) {
-  using namespace detail;
-  require_finite_ball(A);
-  CertifiedRank out;
-  out.method = "directed-rounding";
-  out.bits = 53;
-  out.upper = std::min(A.mid.rows(), A.mid.cols());
-  if (out.upper == 0) return out;
+namespace detail {
+
+/// rank = n for a square A, with its proof recorded in `out`.
+void record_full_rank(CertifiedRank& out, double residual, const char* method, unsigned bits) {
+  out.lower = out.upper;
+  out.residual_bound = residual;
+  out.method = method;
+  out.bits = bits;
+  out.pivot_rows.clear();
+  out.pivot_cols.clear();
+  for (Index i = 0; i < out.upper; ++i) {
+    out.pivot_rows.push_back(i);
+    out.pivot_cols.push_back(i);
+  }
+}
+
+/// The common case first: a square matrix of full rank needs no pivot search, and
+/// blocked partial-pivot LU is several times faster than full pivoting.
+bool full_rank_by_one_stage(const BallMatrix& A, CertifiedRank& out) {
+  if (A.mid.rows() != A.mid.cols()) return false;
+  std::vector<Index> all(static_cast<std::size_t>(A.mid.rows()));
+  for (Index i = 0; i < A.mid.rows(); ++i) all[static_cast<std::size_t>(i)] = i;
+  const auto r = certify_nonsingular_minor(A, all, all);
+  if (r) record_full_rank(out, *r, "directed-rounding", 53);
+  return r.has_value();
+}
+
+/// Too ill-conditioned for one double stage: the two-stage test
+/// (linalg/detail/two_stage_preconditioner.hpp) proves Y, hence A, nonsingular.
+bool full_rank_by_two_stages(const DoubleDoubleBall& A, CertifiedRank& out) {
+  if (A.hi.rows() != A.hi.cols()) return false;
+  const auto pre = precondition_two_stage(A);
+  if (!pre || !(pre->eps < 1)) return false;
+  record_full_rank(out, pre->eps, "double-double", 106);
+  return true;
+}
+
+/// The largest minor the one-stage double test proves nonsingular, found by
+/// full-pivot LU of the midpoint and bisection.
+void search_minor(const BallMatrix& A, CertifiedRank& out) {
   const auto verified_nonsingular = [](const BallMatrix& M, double& residual) {
     std::vector<Index> all(static_cast<std::size_t>(M.mid.rows()));
     for (Index i = 0; i < M.mid.rows(); ++i) all[static_cast<std::size_t>(i)] = i;
@@ -139,16 +172,6 @@ CertifiedRank certified_rank(const BallMatrix& A) {
     if (r) residual = *r;
     return r.has_value();
   };
-  // The common case first: a square matrix of full rank needs no pivot search,
-  // and blocked partial-pivot LU is several times faster than full pivoting.
-  if (A.mid.rows() == A.mid.cols() && verified_nonsingular(A, out.residual_bound)) {
-    out.lower = out.upper;
-    for (Index i = 0; i < out.upper; ++i) {
-      out.pivot_rows.push_back(i);
-      out.pivot_cols.push_back(i);
-    }
-    return out;
-  }
   const Eigen::FullPivLU<Eigen::MatrixXd> lu(A.mid);
   std::vector<Index> rows, cols;
   pivot_order(lu, rows, cols);
@@ -157,6 +180,23 @@ CertifiedRank certified_rank(const BallMatrix& A) {
   search_verified_minor(r0, out, rows, cols, [&](Index k, double& residual) {
     return verified_nonsingular(BallMatrix{select(A.mid, rows, cols, k), select(A.rad, rows, cols, k)}, residual);
   });
+}
+
+}  // namespace detail
+
+CertifiedRank certified_rank(const BallMatrix& A, bool try_two_stages) {
+  using namespace detail;
+  require_finite_ball(A);
+  CertifiedRank out;
+  out.method = "directed-rounding";
+  out.bits = 53;
+  out.upper = std::min(A.mid.rows(), A.mid.cols());
+  if (out.upper == 0) return out;
+  if (full_rank_by_one_stage(A, out)) return out;
+  if (try_two_stages && A.mid.rows() == A.mid.cols() &&
+      full_rank_by_two_stages(DoubleDoubleBall{A.mid, Eigen::MatrixXd::Zero(A.mid.rows(), A.mid.cols()), A.rad}, out))
+    return out;
+  search_minor(A, out);
   return out;
 }
 
@@ -235,7 +275,20 @@ CertifiedRank certified_rank(const Matrix<Rational>& A, unsigned bits) {
   require_precision_bits(bits);
   if (bits <= 53) {
     const BallMatrix b = to_ball(A);
-    if (b.mid.allFinite() && b.rad.allFinite()) return certified_rank(b);
+    if (b.mid.allFinite() && b.rad.allFinite()) {
+      using namespace detail;
+      CertifiedRank out;
+      out.method = "directed-rounding";
+      out.bits = 53;
+      out.upper = std::min(A.rows(), A.cols());
+      if (out.upper == 0 || full_rank_by_one_stage(b, out)) return out;
+      // The two-stage test on the data themselves: a 17-digit decimal is not a
+      // double, and the balls around them may hold singular matrices.
+      if (A.rows() == A.cols())
+        if (const auto dd = to_double_double_ball(A); dd && full_rank_by_two_stages(*dd, out)) return out;
+      search_minor(b, out);
+      return out;
+    }
   }
   const PrecisionScope scope(std::max(bits, 64u));
   return certified_rank(from_rational<Interval>(A));

@@ -39,7 +39,7 @@ void floor_lower_bound(const Matrix<Rational>& A, const BallMatrix& ball, const 
     f.minor_residual = *r;
     return;
   }
-  const CertifiedRank rb = certified_rank(ball);
+  const CertifiedRank rb = certified_rank(ball, /*try_two_stages=*/false);  // singular by construction: C 1 = 0
   f.lower = rb.lower;
   f.minor_rows = rb.pivot_rows;
   f.minor_cols = rb.pivot_cols;

@@ -51,7 +51,7 @@ void lower_in_doubles(const BlockContext& c, MaskedBlock& b) {
     b.minor_residual = *residual;
     return;
   }
-  const CertifiedRank cr = certified_rank(ball);
+  const CertifiedRank cr = certified_rank(ball, /*try_two_stages=*/false);  // singular by construction: C 1 = 0
   b.lower = std::min(cr.lower, shape);
   b.minor_rows = cr.pivot_rows;
   b.minor_cols = cr.pivot_cols;

@@ -210,14 +210,24 @@ TEST_CASE("attnrank rank") {
     CHECK(nlohmann::json::parse(r.out)["rank_lower"] == 1);
   }
   SECTION("certified: honest bounds, tightened by --bits") {
-    auto j = nlohmann::json::parse(attnrank_cli("rank hilbert:14 --mode certified --json").out);
+    // Hilbert 24 (condition number ~1e34) is past both double tests, not past MPFI at 128 bits.
+    auto j = nlohmann::json::parse(attnrank_cli("rank hilbert:24 --mode certified --json").out);
     CHECK(j["mode"] == "certified");
-    CHECK(j["rank_lower"] < 14);
-    CHECK(j["rank_upper"] == 14);
-    j = nlohmann::json::parse(attnrank_cli("rank hilbert:14 --mode certified --bits 128 --json").out);
-    CHECK(j["rank_lower"] == 14);
+    CHECK(j["rank_lower"] < 24);
+    CHECK(j["rank_upper"] == 24);
+    j = nlohmann::json::parse(attnrank_cli("rank hilbert:24 --mode certified --bits 128 --json").out);
+    CHECK(j["rank_lower"] == 24);
     CHECK(num(j["certificate"]["residual_bound"]) < 1);
-    CHECK_THAT(attnrank_cli("rank hilbert:14 --mode certified").out, Catch::Contains("Raise --bits"));
+    CHECK_THAT(attnrank_cli("rank hilbert:24 --mode certified").out, Catch::Contains("Raise --bits"));
+    // Hilbert 14 (~1e19) is past one double stage, within two.
+    j = nlohmann::json::parse(attnrank_cli("rank hilbert:14 --mode certified --json").out);
+    CHECK(j["rank_lower"] == 14);
+    CHECK(j["method"] == "double-double");
+    CHECK(j["bits"] == 106);
+    CHECK_THAT(attnrank_cli("rank hilbert:14 --mode certified").out, Catch::Contains("two stages"));
+    const auto d = nlohmann::json::parse(attnrank_cli("det hilbert:14 --mode certified --json").out);
+    CHECK(d["preconditioned"] == true);
+    CHECK(d["method"] == "double-double");
   }
   SECTION("numeric: singular values, tolerance and gap, marked uncertified") {
     const auto j = nlohmann::json::parse(attnrank_cli("rank " + singular + " --mode numeric --json").out);

@@ -68,11 +68,16 @@ TEST_CASE("attnrank::certified_rank") {
     }
   }
   SECTION("Hilbert matrices: honest at 53 bits, exact once the precision suffices") {
-    const CertifiedRank low = certified_rank(hilbert(20), 53);
-    CHECK(low.lower < 20);
-    CHECK(low.upper == 20);
-    const CertifiedRank high = certified_rank(hilbert(20), 256);
-    CHECK(high.lower == 20);
+    // Hilbert 20 (condition number ~1e28) is at the edge of the two-stage test;
+    // Hilbert 24 (~1e34) is past it.
+    const CertifiedRank edge = certified_rank(hilbert(20), 53);
+    CHECK(edge.lower == 20);
+    CHECK(edge.method == "double-double");
+    const CertifiedRank low = certified_rank(hilbert(24), 53);
+    CHECK(low.lower < 24);
+    CHECK(low.upper == 24);
+    const CertifiedRank high = certified_rank(hilbert(24), 256);
+    CHECK(high.lower == 24);
     CHECK(high.method == "mpfi");
   }
   SECTION("the interval matrix containing a singular matrix is never called full rank") {

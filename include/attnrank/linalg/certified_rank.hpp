@@ -10,7 +10,10 @@
 //    argument: ||I - R M|| < 1 makes R M invertible). The minor is chosen
 //    numerically (full-pivot LU on the midpoint); the proof is interval
 //    arithmetic: directed-rounding GEMMs on doubles (numbers/directed_rounding.hpp) at 53
-//    bits, or MPFI at higher precision.
+//    bits, or MPFI at higher precision. A square matrix too ill-conditioned for
+//    that test in doubles gets a second stage with its first product in
+//    double-double (linalg/detail/two_stage_preconditioner.hpp) before any search
+//    for a smaller minor.
 //  * upper is min(m, n) unless lower reaches it: a floating matrix never proves a
 //    rank deficiency (exact data can: see linalg/exact_rank.hpp).
 // Not guaranteed: that lower is the rank. Near-singular minors fail the test and
@@ -31,9 +34,11 @@ struct CertifiedRank {
   Eigen::Index lower = 0, upper = 0;
   /// The lower x lower minor A[pivot_rows, pivot_cols] proven nonsingular.
   std::vector<Eigen::Index> pivot_rows, pivot_cols;
-  /// Proven upper bound of ||I - R M||_inf for that minor (< 1), 0 when lower = 0.
+  /// Proven upper bound of ||I - R M||_inf for that minor (< 1), 0 when lower = 0;
+  /// for "double-double", of ||I - Y|| for the two-stage Y (R = the product of
+  /// both stages' factors).
   double residual_bound = 0;
-  /// "directed-rounding" (doubles) or "mpfi".
+  /// "directed-rounding" (doubles), "double-double" (two stages), or "mpfi".
   std::string method;
   /// Working precision of the proof, in bits.
   unsigned bits = 53;
@@ -41,7 +46,10 @@ struct CertifiedRank {
 
 /// Rank bounds valid for every matrix in the ball (|X - mid| <= rad), by the
 /// double directed-rounding test. Throws input_error on NaN or infinite entries.
-CertifiedRank certified_rank(const BallMatrix& A);
+/// A square ball the one-stage test does not prove nonsingular gets the two-stage
+/// test next unless `try_two_stages` is false: callers whose matrix is singular by
+/// construction (a row-centred log, C 1 = 0) skip it, since it cannot succeed there.
+CertifiedRank certified_rank(const BallMatrix& A, bool try_two_stages = true);
 
 /// Rank bounds of a matrix of doubles, each taken as the exact real it denotes.
 CertifiedRank certified_rank(const Eigen::MatrixXd& A);
