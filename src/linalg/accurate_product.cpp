@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cfenv>
 #include <cmath>
-#include <vector>
 
 namespace attnrank {
 namespace {
@@ -78,38 +77,6 @@ bool split(const MatrixXd& M, bool by_rows, int beta, Slices& out) {
   return true;
 }
 
-/// Knuth's TwoSum, elementwise: s + e = a + b exactly (round to nearest, no overflow).
-void two_sum(const MatrixXd& a, const MatrixXd& b, MatrixXd& s, MatrixXd& e) {
-  s = a + b;
-  const MatrixXd bb = s - a;
-  e = (a - (s - bb)) + (b - bb);
-}
-
-/// mid +- rad containing the sum of the point matrices `point` (exact doubles) and
-/// of one member of each enclosure in `bounds`.
-void enclose_sum(const std::vector<const MatrixXd*>& point, const std::vector<const BoundsMatrix*>& bounds,
-                 MatrixXd& mid, MatrixXd& rad) {
-  const Index m = point.front()->rows(), n = point.front()->cols();
-  MatrixXd up = MatrixXd::Zero(m, n), neg_down = MatrixXd::Zero(m, n);
-  {
-    UpwardRounding rounding;
-    for (const MatrixXd* p : point) {
-      up += *p;
-      neg_down -= *p;
-    }
-    for (const BoundsMatrix* b : bounds) {
-      up += b->hi;
-      neg_down -= b->lo;
-    }
-    detail::rounding_barrier(up);
-    detail::rounding_barrier(neg_down);
-  }
-  mid = 0.5 * (up - neg_down);  // any double will do: the radius covers the rest
-  UpwardRounding rounding;
-  rad = (up - mid).cwiseMax(mid + neg_down);  // neg_down = -down: mid - down
-  detail::rounding_barrier(rad);
-}
-
 /// Round to nearest on this thread while alive (TwoSum needs it), whatever the
 /// caller's mode; Eigen's thread count is left alone (the exact GEMMs are exact in
 /// any mode, on any thread).
@@ -124,8 +91,15 @@ class NearestRounding {
   int saved_;
 };
 
-/// A B + (the enclosure `more`, if given), as a double-double ball.
-std::optional<DoubleDoubleBall> product(const MatrixXd& A, const MatrixXd& B, const BoundsMatrix* more) {
+/// A B + L R +- rad (the extra terms when given: L R a point product, rad >= 0 a
+/// radius), as a double-double ball.
+struct Extra {
+  const MatrixXd* left = nullptr;
+  const MatrixXd* right = nullptr;
+  MatrixXd rad;
+};
+
+std::optional<DoubleDoubleBall> product(const MatrixXd& A, const MatrixXd& B, const Extra& extra) {
   const NearestRounding nearest;
   const int beta = slice_bits(std::max<Index>(A.cols(), 1));
   Slices a, b;
@@ -133,16 +107,52 @@ std::optional<DoubleDoubleBall> product(const MatrixXd& A, const MatrixXd& B, co
   // Exact: every term and partial sum is an integer multiple of the two scales' unit below 2^53.
   const MatrixXd p11 = a.first * b.first, p12 = a.first * b.second, p21 = a.second * b.first,
                  p22 = a.second * b.second;
-  const MatrixXd b12 = b.first + b.second;  // exact: B rounded to the second grid
-  const BoundsMatrix r1 = certified_product_bounds(A, b.rest), r2 = certified_product_bounds(a.rest, b12);
-  DoubleDoubleBall out;
-  MatrixXd s, e1, e2;
-  two_sum(p11, p12, s, e1);
-  two_sum(s, p21, out.hi, e2);
+  // The rest, A B3 + A3 (B1 + B2) (+ L R), as one directed pair over the inner
+  // dimension 2k (+ the extra's); B1 + B2 is exact: B rounded to the second grid.
+  const Index k = A.cols(), k_extra = extra.left ? extra.left->cols() : 0;
+  MatrixXd left(A.rows(), 2 * k + k_extra), right(2 * k + k_extra, B.cols());
+  left.leftCols(k) = A;
+  left.middleCols(k, k) = a.rest;
+  right.topRows(k) = b.rest;
+  right.middleRows(k, k) = b.first + b.second;
+  if (extra.left) {
+    left.rightCols(k_extra) = *extra.left;
+    right.bottomRows(k_extra) = *extra.right;
+  }
+  const BoundsMatrix rest = certified_product_bounds(left, right);
+  DoubleDoubleBall out{MatrixXd(A.rows(), B.cols()), MatrixXd(A.rows(), B.cols()), MatrixXd(A.rows(), B.cols())};
+  const Index size = out.hi.size();
+  double* hi = out.hi.data();
+  double* e1 = out.lo.data();  // scratch until the last loop
+  double* e2 = out.rad.data();
+  // Knuth's TwoSum twice, to nearest: hi + e1 + e2 = p11 + p12 + p21 exactly.
+  for (Index t = 0; t < size; ++t) {
+    const double x = p11.data()[t], y = p12.data()[t], z = p21.data()[t];
+    const double s1 = x + y, v1 = s1 - x;
+    e1[t] = (x - (s1 - v1)) + (y - v1);
+    const double s2 = s1 + z, v2 = s2 - s1;
+    e2[t] = (s1 - (s2 - v2)) + (z - v2);
+    hi[t] = s2;
+  }
   if (!out.hi.allFinite()) return std::nullopt;
-  std::vector<const BoundsMatrix*> bounds{&r1, &r2};
-  if (more) bounds.push_back(more);
-  enclose_sum({&e1, &e2, &p22}, bounds, out.lo, out.rad);
+  {
+    // The rest e1 + e2 + p22 + [rest], summed upward for its upper and (negated)
+    // lower bound; lo is any double between, rad covers both and the extra radius.
+    UpwardRounding up;
+    const double* q = p22.data();
+    const double *rh = rest.hi.data(), *rl = rest.lo.data();
+    const double* xr = extra.rad.size() ? extra.rad.data() : nullptr;
+    for (Index t = 0; t < size; ++t) {
+      const double upper = e1[t] + e2[t] + q[t] + rh[t];
+      const double neg_lower = -e1[t] - e2[t] - q[t] - rl[t];
+      const double mid = 0.5 * (upper - neg_lower);
+      e1[t] = mid;  // out.lo
+      const double r = std::max(upper - mid, mid + neg_lower);
+      e2[t] = xr ? r + xr[t] : r;  // out.rad; a NaN leaves lo NaN
+    }
+    detail::rounding_barrier(out.lo);
+    detail::rounding_barrier(out.rad);
+  }
   if (!out.lo.allFinite() || !out.rad.allFinite()) return std::nullopt;
   return out;
 }
@@ -150,20 +160,32 @@ std::optional<DoubleDoubleBall> product(const MatrixXd& A, const MatrixXd& B, co
 }  // namespace
 
 std::optional<DoubleDoubleBall> accurate_product(const MatrixXd& A, const MatrixXd& B) {
-  return product(A, B, nullptr);
+  return product(A, B, Extra{});
 }
 
+// A X = A hi + A lo +- |A| rad: A lo is ~2^-53 of A hi, so directed rounding is
+// accurate enough for it, and it joins the rest's directed pair; |A| rad is one
+// GEMM rounded upward.
 std::optional<DoubleDoubleBall> accurate_product(const MatrixXd& A, const DoubleDoubleBall& X) {
-  // A X = A hi + (A lo +- |A| rad): the second part is ~2^-53 of the first, so
-  // directed rounding is accurate enough for it. X.lo and X.rad carry the ball's
-  // old radius, folded into the bounds by certified_product_bounds.
-  const BoundsMatrix low = certified_product_bounds(A, BallMatrix{X.lo, X.rad});
-  return product(A, X.hi, &low);
+  if (!X.lo.allFinite() || !X.rad.allFinite()) return std::nullopt;
+  Extra extra{&A, &X.lo, MatrixXd()};
+  {
+    UpwardRounding up;
+    extra.rad.noalias() = A.cwiseAbs() * X.rad;
+    detail::rounding_barrier(extra.rad);
+  }
+  return product(A, X.hi, extra);
 }
 
 std::optional<DoubleDoubleBall> accurate_product(const DoubleDoubleBall& X, const MatrixXd& B) {
-  const BoundsMatrix low = certified_product_bounds(BallMatrix{X.lo, X.rad}, B);
-  return product(X.hi, B, &low);
+  if (!X.lo.allFinite() || !X.rad.allFinite()) return std::nullopt;
+  Extra extra{&X.lo, &B, MatrixXd()};
+  {
+    UpwardRounding up;
+    extra.rad.noalias() = X.rad * B.cwiseAbs();
+    detail::rounding_barrier(extra.rad);
+  }
+  return product(X.hi, B, extra);
 }
 
 BallMatrix to_ball(const DoubleDoubleBall& X) {
@@ -182,10 +204,12 @@ BallMatrix to_ball(const DoubleDoubleBall& X) {
 
 std::optional<DoubleDoubleBall> to_double_double_ball(const Matrix<Rational>& A) {
   DoubleDoubleBall out{MatrixXd(A.rows(), A.cols()), MatrixXd(A.rows(), A.cols()), MatrixXd(A.rows(), A.cols())};
-  // q to 256 bits (error <= 2^-255 |q|), then peeled exactly into doubles.
+  // q to 128 bits (error below 2^(e - 128), e its exponent), then peeled exactly
+  // into doubles: q - hi and then - lo are multiples of 2^(e - 128) of at most 75
+  // bits, so both subtractions are exact at 128 bits.
   mpfr_t q, r;
-  mpfr_init2(q, 256);
-  mpfr_init2(r, 256);
+  mpfr_init2(q, 128);
+  mpfr_init2(r, 128);
   bool ok = true;
   for (Index j = 0; j < A.cols() && ok; ++j)
     for (Index i = 0; i < A.rows(); ++i) {
@@ -196,18 +220,18 @@ std::optional<DoubleDoubleBall> to_double_double_ball(const Matrix<Rational>& A)
         continue;
       }
       const long e = mpfr_get_exp(q);
-      if (e < -700 || e > 1000) {  // keep hi, lo, rad and the 2^(e - 254) term normal and finite
+      if (e < -700 || e > 1000) {  // keep hi, lo, rad and the 2^(e - 127) term normal and finite
         ok = false;
         break;
       }
       const double hi = mpfr_get_d(q, MPFR_RNDN);
-      mpfr_sub_d(r, q, hi, MPFR_RNDN);  // exact: r fits in 256 bits
+      mpfr_sub_d(r, q, hi, MPFR_RNDN);  // exact
       const double lo = mpfr_get_d(r, MPFR_RNDN);
       mpfr_sub_d(r, r, lo, MPFR_RNDN);  // exact again
-      // |q - hi - lo| <= |r| + 2^-255 |q|, the latter below 2^(e - 255).
+      // |q - hi - lo| <= |r| + |q - rounded q|, the latter below 2^(e - 128).
       const double tail = mpfr_get_d(r, MPFR_RNDA);
       double rad = std::fabs(tail);
-      if (inexact != 0) rad = std::nextafter(rad + std::ldexp(1.0, static_cast<int>(e) - 254), INFINITY);
+      if (inexact != 0) rad = std::nextafter(rad + std::ldexp(1.0, static_cast<int>(e) - 127), INFINITY);
       out.hi(i, j) = hi;
       out.lo(i, j) = lo;
       out.rad(i, j) = rad;

@@ -63,6 +63,7 @@ std::optional<TriangularPreconditioner> triangular_preconditioner(const Eigen::M
   // preconditioners, since the proof is the enclosure of Y, not their accuracy.
   Eigen::MatrixXd LU = lu.matrixLU();
   double top = n > 0 ? LU.diagonal().cwiseAbs().maxCoeff() : 1.0;
+  out.pivot_ratio = n > 0 && top > 0 ? LU.diagonal().cwiseAbs().minCoeff() / top : 1.0;
   if (!(top > 0) || !std::isfinite(top)) top = 1;
   for (Eigen::Index k = 0; k < n; ++k)
     if (LU(k, k) == 0) LU(k, k) = top * std::numeric_limits<double>::epsilon();
@@ -77,8 +78,11 @@ std::optional<TriangularPreconditioner> triangular_preconditioner(const Eigen::M
   return out;
 }
 
-std::optional<TwoStagePreconditioned> precondition_two_stage(const DoubleDoubleBall& A) {
-  const auto first = triangular_preconditioner(A.hi);
+std::optional<TwoStagePreconditioned> precondition_two_stage(const DoubleDoubleBall& A,
+                                                             const TriangularPreconditioner* given) {
+  std::optional<TriangularPreconditioner> computed;
+  if (!given) computed = triangular_preconditioner(A.hi);
+  const TriangularPreconditioner* first = given ? given : computed ? &*computed : nullptr;
   if (!first) return std::nullopt;
   const DoubleDoubleBall PA{first->P * A.hi, first->P * A.lo, first->P * A.rad};
   const auto T = accurate_product(first->Li, PA);
@@ -125,13 +129,17 @@ Interval hadamard_enclosure(const BallMatrix& A) {
   });
 }
 
-/// The one-stage test in doubles: a preconditioned answer, or (preconditioned =
-/// false, det left empty) the residual bound of the failed test.
-CertifiedDeterminant determinant_one_stage(const BallMatrix& A) {
+/// The one-stage test in doubles with the preconditioner `pre` of A.mid: a
+/// preconditioned answer, or (preconditioned = false, det left empty) the residual
+/// bound of the failed test.
+CertifiedDeterminant determinant_one_stage(const BallMatrix& A, const std::optional<TriangularPreconditioner>& pre) {
   CertifiedDeterminant out;
   out.bits = 53;
   out.eps = INFINITY;
-  if (const auto pre = triangular_preconditioner(A.mid)) {
+  // A speed rule only (the two-stage test comes next, and either way the proof is
+  // Y's enclosure): when the pivots spread beyond 1 / u, the products' rounding,
+  // about u max|U_kk| / min|U_kk|, cannot leave Y within 1 of I.
+  if (pre && pre->pivot_ratio >= std::numeric_limits<double>::epsilon()) {
     const BallMatrix PA{pre->P * A.mid, pre->P * A.rad};
     const BoundsMatrix Y = certified_product_bounds(to_ball(certified_product_bounds(pre->Li, PA)), pre->Ui);
     const BoundsMatrix E = identity_minus(Y);  // I - Y; its norm and negated trace are what we need
@@ -147,10 +155,9 @@ CertifiedDeterminant determinant_one_stage(const BallMatrix& A) {
   return out;
 }
 
-}  // namespace detail
-
-CertifiedDeterminant certified_determinant(const DoubleDoubleBall& A) {
-  using namespace detail;
+/// The two-stage test (its first stage's factors `first`, or computed when null),
+/// or Hadamard's bound.
+CertifiedDeterminant determinant_two_stages(const DoubleDoubleBall& A, const TriangularPreconditioner* first) {
   require_square(A.hi.rows(), A.hi.cols());
   const PrecisionScope scope(128);  // for the final scalar steps only
   CertifiedDeterminant out;
@@ -164,7 +171,7 @@ CertifiedDeterminant certified_determinant(const DoubleDoubleBall& A) {
   }
   if (!A.hi.allFinite() || !A.lo.allFinite() || !A.rad.allFinite())
     throw input_error("certified determinant: the matrix has a NaN or infinite entry");
-  if (const auto pre = precondition_two_stage(A)) {
+  if (const auto pre = precondition_two_stage(A, first)) {
     out.eps = pre->eps;
     if (const auto det = det_from_preconditioned(pre->identity_minus_y, pre->eps, pre->sign, pre->diagonal)) {
       out.det = *det;
@@ -185,6 +192,12 @@ CertifiedDeterminant certified_determinant(const DoubleDoubleBall& A) {
   return out;
 }
 
+}  // namespace detail
+
+CertifiedDeterminant certified_determinant(const DoubleDoubleBall& A) {
+  return detail::determinant_two_stages(A, nullptr);
+}
+
 CertifiedDeterminant certified_determinant(const BallMatrix& A) {
   using namespace detail;
   require_square(A.mid.rows(), A.mid.cols());
@@ -197,12 +210,13 @@ CertifiedDeterminant certified_determinant(const BallMatrix& A) {
     out.method = "directed-rounding";
     return out;
   }
-  CertifiedDeterminant one = determinant_one_stage(A);
+  const auto pre = triangular_preconditioner(A.mid);
+  CertifiedDeterminant one = determinant_one_stage(A, pre);
   if (one.preconditioned) return one;
   one.det = hadamard_enclosure(A);
   // Too ill-conditioned for one double stage: the same ball, two stages.
   const Eigen::MatrixXd zero = Eigen::MatrixXd::Zero(A.mid.rows(), A.mid.cols());
-  CertifiedDeterminant two = certified_determinant(DoubleDoubleBall{A.mid, zero, A.rad});
+  CertifiedDeterminant two = determinant_two_stages(DoubleDoubleBall{A.mid, zero, A.rad}, pre ? &*pre : nullptr);
   if (two.preconditioned) return two;
   if (std::isfinite(two.eps)) {  // report the further test's residual
     one.eps = two.eps;
@@ -280,16 +294,24 @@ CertifiedDeterminant certified_determinant(const Matrix<Rational>& A, unsigned b
   require_precision_bits(bits);
   if (A.rows() == 0) return certified_determinant(BallMatrix{});
   if (bits <= 53) {
-    const BallMatrix b = to_ball(A);
+    // One conversion serves both tests: the double balls are read off the
+    // double-double ones (as tight: mid the nearest double, rad about |lo|).
+    const auto dd = to_double_double_ball(A);
+    const BallMatrix b = dd ? to_ball(*dd) : to_ball(A);
+    std::optional<detail::TriangularPreconditioner> pre;
     if (b.mid.allFinite() && b.rad.allFinite()) {
       const PrecisionScope scope(128);
-      CertifiedDeterminant d = detail::determinant_one_stage(b);
+      pre = detail::triangular_preconditioner(b.mid);
+      CertifiedDeterminant d = detail::determinant_one_stage(b, pre);
       if (d.preconditioned) return d;
     }
     // The two-stage test on the data themselves (a 17-digit decimal is not a
-    // double; its ball of doubles may hold singular matrices when A is ill-conditioned).
-    if (const auto dd = to_double_double_ball(A)) {
-      CertifiedDeterminant d = certified_determinant(*dd);
+    // double; its ball of doubles may hold singular matrices when A is
+    // ill-conditioned). Its first stage reuses the factors of b.mid, which is
+    // dd's hi rounded: any triangular factors are valid, the proof is Y's enclosure.
+    if (dd) {
+      const PrecisionScope scope(128);
+      CertifiedDeterminant d = detail::determinant_two_stages(*dd, pre ? &*pre : nullptr);
       // A finite eps means the test ran and failed: MPFI at 64 bits would not
       // reach further than these 106 bits, so the answer stands (Hadamard's bound).
       if (d.preconditioned || std::isfinite(d.eps)) return d;

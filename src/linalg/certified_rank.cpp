@@ -274,7 +274,9 @@ BallMatrix to_ball(const Matrix<Interval>& A) {
 CertifiedRank certified_rank(const Matrix<Rational>& A, unsigned bits) {
   require_precision_bits(bits);
   if (bits <= 53) {
-    const BallMatrix b = to_ball(A);
+    // One conversion serves both tests (see certified_determinant).
+    const auto dd = to_double_double_ball(A);
+    const BallMatrix b = dd ? to_ball(*dd) : to_ball(A);
     if (b.mid.allFinite() && b.rad.allFinite()) {
       using namespace detail;
       CertifiedRank out;
@@ -284,8 +286,7 @@ CertifiedRank certified_rank(const Matrix<Rational>& A, unsigned bits) {
       if (out.upper == 0 || full_rank_by_one_stage(b, out)) return out;
       // The two-stage test on the data themselves: a 17-digit decimal is not a
       // double, and the balls around them may hold singular matrices.
-      if (A.rows() == A.cols())
-        if (const auto dd = to_double_double_ball(A); dd && full_rank_by_two_stages(*dd, out)) return out;
+      if (dd && A.rows() == A.cols() && full_rank_by_two_stages(*dd, out)) return out;
       search_minor(b, out);
       return out;
     }

@@ -18,7 +18,8 @@
 //    order, with or without FMA, on any number of threads;
 //  * A B = A1 B1 + A1 B2 + A2 B1 + A2 B2 + (A B3 + A3 (B1 + B2)): the four slice
 //    products are exact GEMMs; the last two products are about 2^-44 |A||B| and
-//    are enclosed by directed-rounding GEMM pairs (numbers/directed_rounding.hpp);
+//    are enclosed together by one directed-rounding GEMM pair over the inner
+//    dimension 2k (numbers/directed_rounding.hpp);
 //  * hi = A1 B1 + A1 B2 + A2 B1 rounded to nearest, with the rounding errors kept
 //    exactly by TwoSum (Knuth), and lo +- rad the rest, summed by directed
 //    rounding. So hi + lo + [-rad, rad] contains A B.

@@ -29,6 +29,9 @@ struct TriangularPreconditioner {
   Eigen::PermutationMatrix<Eigen::Dynamic, Eigen::Dynamic> P;
   int sign = 1;  ///< det P
   Eigen::MatrixXd Li, Ui;
+  /// min |U_kk| / max |U_kk| before any zero pivot was moved: below u, one
+  /// double stage cannot succeed (its rounding is about u / pivot_ratio).
+  double pivot_ratio = 1;
 };
 std::optional<TriangularPreconditioner> triangular_preconditioner(const Eigen::MatrixXd& M);
 
@@ -38,6 +41,9 @@ struct TwoStagePreconditioned {
   int sign = 1;                   ///< det P det Q
   Eigen::VectorXd diagonal;       ///< the 2n diagonal entries of Ui and U2i
 };
-std::optional<TwoStagePreconditioned> precondition_two_stage(const DoubleDoubleBall& A);
+/// `first`: factors for stage 1 already computed (of A.hi, or of any matrix close
+/// to it: they only need to be good, not exact); computed here when null.
+std::optional<TwoStagePreconditioned> precondition_two_stage(const DoubleDoubleBall& A,
+                                                             const TriangularPreconditioner* first = nullptr);
 
 }  // namespace attnrank::detail
