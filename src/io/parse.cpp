@@ -6,6 +6,7 @@
 #include <attnrank/io/safetensors.hpp>
 #include <attnrank/numbers/detail/power_of_ten.hpp>
 
+#include <array>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -99,7 +100,17 @@ Rational small_decimal(std::string_view int_part, std::string_view frac_part, lo
     while (twos < k && m % 2 == 0) m /= 2, ++twos;
     while (fives < k && m % 5 == 0) m /= 5, ++fives;
     mpz_set_ui(mpq_numref(q), m);
-    mpz_ui_pow_ui(mpq_denref(q), 5, k - fives);
+    if (k - fives <= 27) {  // 5^27 < 2^64: a table, not a power computed per cell
+      static const auto powers = [] {
+        std::array<std::uint64_t, 28> p{};
+        p[0] = 1;
+        for (std::size_t i = 1; i < p.size(); ++i) p[i] = p[i - 1] * 5;
+        return p;
+      }();
+      mpz_set_ui(mpq_denref(q), powers[k - fives]);
+    } else {
+      mpz_ui_pow_ui(mpq_denref(q), 5, k - fives);
+    }
     mpz_mul_2exp(mpq_denref(q), mpq_denref(q), k - twos);
   }
   if (negative) mpq_neg(q, q);
