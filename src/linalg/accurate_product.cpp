@@ -28,16 +28,17 @@ int slice_bits(Index k) {
   return (53 - log2k) / 2;
 }
 
-/// The scale exponent tau (every |entry| <= 2^tau) of each row (or column), 0 for
-/// a zero row; false when a scale is outside [min_scale, max_scale] or an entry is
-/// not finite.
+/// The splitting constants of each row (or column): sigma1 = 0.75 2^(tau - beta + 53)
+/// and sigma2 = 0.75 2^(tau - 2 beta + 53), tau the line's scale exponent (every
+/// |entry| <= 2^tau); 0 for a zero or empty line. False when a scale is outside
+/// [min_scale, max_scale] or an entry is not finite.
 bool scales(const MatrixXd& M, bool by_rows, Eigen::VectorXd& sigma1, Eigen::VectorXd& sigma2, int beta) {
-  const Index lines = by_rows ? M.rows() : M.cols();
+  const Index lines = by_rows ? M.rows() : M.cols(), length = by_rows ? M.cols() : M.rows();
   sigma1.resize(lines);
   sigma2.resize(lines);
+  if (!M.allFinite()) return false;  // before maxCoeff, which need not see a NaN
   for (Index i = 0; i < lines; ++i) {
-    const double top = by_rows ? M.row(i).cwiseAbs().maxCoeff() : M.col(i).cwiseAbs().maxCoeff();
-    if (!std::isfinite(top)) return false;
+    const double top = length == 0 ? 0.0 : by_rows ? M.row(i).cwiseAbs().maxCoeff() : M.col(i).cwiseAbs().maxCoeff();
     if (top == 0) {
       sigma1(i) = sigma2(i) = 0;
       continue;

@@ -161,7 +161,7 @@ TEST_CASE("attnrank::accurate_product", "[property]") {
   });
 }
 
-TEST_CASE("attnrank::accurate_product: out of its range, nothing") {
+TEST_CASE("attnrank::accurate_product: out of its range, nothing; empty, zero") {
   Eigen::MatrixXd A = Eigen::MatrixXd::Identity(3, 3), B = Eigen::MatrixXd::Ones(3, 3);
   REQUIRE(accurate_product(A, B).has_value());
   A(1, 2) = std::ldexp(1.0, 500);  // a row scale beyond 2^400
@@ -175,6 +175,12 @@ TEST_CASE("attnrank::accurate_product: out of its range, nothing") {
   B(2, 0) = std::numeric_limits<double>::infinity();
   CHECK_FALSE(accurate_product(A, B).has_value());
   CHECK(std::fegetround() == FE_TONEAREST);
+  // An empty inner dimension: the zero matrix, exactly.
+  const auto empty = accurate_product(Eigen::MatrixXd(2, 0), Eigen::MatrixXd(0, 3));
+  REQUIRE(empty.has_value());
+  CHECK(empty->hi.isZero());
+  CHECK(empty->lo.isZero());
+  CHECK(empty->rad.isZero());
 }
 
 TEST_CASE("attnrank::to_double_double_ball", "[property]") {
