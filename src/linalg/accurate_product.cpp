@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cfenv>
 #include <cmath>
+#include <stdexcept>
 
 namespace attnrank {
 namespace {
@@ -158,9 +159,20 @@ std::optional<DoubleDoubleBall> product(const MatrixXd& A, const MatrixXd& B, co
   return out;
 }
 
+void require_shapes(const MatrixXd& A, const MatrixXd& B) {
+  if (A.cols() != B.rows()) throw std::invalid_argument("accurate_product: inner dimensions differ");
+}
+
+void require_shapes(const DoubleDoubleBall& X) {
+  if (X.lo.rows() != X.hi.rows() || X.lo.cols() != X.hi.cols() || X.rad.rows() != X.hi.rows() ||
+      X.rad.cols() != X.hi.cols())
+    throw std::invalid_argument("accurate_product: hi, lo and rad of the ball differ in shape");
+}
+
 }  // namespace
 
 std::optional<DoubleDoubleBall> accurate_product(const MatrixXd& A, const MatrixXd& B) {
+  require_shapes(A, B);
   return product(A, B, Extra{});
 }
 
@@ -168,6 +180,8 @@ std::optional<DoubleDoubleBall> accurate_product(const MatrixXd& A, const Matrix
 // accurate enough for it, and it joins the rest's directed pair; |A| rad is one
 // GEMM rounded upward.
 std::optional<DoubleDoubleBall> accurate_product(const MatrixXd& A, const DoubleDoubleBall& X) {
+  require_shapes(X);
+  require_shapes(A, X.hi);
   if (!X.lo.allFinite() || !X.rad.allFinite()) return std::nullopt;
   Extra extra{&A, &X.lo, MatrixXd()};
   {
@@ -179,6 +193,8 @@ std::optional<DoubleDoubleBall> accurate_product(const MatrixXd& A, const Double
 }
 
 std::optional<DoubleDoubleBall> accurate_product(const DoubleDoubleBall& X, const MatrixXd& B) {
+  require_shapes(X);
+  require_shapes(X.hi, B);
   if (!X.lo.allFinite() || !X.rad.allFinite()) return std::nullopt;
   Extra extra{&X.lo, &B, MatrixXd()};
   {
@@ -191,9 +207,9 @@ std::optional<DoubleDoubleBall> accurate_product(const DoubleDoubleBall& X, cons
 
 BallMatrix to_ball(const DoubleDoubleBall& X) {
   BallMatrix out;
-  out.mid = X.hi + X.lo;
-  // |hi + lo - mid| <= ulp(mid) / 2: bounded upward by the exact error, which
-  // TwoSum's e term gives; here the simpler |(hi - mid) + lo| rounded up.
+  out.mid = X.hi + X.lo;  // any double near hi + lo will do
+  // hi + lo - mid lies in [-neg_e_down, e_up]: both are computed rounding upward,
+  // so each is at least the exact value it stands for.
   UpwardRounding rounding;
   const MatrixXd e_up = (X.hi - out.mid) + X.lo;
   MatrixXd neg_e_down = (out.mid - X.hi) - X.lo;

@@ -192,6 +192,28 @@ CertifiedDeterminant determinant_two_stages(const DoubleDoubleBall& A, const Tri
   return out;
 }
 
+/// The tests in doubles on a nonempty square matrix: one stage on the ball b, then
+/// (given `dd`, a double-double ball holding the same matrices) two stages, whose
+/// first reuses the factors of b.mid: any triangular factors are valid, the proof
+/// is Y's enclosure. Neither proven: Hadamard's bound over b, with the residual
+/// and precision (106) of the two-stage test when it ran.
+CertifiedDeterminant determinant_in_doubles(const BallMatrix& b, const DoubleDoubleBall* dd) {
+  const PrecisionScope scope(128);  // for the final scalar steps only
+  const auto pre = triangular_preconditioner(b.mid);
+  CertifiedDeterminant one = determinant_one_stage(b, pre);
+  if (one.preconditioned) return one;
+  if (dd) {
+    CertifiedDeterminant two = determinant_two_stages(*dd, pre ? &*pre : nullptr);
+    if (two.preconditioned) return two;
+    if (std::isfinite(two.eps)) {  // report the further test's residual
+      one.eps = two.eps;
+      one.bits = two.bits;
+    }
+  }
+  one.det = hadamard_enclosure(b);
+  return one;
+}
+
 }  // namespace detail
 
 CertifiedDeterminant certified_determinant(const DoubleDoubleBall& A) {
@@ -202,7 +224,6 @@ CertifiedDeterminant certified_determinant(const BallMatrix& A) {
   using namespace detail;
   require_square(A.mid.rows(), A.mid.cols());
   require_finite_ball(A);
-  const PrecisionScope scope(128);  // for the final scalar steps only
   if (A.mid.rows() == 0) {
     CertifiedDeterminant out;
     out.det = 1;
@@ -210,19 +231,9 @@ CertifiedDeterminant certified_determinant(const BallMatrix& A) {
     out.method = "directed-rounding";
     return out;
   }
-  const auto pre = triangular_preconditioner(A.mid);
-  CertifiedDeterminant one = determinant_one_stage(A, pre);
-  if (one.preconditioned) return one;
-  one.det = hadamard_enclosure(A);
   // Too ill-conditioned for one double stage: the same ball, two stages.
-  const Eigen::MatrixXd zero = Eigen::MatrixXd::Zero(A.mid.rows(), A.mid.cols());
-  CertifiedDeterminant two = determinant_two_stages(DoubleDoubleBall{A.mid, zero, A.rad}, pre ? &*pre : nullptr);
-  if (two.preconditioned) return two;
-  if (std::isfinite(two.eps)) {  // report the further test's residual
-    one.eps = two.eps;
-    one.bits = two.bits;
-  }
-  return one;
+  const DoubleDoubleBall same{A.mid, Eigen::MatrixXd::Zero(A.mid.rows(), A.mid.cols()), A.rad};
+  return determinant_in_doubles(A, &same);
 }
 
 CertifiedDeterminant certified_determinant(const Eigen::MatrixXd& A) {
@@ -298,23 +309,14 @@ CertifiedDeterminant certified_determinant(const Matrix<Rational>& A, unsigned b
     // double-double ones (as tight: mid the nearest double, rad about |lo|).
     const auto dd = to_double_double_ball(A);
     const BallMatrix b = dd ? to_ball(*dd) : to_ball(A);
-    std::optional<detail::TriangularPreconditioner> pre;
     if (b.mid.allFinite() && b.rad.allFinite()) {
-      const PrecisionScope scope(128);
-      pre = detail::triangular_preconditioner(b.mid);
-      CertifiedDeterminant d = detail::determinant_one_stage(b, pre);
-      if (d.preconditioned) return d;
-    }
-    // The two-stage test on the data themselves (a 17-digit decimal is not a
-    // double; its ball of doubles may hold singular matrices when A is
-    // ill-conditioned). Its first stage reuses the factors of b.mid, which is
-    // dd's hi rounded: any triangular factors are valid, the proof is Y's enclosure.
-    if (dd) {
-      const PrecisionScope scope(128);
-      CertifiedDeterminant d = detail::determinant_two_stages(*dd, pre ? &*pre : nullptr);
-      // A finite eps means the test ran and failed: MPFI at 64 bits would not
-      // reach further than these 106 bits, so the answer stands (Hadamard's bound).
-      if (d.preconditioned || std::isfinite(d.eps)) return d;
+      // The two-stage test runs on the data themselves: a 17-digit decimal is not
+      // a double, and its ball of doubles may hold singular matrices when A is
+      // ill-conditioned.
+      const CertifiedDeterminant d = detail::determinant_in_doubles(b, dd ? &*dd : nullptr);
+      // bits 106: the two-stage test ran and failed, and MPFI at 64 bits would not
+      // reach further, so the answer stands (Hadamard's bound).
+      if (d.preconditioned || d.bits == 106) return d;
     }
   }
   const PrecisionScope scope(std::max(bits, 64u));

@@ -143,11 +143,16 @@ void record_full_rank(CertifiedRank& out, double residual, const char* method, u
 
 /// The common case first: a square matrix of full rank needs no pivot search, and
 /// blocked partial-pivot LU is several times faster than full pivoting.
+/// The one-stage test on the whole (square) ball.
+std::optional<double> whole_matrix_test(const BallMatrix& M) {
+  std::vector<Index> all(static_cast<std::size_t>(M.mid.rows()));
+  for (Index i = 0; i < M.mid.rows(); ++i) all[static_cast<std::size_t>(i)] = i;
+  return certify_nonsingular_minor(M, all, all);
+}
+
 bool full_rank_by_one_stage(const BallMatrix& A, CertifiedRank& out) {
   if (A.mid.rows() != A.mid.cols()) return false;
-  std::vector<Index> all(static_cast<std::size_t>(A.mid.rows()));
-  for (Index i = 0; i < A.mid.rows(); ++i) all[static_cast<std::size_t>(i)] = i;
-  const auto r = certify_nonsingular_minor(A, all, all);
+  const auto r = whole_matrix_test(A);
   if (r) record_full_rank(out, *r, "directed-rounding", 53);
   return r.has_value();
 }
@@ -165,20 +170,15 @@ bool full_rank_by_two_stages(const DoubleDoubleBall& A, CertifiedRank& out) {
 /// The largest minor the one-stage double test proves nonsingular, found by
 /// full-pivot LU of the midpoint and bisection.
 void search_minor(const BallMatrix& A, CertifiedRank& out) {
-  const auto verified_nonsingular = [](const BallMatrix& M, double& residual) {
-    std::vector<Index> all(static_cast<std::size_t>(M.mid.rows()));
-    for (Index i = 0; i < M.mid.rows(); ++i) all[static_cast<std::size_t>(i)] = i;
-    const auto r = certify_nonsingular_minor(M, all, all);
-    if (r) residual = *r;
-    return r.has_value();
-  };
   const Eigen::FullPivLU<Eigen::MatrixXd> lu(A.mid);
   std::vector<Index> rows, cols;
   pivot_order(lu, rows, cols);
   const double tol = std::numeric_limits<double>::epsilon() * static_cast<double>(std::max(A.mid.rows(), A.mid.cols()));
   const Index r0 = numeric_rank_from_lu(lu, tol);
   search_verified_minor(r0, out, rows, cols, [&](Index k, double& residual) {
-    return verified_nonsingular(BallMatrix{select(A.mid, rows, cols, k), select(A.rad, rows, cols, k)}, residual);
+    const auto r = whole_matrix_test(BallMatrix{select(A.mid, rows, cols, k), select(A.rad, rows, cols, k)});
+    if (r) residual = *r;
+    return r.has_value();
   });
 }
 

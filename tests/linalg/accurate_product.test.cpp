@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 using namespace attnrank;
@@ -175,6 +176,10 @@ TEST_CASE("attnrank::accurate_product: out of its range, nothing; empty, zero") 
   B(2, 0) = std::numeric_limits<double>::infinity();
   CHECK_FALSE(accurate_product(A, B).has_value());
   CHECK(std::fegetround() == FE_TONEAREST);
+  CHECK_THROWS_AS(accurate_product(Eigen::MatrixXd(2, 3), Eigen::MatrixXd(2, 3)), std::invalid_argument);
+  CHECK_THROWS_AS(accurate_product(Eigen::MatrixXd(2, 2),
+                                   DoubleDoubleBall{Eigen::MatrixXd(2, 2), Eigen::MatrixXd(2, 1), Eigen::MatrixXd(2, 2)}),
+                  std::invalid_argument);
   // An empty inner dimension: the zero matrix, exactly.
   const auto empty = accurate_product(Eigen::MatrixXd(2, 0), Eigen::MatrixXd(0, 3));
   REQUIRE(empty.has_value());

@@ -8,7 +8,7 @@
 // Nothing is returned (std::nullopt) when an operand has a NaN or an infinity, or
 // a nonzero row (of A) or column (of B) whose largest entry lies outside
 // [2^-400, 2^400]: there the splitting below could underflow, and callers fall
-// back to MPFI.
+// back to MPFI. Shapes that do not match throw std::invalid_argument, as multiply does.
 //
 // Method (Ozaki, Ogita, Oishi and Rump's error-free splitting of a product):
 //  * each row of A is split exactly into A = A1 + A2 + A3, where A1 holds the
