@@ -96,8 +96,13 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask) {
   }
   {
     UpwardRounding up;
-    // sum_lo = 0 (every lower end underflowed) gives +inf, then 1.
+    // sum_lo = 0 (every lower end underflowed) gives +inf, then 1; and 0 / 0 = NaN
+    // at a masked entry, which is exactly 0.
     P.hi = (P.hi.array().colwise() / sum_lo.array()).min(1.0).matrix();
+    if (mask)
+      for (Index j = 0; j < cols; ++j)
+        for (Index i = 0; i < rows; ++i)
+          if (!mask->allows(i, j)) P.hi(i, j) = 0;
     detail::rounding_barrier(P.hi);
   }
   for (Index i = 0; i < rows; ++i)

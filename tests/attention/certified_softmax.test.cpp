@@ -111,3 +111,19 @@ TEST_CASE("attnrank::certified_scaled_scores and max_abs_difference_upper") {
       for (Eigen::Index j = 0; j < n; ++j) RC_ASSERT(abs(exact(i, j)) <= Real(bound));
   });
 }
+
+TEST_CASE("attnrank::certified_softmax_bounds with a mask, every lower end underflowing") {
+  SECTION("masked entries are exactly 0 even when every lower end underflows (once NaN: 0 / 0)") {
+    // Scores 1e151 are one ulp (~1e135) wide: every shifted lower end is -1e135 and its exp 0.
+    BoundsMatrix S{Eigen::MatrixXd::Constant(2, 2, 1e151), Eigen::MatrixXd::Constant(2, 2, 1e151)};
+    S.lo.array() -= 1e136;
+    const BoundsMatrix P = certified_softmax_bounds(S, Mask::causal(2));
+    CHECK_FALSE(P.lo.hasNaN());
+    CHECK_FALSE(P.hi.hasNaN());
+    CHECK(P.lo(0, 1) == 0);
+    CHECK(P.hi(0, 1) == 0);
+    CHECK(P.hi(0, 0) == 1);  // true: the one allowed key's weight is 1
+    CHECK(P.lo(1, 0) >= 0);
+    CHECK(P.hi(1, 1) <= 1);
+  }
+}
