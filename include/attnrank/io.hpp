@@ -7,6 +7,7 @@
 #include <attnrank/io/parse.hpp>
 #include <attnrank/io/binary_array.hpp>
 #include <attnrank/io/npy.hpp>
+#include <attnrank/io/double_tensor.hpp>
 #include <attnrank/io/safetensors.hpp>
 #include <attnrank/io/torch_weights.hpp>
 #include <attnrank/io/matrix_spec.hpp>

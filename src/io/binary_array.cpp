@@ -29,14 +29,19 @@ double half_to_double(std::uint16_t h) {
   return sign * std::ldexp(1024 + mantissa, exponent - 25);
 }
 
+/// The floating-point element `bits` of type t (floating or bfloat), exactly.
+double float_value(std::uint64_t bits, const ElementType& t) {
+  if (t.kind == ElementType::Kind::bfloat) return std::bit_cast<float>(static_cast<std::uint32_t>(bits << 16));
+  if (t.bytes == 2) return half_to_double(static_cast<std::uint16_t>(bits));
+  if (t.bytes == 4) return std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+  return std::bit_cast<double>(bits);
+}
+
 std::string index_text(const std::string& source, long i, long j) {
   return source + "[" + std::to_string(i) + ", " + std::to_string(j) + "]";
 }
 
-}  // namespace
-
-Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::string& source,
-                                      const ParseLimits& limits) {
+void require_matrix_size(const BinaryMatrixView& view, const std::string& source, const ParseLimits& limits) {
   if (view.rows < 1 || view.columns < 1)
     throw input_error(source + ": the matrix is empty (" + std::to_string(view.rows) + " x " +
                       std::to_string(view.columns) + ")");
@@ -48,6 +53,13 @@ Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::s
                       std::to_string(limits.max_columns) + " (attnrank --max-size raises it)");
   if (static_cast<std::size_t>(view.rows) * static_cast<std::size_t>(view.columns) > limits.max_cells)
     throw input_error(source + ": more than " + std::to_string(limits.max_cells) + " entries");
+}
+
+}  // namespace
+
+Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::string& source,
+                                      const ParseLimits& limits) {
+  require_matrix_size(view, source, limits);
   const ElementType& t = view.type;
   Matrix<Rational> m(view.rows, view.columns);
   std::size_t total_bits = 0;
@@ -57,11 +69,7 @@ Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::s
       const std::uint64_t bits = load_unsigned(p, t.bytes, t.big_endian);
       mpq_ptr q = m(i, j).backend().data();
       if (t.kind == ElementType::Kind::floating || t.kind == ElementType::Kind::bfloat) {
-        double d = 0;
-        if (t.kind == ElementType::Kind::bfloat) d = std::bit_cast<float>(static_cast<std::uint32_t>(bits << 16));
-        else if (t.bytes == 2) d = half_to_double(static_cast<std::uint16_t>(bits));
-        else if (t.bytes == 4) d = std::bit_cast<float>(static_cast<std::uint32_t>(bits));
-        else d = std::bit_cast<double>(bits);
+        const double d = float_value(bits, t);
         if (!std::isfinite(d))
           throw input_error(index_text(source, i, j) + " is " + (std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf") +
                                 " (0-based index): not a finite number",
@@ -82,6 +90,59 @@ Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::s
                           " bits in all (ParseLimits::max_total_bits)");
     }
   return m;
+}
+
+Eigen::MatrixXd decode_binary_matrix_as_doubles(const BinaryMatrixView& view, const std::string& source,
+                                                const ParseLimits& limits) {
+  require_matrix_size(view, source, limits);
+  const ElementType& t = view.type;
+  Eigen::MatrixXd m(view.rows, view.columns);
+  constexpr std::uint64_t exact_limit = std::uint64_t{1} << 53;  // every integer up to 2^53 is a double
+  for (long j = 0; j < view.columns; ++j)
+    for (long i = 0; i < view.rows; ++i) {
+      const unsigned char* p = view.data + i * view.row_stride + j * view.column_stride;
+      const std::uint64_t bits = load_unsigned(p, t.bytes, t.big_endian);
+      double d = 0;
+      if (t.kind == ElementType::Kind::floating || t.kind == ElementType::Kind::bfloat) {
+        d = float_value(bits, t);
+        if (!std::isfinite(d))
+          throw input_error(index_text(source, i, j) + " is " + (std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf") +
+                                " (0-based index): not a finite number",
+                            source, i + 1, j + 1);
+      } else if (t.kind == ElementType::Kind::signed_integer) {
+        const unsigned shift = static_cast<unsigned>(64 - 8 * t.bytes);
+        const auto v = static_cast<std::int64_t>(bits << shift) >> shift;  // sign-extend
+        const std::uint64_t magnitude = v < 0 ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+        if (magnitude > exact_limit)
+          throw input_error(index_text(source, i, j) + " = " + std::to_string(v) +
+                                " (0-based index) is not exactly a double (|n| > 2^53)",
+                            source, i + 1, j + 1);
+        d = static_cast<double>(v);
+      } else if (t.kind == ElementType::Kind::unsigned_integer) {
+        if (bits > exact_limit)
+          throw input_error(index_text(source, i, j) + " = " + std::to_string(bits) +
+                                " (0-based index) is not exactly a double (n > 2^53)",
+                            source, i + 1, j + 1);
+        d = static_cast<double>(bits);
+      } else {
+        d = bits != 0 ? 1.0 : 0.0;
+      }
+      m(i, j) = d;
+    }
+  return m;
+}
+
+std::vector<std::ptrdiff_t> byte_strides(const std::vector<std::size_t>& shape, std::size_t element_bytes,
+                                         bool fortran_order) {
+  const std::size_t dims = shape.size();
+  std::vector<std::ptrdiff_t> strides(dims);
+  auto step = static_cast<std::ptrdiff_t>(element_bytes);
+  for (std::size_t k = 0; k < dims; ++k) {
+    const std::size_t axis = fortran_order ? k : dims - 1 - k;
+    strides[axis] = step;
+    step *= static_cast<std::ptrdiff_t>(shape[axis]);
+  }
+  return strides;
 }
 
 ElementType numpy_element_type(const std::string& descr, const std::string& source) {

@@ -156,15 +156,7 @@ Matrix<Rational> parse_npy(std::string_view bytes, const std::string& source, co
   const NpyHeader h = parse_npy_header(bytes, source);
   for (std::size_t n : h.shape)
     if (n == 0) throw input_error(source + ": the array is empty (shape " + shape_text(h.shape) + ")");
-  // Byte strides of a C-order (last index fastest) or Fortran-order array.
-  const std::size_t dims = h.shape.size();
-  std::vector<std::ptrdiff_t> strides(dims);
-  std::ptrdiff_t step = static_cast<std::ptrdiff_t>(h.type.bytes);
-  for (std::size_t k = 0; k < dims; ++k) {
-    const std::size_t axis = h.fortran_order ? k : dims - 1 - k;
-    strides[axis] = step;
-    step *= static_cast<std::ptrdiff_t>(h.shape[axis]);
-  }
+  const std::vector<std::ptrdiff_t> strides = byte_strides(h.shape, h.type.bytes, h.fortran_order);
   BinaryMatrixView view;
   view.type = h.type;
   const std::ptrdiff_t offset = select_matrix(h.shape, strides, selection, source, view);

@@ -87,12 +87,7 @@ Matrix<Rational> parse_safetensors(std::string_view bytes, const std::string& so
   }
   for (std::size_t n : found->shape)
     if (n == 0) throw input_error(label + ": the tensor is empty (shape " + shape_text(found->shape) + ")");
-  std::vector<std::ptrdiff_t> strides(found->shape.size());
-  std::ptrdiff_t step = static_cast<std::ptrdiff_t>(found->type.bytes);
-  for (std::size_t k = found->shape.size(); k-- > 0;) {
-    strides[k] = step;
-    step *= static_cast<std::ptrdiff_t>(found->shape[k]);
-  }
+  const std::vector<std::ptrdiff_t> strides = byte_strides(found->shape, found->type.bytes, false);
   BinaryMatrixView view;
   view.type = found->type;
   const std::ptrdiff_t offset = select_matrix(found->shape, strides, selection, label, view);

@@ -4,6 +4,7 @@
 #include "array_support.hpp"
 #include "support.hpp"
 
+#include <attnrank/io/double_tensor.hpp>
 #include <attnrank/io/npy.hpp>
 #include <attnrank/io/safetensors.hpp>
 #include <attnrank/io/torch_weights.hpp>
@@ -240,6 +241,58 @@ TEST_CASE("attnrank::read_matrix reads every format by name") {
   CHECK_THAT(error_of([&] { read_matrix(write("b.csv", "1,2\n") + "[0]"); }), Catch::Contains("this is text"));
   CHECK_THAT(error_of([&] { read_matrix(write("bin.csv", std::string("\x01\x00\x02", 3))); }),
              Catch::Contains("binary data, not text"));
+}
+
+TEST_CASE("attnrank::read_double_tensor") {
+  const std::string dir = scratch_dir();
+  const auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
+    return dir + "/" + name;
+  };
+  SECTION("a (B, H, N, d) float32 array in C order, and the same in Fortran order, give the same matrices") {
+    std::string c_data, f_data;
+    const auto value = [](std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+      return static_cast<float>(1000 * b + 100 * h + 10 * i + j) + 0.1f;
+    };
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t h = 0; h < 3; ++h)
+        for (std::size_t i = 0; i < 4; ++i)
+          for (std::size_t j = 0; j < 2; ++j) c_data += raw_bytes(float_bits(value(b, h, i, j)), 4);
+    for (std::size_t j = 0; j < 2; ++j)
+      for (std::size_t i = 0; i < 4; ++i)
+        for (std::size_t h = 0; h < 3; ++h)
+          for (std::size_t b = 0; b < 2; ++b) f_data += raw_bytes(float_bits(value(b, h, i, j)), 4);
+    for (const std::string& path : {write("c.npy", npy_bytes("<f4", false, {2, 3, 4, 2}, c_data)),
+                                    write("f.npy", npy_bytes("<f4", true, {2, 3, 4, 2}, f_data))}) {
+      const DoubleTensor t = read_double_tensor(path);
+      CHECK(t.shape == std::vector<std::size_t>{2, 3, 4, 2});
+      CHECK(t.dtype == "<f4");
+      REQUIRE(t.matrices.size() == 6);
+      CHECK(t.leading_index(4) == std::vector<std::size_t>{1, 1});
+      CHECK(t.matrices[4](3, 1) == static_cast<double>(value(1, 1, 3, 1)));  // the float exactly
+      CHECK(t.matrices[5](0, 0) == static_cast<double>(value(1, 2, 0, 0)));
+    }
+  }
+  SECTION("safetensors tensors, half precision, integers up to 2^53") {
+    const std::string half = raw_bytes(0x3c00, 2) + raw_bytes(0x0001, 2);  // 1 and the smallest subnormal half
+    const std::string st = write("h.safetensors", safetensors_bytes({{"o", "F16", {1, 1, 2}, half},
+                                                                    {"big", "I64", {1, 1}, raw_bytes((std::uint64_t{1} << 53) + 1, 8)}}));
+    const DoubleTensor t = read_double_tensor(st + ":o");
+    CHECK(t.matrices.at(0)(0, 1) == std::ldexp(1.0, -24));
+    CHECK_THAT(error_of([&] { read_double_tensor(st + ":big"); }), Catch::Contains("not exactly a double"));
+    CHECK_THAT(error_of([&] { read_double_tensor(st + ":nope"); }), Catch::Contains("o (1, 1, 2)"));
+  }
+  SECTION("text holds one matrix, and every entry must be a double") {
+    CHECK(read_double_tensor(write("a.csv", "0.5,1\n2,3\n")).matrices.at(0)(0, 0) == 0.5);
+    CHECK_THAT(error_of([&] { read_double_tensor(write("b.csv", "0.1,1\n")); }),
+               Catch::Contains("row 1, column 1") && Catch::Contains("not exactly a double"));
+  }
+  SECTION("too few or too many dimensions, NaN") {
+    CHECK_THAT(error_of([&] { read_double_tensor(write("v.npy", npy_bytes("<f8", false, {2}, std::string(16, '\0')))); }),
+               Catch::Contains("2 to 4"));
+    CHECK_THAT(error_of([&] { read_double_tensor(write("n.npy", npy_bytes("<f8", false, {1, 1}, raw_bytes(0x7ff8000000000000, 8)))); }),
+               Catch::Contains("nan"));
+  }
 }
 
 TEST_CASE("attnrank::read_torch_attention") {

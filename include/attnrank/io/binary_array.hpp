@@ -41,6 +41,18 @@ struct BinaryMatrixView {
 Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::string& source,
                                       const ParseLimits& limits = {});
 
+/// The same matrix as doubles, for callers that compute in doubles: floats
+/// (float16, bfloat16, float32, float64) and integers of magnitude up to 2^53
+/// are doubles exactly; a larger integer is an input_error naming the entry, as
+/// is a non-finite element. Nothing is rounded.
+Eigen::MatrixXd decode_binary_matrix_as_doubles(const BinaryMatrixView& view, const std::string& source,
+                                                const ParseLimits& limits = {});
+
+/// Byte strides of an array of `shape` stored in C order (last index fastest)
+/// or Fortran order (first index fastest).
+std::vector<std::ptrdiff_t> byte_strides(const std::vector<std::size_t>& shape, std::size_t element_bytes,
+                                         bool fortran_order);
+
 /// An element type from the letter codes of NumPy's `descr` ('<f8', '>i4', '|u1',
 /// '|b1'), or input_error naming the code when attnrank cannot read it exactly
 /// (complex, object, strings, long double, datetimes).

@@ -1,0 +1,33 @@
+#pragma once
+// An array of 2, 3 or 4 dimensions -- (N, d), (H, N, d) or (B, H, N, d), as
+// attention kernels store Q, K, V and their outputs -- read whole as a stack of
+// double matrices, exactly: float16, bfloat16, float32 and float64 elements are
+// doubles, integers of magnitude up to 2^53 too (binary_array.hpp). Sources: an
+// .npy file, a safetensors tensor ("FILE.safetensors:NAME"), or a text matrix
+// (2-D only) whose every entry is exactly a double. Anything that would have to
+// be rounded is an input_error naming the entry, as are NaN and infinities.
+
+#include <attnrank/io/parse.hpp>
+
+#include <Eigen/Core>
+
+#include <string>
+#include <vector>
+
+namespace attnrank {
+
+struct DoubleTensor {
+  std::vector<std::size_t> shape;         ///< as the file states it (2 to 4 dimensions)
+  std::string dtype;                      ///< the element type as the file spells it ("<f4", "BF16", "text")
+  std::vector<Eigen::MatrixXd> matrices;  ///< the trailing (N, d) matrices, leading indices in C order
+
+  /// The leading indices of matrix t ({} for a 2-D array, {h} or {b, h}).
+  std::vector<std::size_t> leading_index(std::size_t t) const;
+};
+
+/// Reads `argument` as above. `source` names it in messages when not empty (a
+/// command's option, "--q"). The limits apply to each matrix and max_cells to
+/// the whole array.
+DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits = {});
+
+}  // namespace attnrank

@@ -1,0 +1,100 @@
+// Arrays read whole as stacks of double matrices (attnrank/io/double_tensor.hpp).
+#include <attnrank/io/double_tensor.hpp>
+
+#include <attnrank/io/binary_array.hpp>
+#include <attnrank/io/npy.hpp>
+#include <attnrank/io/safetensors.hpp>
+
+#include <cmath>
+
+namespace attnrank {
+namespace {
+
+/// Every matrix of an array of `shape` at `data` with `strides`.
+void read_matrices(DoubleTensor& out, const unsigned char* data, const ElementType& type,
+                   const std::vector<std::ptrdiff_t>& strides, const std::string& source, const ParseLimits& limits) {
+  const std::vector<std::size_t>& shape = out.shape;
+  if (shape.size() < 2 || shape.size() > 4)
+    throw input_error(source + ": shape " + shape_text(shape) + " has " + std::to_string(shape.size()) +
+                      " dimensions; an attention tensor has 2 to 4: (N, d), (H, N, d) or (B, H, N, d)");
+  std::size_t count = 1, cells = 1;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] == 0) throw input_error(source + ": the array is empty (shape " + shape_text(shape) + ")");
+    if (k + 2 < shape.size()) count *= shape[k];
+    if (cells > limits.max_cells / shape[k])
+      throw input_error(source + ": shape " + shape_text(shape) + " has more than " + std::to_string(limits.max_cells) +
+                        " entries (attnrank --max-size raises the limit)");
+    cells *= shape[k];
+  }
+  for (std::size_t t = 0; t < count; ++t) {
+    ArraySelection selection;
+    for (std::size_t index : out.leading_index(t)) selection.indices.push_back(static_cast<long>(index));
+    selection.given = !selection.indices.empty();
+    BinaryMatrixView view;
+    view.type = type;
+    const std::ptrdiff_t offset = select_matrix(shape, strides, selection, source, view);
+    view.data = data + offset;
+    std::string where = source;
+    if (selection.given) {
+      where += "[";
+      for (std::size_t k = 0; k < selection.indices.size(); ++k) where += (k ? "," : "") + std::to_string(selection.indices[k]);
+      where += "]";
+    }
+    out.matrices.push_back(decode_binary_matrix_as_doubles(view, where, limits));
+  }
+}
+
+}  // namespace
+
+std::vector<std::size_t> DoubleTensor::leading_index(std::size_t t) const {
+  std::vector<std::size_t> index(shape.size() > 2 ? shape.size() - 2 : 0);
+  for (std::size_t k = index.size(); k-- > 0;) {
+    index[k] = t % shape[k];
+    t /= shape[k];
+  }
+  return index;
+}
+
+DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits) {
+  DoubleTensor out;
+  if (const auto st = split_safetensors_argument(argument)) {
+    const std::string bytes = read_text_file(st->path, limits);
+    const auto entries = safetensors_index(bytes, st->path);
+    for (const SafetensorsEntry& e : entries)
+      if (e.name == st->rest) {
+        out.shape = e.shape;
+        out.dtype = e.type.name;
+        read_matrices(out, reinterpret_cast<const unsigned char*>(bytes.data()) + e.begin, e.type,
+                      byte_strides(e.shape, e.type.bytes, false), st->path + ":" + e.name, limits);
+        return out;
+      }
+    (void)parse_safetensors(bytes, st->path, st->rest, {}, limits);  // throws: lists the tensors the file has
+    throw input_error(st->path + ": no tensor '" + st->rest + "'");
+  }
+  const std::string bytes = read_text_file(argument, limits);
+  const std::string source = argument == "-" ? "<stdin>" : argument;
+  if (is_npy(bytes)) {
+    const NpyHeader h = parse_npy_header(bytes, source);
+    out.shape = h.shape;
+    out.dtype = h.type.name;
+    read_matrices(out, reinterpret_cast<const unsigned char*>(bytes.data()) + h.data_offset, h.type,
+                  byte_strides(h.shape, h.type.bytes, h.fortran_order), source, limits);
+    return out;
+  }
+  const Matrix<Rational> m = parse_matrix(bytes, source, limits);
+  out.shape = {static_cast<std::size_t>(m.rows()), static_cast<std::size_t>(m.cols())};
+  out.dtype = "text";
+  Eigen::MatrixXd d(m.rows(), m.cols());
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) {
+      d(i, j) = m(i, j).convert_to<double>();
+      if (!std::isfinite(d(i, j)) || Rational(d(i, j)) != m(i, j))
+        throw input_error(source + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) +
+                              " is not exactly a double (write the array as .npy to keep its floats exact)",
+                          source, i + 1, j + 1);
+    }
+  out.matrices.push_back(std::move(d));
+  return out;
+}
+
+}  // namespace attnrank
