@@ -108,11 +108,12 @@ proofs:
 bench:
 	scripts/install-deps --bench
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DATTNRANK_BUILD_BENCH=ON -DATTNRANK_BUILD_TESTS=OFF
-	cmake --build build-bench -j$(JOBS) --target layer_bench rank_bench det_bench reach_bench attnrank_cli
+	cmake --build build-bench -j$(JOBS) --target layer_bench rank_bench det_bench reach_bench kernel_bench attnrank_cli
 	bench/compare-layer build-bench/bench/layer_bench
 	bench/compare-rank build-bench/bench/rank_bench
 	bench/compare-det build-bench/bench/det_bench build-bench/cli/attnrank
 	bench/compare-reach build-bench/bench/reach_bench
+	bench/compare-kernel build-bench
 
 clean:
 	rm -rf $(BUILD) build-bench $(SAN_BUILD) $(TSAN_BUILD)

@@ -18,6 +18,7 @@ void add_svd_command(CLI::App& app, std::string& out);
 void add_width_command(CLI::App& app, std::string& out);
 void add_sweep_command(CLI::App& app, std::string& out);
 void add_appendix_command(CLI::App& app, std::string& out);
+void add_check_kernel_command(CLI::App& app, std::string& out);
 
 /// Shared option limits (docs/cli.md).
 inline constexpr int max_digits = 1000;

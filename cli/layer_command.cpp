@@ -54,8 +54,9 @@ void add_layer_command(CLI::App& app, std::string& out) {
       ->excludes("--torch-layout");  // a state dict is always in PyTorch's layout
   cmd->add_option("--heads", opt->heads, "Number of heads h")->required()->check(CLI::Range(1L, 1L << 20));
   cmd->add_option("--tier", opt->tier,
-                  "interval (default: exact projections, then certified), mp (MPFR, uncertified) or double")
-      ->check(CLI::IsMember({"double", "mp", "interval"}));
+                  "interval (default: exact projections, then certified), certified-double (certified, in doubles; "
+                  "hands over to interval when a digit is not certain), mp (MPFR, uncertified) or double")
+      ->check(CLI::IsMember({"double", "certified-double", "mp", "interval"}));
   cmd->add_option("--digits", opt->digits, "Decimals to print (default 6)")->check(CLI::Range(0, max_digits));
   cmd->add_option("--bits", opt->bits, "Working precision in bits for mp and interval (default 128)")
       ->check(CLI::Range(min_precision_bits, max_precision_bits));

@@ -1,5 +1,6 @@
 #include "layer_report.hpp"
 
+#include <attnrank/attention/certified_double_forward.hpp>
 #include <attnrank/attention/certified_forward.hpp>
 #include <attnrank/numbers/decimal.hpp>
 
@@ -36,8 +37,34 @@ TextMatrix format_matrix(const Matrix<T>& m, int digits, std::size_t& failures) 
   return out;
 }
 
-template <class L, class N>
-FormattedTrace format_trace(const LayerTrace<L, N>& t, const Matrix<Rational>& X, int digits) {
+/// Bounds lo <= x <= hi printed to `digits` decimals when both ends round to the
+/// same string (rounding is monotone, so x rounds to it too); otherwise the
+/// outward enclosure, counted as a failure.
+TextMatrix format_matrix(const BoundsMatrix& m, int digits, std::size_t& failures) {
+  TextMatrix out(static_cast<std::size_t>(m.lo.rows()), std::vector<std::string>(static_cast<std::size_t>(m.lo.cols())));
+  for (Eigen::Index i = 0; i < m.lo.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.lo.cols(); ++j) {
+      std::string& cell = out[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+      const double lo = m.lo(i, j), hi = m.hi(i, j);
+      if (!std::isfinite(lo) || !std::isfinite(hi)) {
+        cell = "[-inf, inf]";
+        ++failures;
+        continue;
+      }
+      const std::string a = format_fixed(to_rational(lo), digits), b = format_fixed(to_rational(hi), digits);
+      if (a == b) {
+        cell = a;
+      } else {
+        cell = "[" + a + ", " + b + "]";  // shown only if the interval tier cannot run; a, b round to nearest
+        ++failures;
+      }
+    }
+  return out;
+}
+
+/// Every matrix of a trace (LayerTrace in a tier, or CertifiedDoubleTrace) as text.
+template <class Trace>
+FormattedTrace format_trace(const Trace& t, const Matrix<Rational>& X, int digits) {
   FormattedTrace f;
   std::size_t failures = 0;
   f.shape = t.shape;
@@ -71,7 +98,8 @@ Tier parse_tier(const std::string& name) {
   if (name == "double") return Tier::double_precision;
   if (name == "mp") return Tier::multiprecision;
   if (name == "interval") return Tier::interval;
-  throw input_error("unknown tier '" + name + "' (expected double, mp or interval)");
+  if (name == "certified-double") return Tier::certified_double;
+  throw input_error("unknown tier '" + name + "' (expected double, certified-double, mp or interval)");
 }
 
 FormattedTrace run_layer(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X, Tier tier,
@@ -91,6 +119,18 @@ FormattedTrace run_layer(const MultiHeadAttention<Rational>& layer, const Matrix
     f.precision_bits = PrecisionScope::bits();
     return f;
   }
+  std::string fallback;
+  if (tier == Tier::certified_double) {
+    FormattedTrace f = format_trace(certified_double_forward(layer, X, masks), X, digits);
+    if (f.enclosures == 0) {
+      f.tier = "certified-double";
+      f.precision_bits = 53;
+      f.certified = true;
+      return f;
+    }
+    fallback = std::to_string(f.enclosures) + " entries of the certified double tier did not round to " +
+               std::to_string(digits) + " decimals with certainty; the interval tier (MPFI) computed the trace instead";
+  }
   const CertifiedTrace c = certified_forward(layer, X, digits, bits, masks);
   // Formatted at the precision the intervals were computed at.
   const PrecisionScope scope(c.requested_bits);
@@ -98,6 +138,7 @@ FormattedTrace run_layer(const MultiHeadAttention<Rational>& layer, const Matrix
   f.precision_bits = c.bits;
   f.tier = "interval";
   f.certified = true;  // digits or enclosures, every printed value is proven
+  f.fallback = fallback;
   return f;
 }
 
@@ -114,7 +155,11 @@ std::string narrate(const FormattedTrace& t, const std::vector<std::string>& tok
   out += "Layer: n = " + std::to_string(t.X.size()) + " tokens, d_model = " + std::to_string(s.d_model) +
          ", h = " + std::to_string(s.heads) + ", d_k = " + std::to_string(s.d_k) + ", d_v = " + std::to_string(s.d_v) +
          "\n";
-  if (t.tier == "interval")
+  if (!t.fallback.empty()) out += "Note: " + t.fallback + ".\n";
+  if (t.tier == "certified-double")
+    out += "Numbers: every number is certified to " + std::to_string(t.digits) +
+           " decimals by interval arithmetic on doubles (directed rounding).\n";
+  else if (t.tier == "interval")
     out += "Numbers: exact where the step is exact (projections, slices, raw scores); every other number is "
            "certified to " + std::to_string(t.digits) + " decimals by interval arithmetic at " +
            std::to_string(t.precision_bits) + " bits.\n";
@@ -173,6 +218,7 @@ nlohmann::json trace_json(const FormattedTrace& t) {
   j["digits"] = t.digits;
   j["certified"] = t.certified;
   j["enclosures"] = t.enclosures;
+  if (!t.fallback.empty()) j["fallback"] = t.fallback;
   // One name when every head has the same mask ("none" without one), else one per head.
   if (t.masks.empty()) j["mask"] = "none";
   else if (std::all_of(t.masks.begin(), t.masks.end(), [&](const std::string& m) { return m == t.masks[0]; }))

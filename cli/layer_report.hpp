@@ -12,9 +12,9 @@
 
 namespace attnrank::cli {
 
-enum class Tier { double_precision, multiprecision, interval };
+enum class Tier { double_precision, multiprecision, interval, certified_double };
 
-/// Parses "double", "mp" or "interval"; throws input_error otherwise.
+/// Parses "double", "certified-double", "mp" or "interval"; throws input_error otherwise.
 Tier parse_tier(const std::string& name);
 
 struct FormattedTrace {
@@ -30,6 +30,7 @@ struct FormattedTrace {
   bool certified = false;       ///< every printed digit is proven (interval tier)
   std::size_t enclosures = 0;   ///< entries that could not be rounded with certainty
   std::vector<std::string> masks;  ///< Mask::name() of each head's mask; empty without masks
+  std::string fallback;            ///< why certified-double handed over to the interval tier, if it did
 };
 
 /// Runs the layer on X and formats every step with `digits` decimals.
@@ -38,6 +39,9 @@ struct FormattedTrace {
 /// entry rounds with certainty or a cap is reached; an entry that still does
 /// not round uniquely (a true value on a rounding tie) is printed as its
 /// enclosure "[lo, hi]". mp: MPFR at `bits`. double: IEEE double.
+/// certified-double: enclosures in doubles (certified_double_forward); when an
+/// entry does not round to `digits` decimals with certainty, the interval tier
+/// runs instead and `fallback` says so.
 /// Masked scores print as "masked" (they are -inf); `masks` as in
 /// MultiHeadAttention::forward.
 FormattedTrace run_layer(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X, Tier tier,

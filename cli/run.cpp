@@ -19,6 +19,7 @@ namespace attnrank::cli {
 namespace {
 ParseLimits current_limits;
 InputNotes current_notes;
+int current_exit_code = 0;
 const std::vector<Matrix<Rational>>* current_matrices = nullptr;
 
 /// matrices[k] for "@k" while run() has in-memory inputs, else nothing.
@@ -147,6 +148,8 @@ void require_decimal_options(CLI::App& app) {
 
 const ParseLimits& input_limits() { return current_limits; }
 
+void request_exit_code(int code) { current_exit_code = code; }
+
 Matrix<Rational> read_input(const std::string& argument) {
   if (const Matrix<Rational>* m = in_memory(argument)) return *m;
   return read_matrix_argument(argument, current_limits, &current_notes);
@@ -183,6 +186,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   app.set_version_flag("--version", "attnrank 0.1.0");
   current_limits = ParseLimits{};
   current_notes.clear();
+  current_exit_code = 0;
   std::size_t max_size = default_max_dimension;
   app.add_option("--max-size", max_size,
                  "Largest n (rows, columns, spec size) a matrix may have; before the command (default 8192)")
@@ -198,6 +202,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   add_width_command(app, text);
   add_sweep_command(app, text);
   add_appendix_command(app, text);
+  add_check_kernel_command(app, text);
   require_decimal_options(app);
   std::string context = "attnrank";
   for (int i = 1; i < argc && context.size() < 200; ++i) context += std::string(" ") + argv[i];
@@ -213,7 +218,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
       try {
         app.get_subcommand(args[1]);
       } catch (const CLI::OptionNotFound&) {
-        throw input_error("unknown command '" + std::string(args[1]) + "' (commands: example, layer, rank, det, reach, svd, width, sweep, appendix; attnrank help lists them)");
+        throw input_error("unknown command '" + std::string(args[1]) + "' (commands: example, layer, rank, det, reach, svd, width, sweep, appendix, check-kernel; attnrank help lists them)");
       }
     }
     app.parse(static_cast<int>(args.size()), args.data());
@@ -234,7 +239,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   }
   for (const std::string& note : current_notes) err << "attnrank: note: " << note << "\n";
   out << text << std::flush;
-  return 0;
+  return current_exit_code;
 }
 
 }  // namespace attnrank::cli

@@ -1,7 +1,8 @@
 #pragma once
 // The attnrank command line as a function, so that main, the tests and the
 // fuzzer run exactly the same code. Exit codes: 0 on success (any verdict), 2 on
-// bad input or usage (message on `err`, nothing on `out`), 1 on an internal error.
+// bad input or usage (message on `err`, nothing on `out`), 1 on an internal error,
+// 3 when check-kernel's --max-error is proven exceeded (its report still printed).
 
 #include <attnrank/attention/mask.hpp>
 #include <attnrank/io/parse.hpp>
@@ -20,6 +21,10 @@ namespace attnrank::cli {
 /// matrix argument "@k" is matrices[k], for targets, weights, embeddings and masks.
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
         const std::vector<Matrix<Rational>>& matrices = {});
+
+/// A command whose result calls for another exit code on success (check-kernel's
+/// --max-error: 3) asks for it here; its output is still printed.
+void request_exit_code(int code);
 
 /// The caps for reading matrices in the current run: ParseLimits' defaults, with
 /// the dimensions raised or lowered by `attnrank --max-size N`.

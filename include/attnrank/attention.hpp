@@ -7,3 +7,6 @@
 #include <attnrank/attention/multi_head_attention.hpp>
 #include <attnrank/attention/certified_forward.hpp>
 #include <attnrank/attention/certified_softmax.hpp>
+#include <attnrank/attention/certified_attention.hpp>
+#include <attnrank/attention/certified_double_forward.hpp>
+#include <attnrank/attention/kernel_check.hpp>

@@ -17,7 +17,7 @@ import numpy as _np
 
 from . import _attnrank as _core
 
-__all__ = ["reach", "width", "rank", "det", "svd", "layer", "from_torch", "exact_matrix"]
+__all__ = ["reach", "width", "rank", "det", "svd", "layer", "check_kernel", "from_torch", "exact_matrix"]
 
 
 def _exact_text(value):
@@ -171,6 +171,63 @@ def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, mask=None, bi
     args += _mask_args(mask, inputs)
     result = _run(args, inputs)
     return _as_arrays(result) if tier == "double" else result
+
+
+def _float_array(value, name):
+    """A float or integer array (a torch tensor through ``.numpy()``) as it is, for an .npy file."""
+    if hasattr(value, "detach") and hasattr(value, "numpy"):
+        t = value.detach().cpu()
+        if str(t.dtype) == "torch.bfloat16":  # NumPy has no bfloat16: float32 holds every bfloat16 exactly
+            t = t.float()
+        value = t.numpy()
+    array = _np.asarray(value)
+    if array.dtype.kind not in "fiub":
+        raise ValueError(f"{name}: a float or integer array is needed, not dtype {array.dtype}")
+    if array.ndim < 2 or array.ndim > 4:
+        raise ValueError(f"{name}: shape {array.shape}: (N, d), (H, N, d) or (B, H, N, d) is needed")
+    return array
+
+
+def check_kernel(q, k, v, candidate, reference=None, *, mask=None, scale=None, fallback="auto", bits=None):
+    """The certified error of an attention kernel's output ``candidate`` (and of ``reference``)
+    against the exact ``softmax(scale q k^T) v``, as ``attnrank check-kernel --json``: per output,
+    ``max_abs_error_lower`` / ``_upper`` (decimal strings), the relative bounds, the worst entry;
+    with a reference, ``ratio_lower`` / ``ratio_upper`` of the two errors. Arrays are NumPy arrays
+    or torch tensors of shape (N, d), (H, N, d) or (B, H, N, d), any float dtype, read exactly.
+    ``mask`` is "causal", "none" or an N x N 0/1 array; ``scale`` defaults to 1/sqrt(d)."""
+    import os
+    import tempfile
+
+    arrays = {"q": q, "k": k, "v": v, "candidate": candidate}
+    if reference is not None:
+        arrays["reference"] = reference
+    with tempfile.TemporaryDirectory(prefix="attnrank-") as tmp:
+        args = ["check-kernel"]
+        for name, value in arrays.items():
+            path = os.path.join(tmp, name + ".npy")
+            _np.save(path, _float_array(value, name))
+            args += ["--" + name, path]
+        inputs = {}
+        if mask is not None and not isinstance(mask, str):
+            path = os.path.join(tmp, "mask.npy")
+            _np.save(path, _np.asarray(mask))
+            args += ["--mask", path]
+        else:
+            args += _mask_args(mask, inputs)
+        if scale is not None:
+            args += ["--scale", repr(float(scale))]
+        args += ["--fallback", fallback, "--json"]
+        if bits is not None:
+            args += ["--bits", int(bits)]
+        code, out, err = _core.run([str(a) for a in args], [])
+        message = err.strip().replace(tmp + os.sep, "")
+        if message.startswith("attnrank: "):
+            message = message[len("attnrank: "):]
+        if code == 2:
+            raise ValueError(message)
+        if code != 0:
+            raise RuntimeError(message)
+        return _json.loads(out)
 
 
 def from_torch(module):

@@ -54,7 +54,7 @@ TEST_CASE("attnrank example") {
 
 TEST_CASE("attnrank layer") {
   SECTION("the worked example from files, in every tier") {
-    for (const char* tier : {"interval", "mp", "double"}) {
+    for (const char* tier : {"interval", "mp", "double", "certified-double"}) {
       const Run r = attnrank_cli("layer " + worked_example_args() + " --heads 2 --digits 2 --json --tier " + tier);
       INFO("tier " << tier << ": " << r.err);
       REQUIRE(r.code == 0);
@@ -640,5 +640,91 @@ TEST_CASE("attnrank masks: layer, example and reach") {
     CHECK(j["causal_possible_winners"] == nlohmann::json::array({1, 2}));
     expect_input_error("sweep --mask causal --position 4", "--position 4 is outside 1..3");
     expect_input_error("sweep --position 2", "--position needs --mask causal");
+  }
+}
+
+namespace {
+
+/// An (H, N, d) float32 .npy file of the given matrices (C order).
+std::string npy_f32(const std::string& name, const std::vector<Eigen::MatrixXd>& heads) {
+  std::string data;
+  for (const Eigen::MatrixXd& m : heads)
+    for (Eigen::Index i = 0; i < m.rows(); ++i)
+      for (Eigen::Index j = 0; j < m.cols(); ++j) data += raw_bytes(float_bits(static_cast<float>(m(i, j))), 4);
+  const auto p = scratch() / name;
+  std::ofstream(p, std::ios::binary)
+      << npy_bytes("<f4", false, {heads.size(), static_cast<std::size_t>(heads[0].rows()), static_cast<std::size_t>(heads[0].cols())}, data);
+  return p.string();
+}
+
+}  // namespace
+
+TEST_CASE("attnrank check-kernel") {
+  // Two heads of 6 tokens, d = 4; the candidate is the double attention rounded to float32.
+  std::vector<Eigen::MatrixXd> q, k, v, out;
+  for (int h = 0; h < 2; ++h) {
+    Eigen::MatrixXd Q(6, 4), K(6, 4), V(6, 4);
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 4; ++j) {
+        Q(i, j) = static_cast<float>(((i * 7 + j * 3 + h) % 11) / 5.0 - 1);
+        K(i, j) = static_cast<float>(((i * 5 + j * 2 + h) % 13) / 6.0 - 1);
+        V(i, j) = static_cast<float>(((i * 3 + j * 7 + h) % 9) / 4.0 - 1);
+      }
+    Eigen::MatrixXd S = Q * K.transpose() / 2.0;  // 1/sqrt(4)
+    for (int i = 0; i < 6; ++i) S.row(i) = (S.row(i).array() - S.row(i).maxCoeff()).exp() / (S.row(i).array() - S.row(i).maxCoeff()).exp().sum();
+    q.push_back(Q);
+    k.push_back(K);
+    v.push_back(V);
+    out.push_back(S * V);
+  }
+  const std::string args = "check-kernel --q " + npy_f32("q.npy", q) + " --k " + npy_f32("k.npy", k) + " --v " +
+                           npy_f32("v.npy", v) + " --candidate " + npy_f32("o.npy", out);
+  SECTION("JSON: bounds on the error, its place, the method") {
+    const Run r = attnrank_cli(args + " --json");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["schema"] == "attnrank/check-kernel/1");
+    CHECK(j["shape"] == std::vector<int>{2, 6, 4});
+    CHECK(j["method"] == "double");
+    const auto& c = j["candidate"];
+    CHECK(num(c["max_abs_error_lower"]) > 0);  // float32 rounding is a real error
+    CHECK(num(c["max_abs_error_lower"]) <= num(c["max_abs_error_upper"]));
+    CHECK(num(c["max_abs_error_upper"]) < 1e-6);
+    CHECK(c["worst"]["head"].get<int>() < 2);
+    CHECK(c["dtype"] == "<f4");
+  }
+  SECTION("a reference: the ratio of the two errors, and the masked question") {
+    const Run r = attnrank_cli(args + " --reference " + npy_f32("r.npy", out) + " --mask causal --json");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["mask"] == "causal");
+    CHECK(num(j["ratio_lower"]) <= num(j["ratio_upper"]));
+  }
+  SECTION("--max-error: exit 3 only when the error is proven larger, with the report on stdout") {
+    const Run over = attnrank_cli(args + " --max-error 1e-12");
+    CHECK(over.code == 3);
+    CHECK_THAT(over.out, Catch::Contains("exceeded"));
+    CHECK(attnrank_cli(args + " --max-error 0.01").code == 0);
+  }
+  SECTION("text names the candidate and the bounds") {
+    const Run r = attnrank_cli(args);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("max |O - exact|") && Catch::Contains("certified double tier"));
+  }
+  SECTION("bad input: exit 2 and a message naming it") {
+    expect_input_error("check-kernel --q " + npy_f32("q1.npy", {q[0]}) + " --k " + npy_f32("k.npy", k) + " --v " +
+                           npy_f32("v.npy", v) + " --candidate " + npy_f32("o.npy", out),
+                       "must agree");
+    std::vector<Eigen::MatrixXd> wide = out;
+    for (auto& m : wide) m.conservativeResize(6, 5);
+    expect_input_error(args.substr(0, args.find(" --candidate")) + " --candidate " + npy_f32("wide.npy", wide),
+                       "rows of Q x columns of V");
+    std::vector<Eigen::MatrixXd> nan_q = q;
+    nan_q[1](2, 3) = std::numeric_limits<double>::quiet_NaN();
+    expect_input_error("check-kernel --q " + npy_f32("nanq.npy", nan_q) + args.substr(args.find(" --k")), "[1][2, 3]");
+    expect_input_error(args + " --scale -1", "positive");
+    expect_input_error(args + " --mask " + file("m.csv", "1,0\n1,1\n"), "2 x 2");
   }
 }

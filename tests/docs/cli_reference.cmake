@@ -32,7 +32,7 @@ endfunction()
 # The commands, read from the program's own list.
 help_of(attnrank top)
 string(REGEX MATCH "Subcommands:\n.*" listing "${top}")
-string(REGEX MATCHALL "\n  ([a-z]+)" lines "${listing}")
+string(REGEX MATCHALL "\n  ([a-z-]+)" lines "${listing}")
 set(commands attnrank)
 foreach(line IN LISTS lines)
   string(STRIP "${line}" name)

@@ -33,6 +33,21 @@ with open(x4, "w") as f:
 cert = os.path.join(work, "diag.cert.json")
 causal_cert = os.path.join(work, "causal.cert.json")
 
+# An attention kernel's inputs and float32 output, for check-kernel (NumPy from Debian).
+import numpy as np
+
+rng = np.random.default_rng(20261202)
+kernel = {}
+for name in ("q", "k", "v"):
+    kernel[name] = rng.standard_normal((2, 8, 4)).astype(np.float32)
+s = np.einsum("hid,hjd->hij", kernel["q"], kernel["k"]) / np.float32(2)
+p = np.exp(s - s.max(axis=-1, keepdims=True))
+kernel["o"] = (p / p.sum(axis=-1, keepdims=True)) @ kernel["v"]
+kernel_args = []
+for name, a in kernel.items():
+    np.save(os.path.join(work, f"kernel-{name}.npy"), a)
+    kernel_args += [f"--{'candidate' if name == 'o' else name}", os.path.join(work, f"kernel-{name}.npy")]
+
 runs = [
     ["example"], ["example", "--mask", "causal"],
     ["layer", *weights], ["layer", *weights, "--tier", "double"], ["layer", *weights, "--tier", "mp", "--digits", "10"],
@@ -54,6 +69,9 @@ runs = [
     ["width", f"{data}/causal-8.csv", "--mask", "causal", "--epsilon", "0.01"],
     ["sweep"], ["sweep", "--mask", "causal", "--position", "2"],
     ["appendix"],
+    ["check-kernel", *kernel_args], ["check-kernel", *kernel_args, "--mask", "causal", "--max-error", "1000"],
+    ["check-kernel", *kernel_args, "--reference", os.path.join(work, "kernel-o.npy"), "--fallback", "never"],
+    ["layer", *weights, "--tier", "certified-double"],
 ]
 
 schemas = {}
@@ -92,7 +110,7 @@ for args in runs:
         continue
     doc = json.loads(r.stdout)
     kind = doc.get("schema", "")
-    m = re.fullmatch(r"attnrank/([a-z]+)/1", kind)
+    m = re.fullmatch(r"attnrank/([a-z-]+)/1", kind)
     if not m:
         failures.append(f"{name}: schema key {kind!r} is not attnrank/<type>/1")
         continue

@@ -114,3 +114,73 @@ def test_from_torch_refuses_biases(torch):
         mha.in_proj_bias.fill_(0.5)
     with pytest.raises(ValueError, match="bias"):
         attnrank.from_torch(mha)
+
+
+def _exact_attention_mpmath(q, k, v, causal):
+    """softmax(q k^T / sqrt(d)) v of one head, every input read as the exact binary value it
+    stores, in mpmath at 60 digits (so within 1e-50 of the exact real output)."""
+    import mpmath
+
+    mpmath.mp.dps = 60
+    n, d = q.shape
+    scale = 1 / mpmath.sqrt(d)
+    out = []
+    for i in range(n):
+        keys = range(i + 1) if causal else range(k.shape[0])
+        s = [scale * mpmath.fsum(mpmath.mpf(float(q[i, t])) * mpmath.mpf(float(k[j, t])) for t in range(d)) for j in keys]
+        top = max(s)
+        e = [mpmath.exp(x - top) for x in s]
+        total = mpmath.fsum(e)
+        out.append([mpmath.fsum(e[jj] * mpmath.mpf(float(v[j, c])) for jj, j in enumerate(keys)) / total
+                    for c in range(v.shape[1])])
+    return out
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_check_kernel_bounds_the_true_error_of_a_float32_output(causal):
+    """A float32 attention computed by NumPy: its true error, measured in mpmath, lies inside
+    attnrank's certified bounds, with and without a causal mask."""
+    import mpmath
+
+    rng = np.random.default_rng(SEED)
+    h, n, d = 2, 12, 8
+    q, k, v = (rng.standard_normal((h, n, d)).astype(np.float32) for _ in range(3))
+    s = np.einsum("hid,hjd->hij", q, k) / np.float32(np.sqrt(d))
+    if causal:
+        s = np.where(np.tril(np.ones((n, n), dtype=bool)), s, np.float32(-np.inf))
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    o32 = (p / p.sum(axis=-1, keepdims=True)) @ v  # float32 throughout
+    assert o32.dtype == np.float32
+    result = attnrank.check_kernel(q, k, v, o32, mask="causal" if causal else None)
+    c = result["candidate"]
+    true_error = mpmath.mpf(0)
+    worst = None
+    for head in range(h):
+        exact = _exact_attention_mpmath(q[head], k[head], v[head], causal)
+        for i in range(n):
+            for j in range(d):
+                e = abs(mpmath.mpf(float(o32[head, i, j])) - exact[i][j])
+                if e > true_error:
+                    true_error, worst = e, (head, i, j)
+    assert mpmath.mpf(c["max_abs_error_lower"]) <= true_error <= mpmath.mpf(c["max_abs_error_upper"])
+    assert true_error > 0
+    assert mpmath.mpf(c["max_abs_error_upper"]) < true_error * (1 + mpmath.mpf("1e-3"))  # tight: double widths ~1e-15
+    assert (c["worst"]["head"], c["worst"]["row"], c["worst"]["column"]) == worst
+    assert result["mask"] == ("causal" if causal else "none")
+
+
+def test_check_kernel_float64_reference_falls_back_to_mpfi_and_takes_torch_tensors(torch):
+    rng = np.random.default_rng(SEED + 1)
+    q, k, v = (torch.from_numpy(rng.standard_normal((1, 2, 16, 8))) for _ in range(3))
+    def attention(q, k, v):  # softmax(q k^T / sqrt(d)) v in the inputs' dtype
+        return torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1) @ v
+
+    ref = attention(q, k, v)  # float64
+    cand = attention(q.float(), k.float(), v.float())
+    r = attnrank.check_kernel(q, k, v, cand, ref)
+    assert r["method"] == "mpfi"  # float64's error is below the double enclosures' width
+    lo, hi = float(r["ratio_lower"]), float(r["ratio_upper"])
+    assert 1 < lo <= hi < 1.05 * lo
+    assert r["shape"] == [1, 2, 16, 8]
+    with pytest.raises(ValueError, match="candidate"):
+        attnrank.check_kernel(q, k, v, cand[..., :4])

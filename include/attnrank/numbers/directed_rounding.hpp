@@ -195,6 +195,27 @@ inline BoundsMatrix certified_product_bounds(const Eigen::MatrixXd& A, const Bal
   return detail::directed_pair(A, B.mid, spread);
 }
 
+/// Entrywise bounds of X Y for every X in the ball A and Y in the ball B (Rump's
+/// midpoint-radius product): X Y - Am Bm = (X - Am) Y + Am (Y - Bm), so
+/// |X Y - Am Bm| <= Ar (|Bm| + Br) + |Am| Br, that radius product rounded upward.
+/// Four GEMMs in all, whatever the radii.
+inline BoundsMatrix certified_product_bounds(const BallMatrix& A, const BallMatrix& B) {
+  const bool a_point = (A.rad.array() == 0).all(), b_point = (B.rad.array() == 0).all();
+  if (a_point && b_point) return detail::directed_pair(A.mid, B.mid, Eigen::MatrixXd());
+  Eigen::MatrixXd spread;
+  {
+    UpwardRounding up;
+    if (!b_point) spread.noalias() = A.mid.cwiseAbs() * B.rad;
+    if (!a_point) {
+      const Eigen::MatrixXd reach = B.mid.cwiseAbs() + B.rad;
+      if (b_point) spread.noalias() = A.rad * reach;
+      else spread.noalias() += A.rad * reach;
+    }
+    detail::rounding_barrier(spread);
+  }
+  return detail::directed_pair(A.mid, B.mid, spread);
+}
+
 /// The ball that contains the bounds [lo, hi].
 inline BallMatrix to_ball(const BoundsMatrix& b) {
   BallMatrix out;

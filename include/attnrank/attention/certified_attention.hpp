@@ -1,0 +1,43 @@
+#pragma once
+// Certified attention in doubles: entrywise bounds lo <= O <= hi on the exact
+// real output O = softmax(s Q K^T) V of one head (rows normalised over the keys a
+// mask allows), computed with doubles and directed rounding only, at the cost of
+// a few GEMMs and two vectorised exp passes; no MPFR.
+//
+// Every input is taken exactly: a double (or a float16, bfloat16, float32 widened
+// to one) is the dyadic rational it stores. The proof is three steps, each an
+// enclosure of the exact value given enclosures of its inputs:
+//  * scores: Q K^T by a directed GEMM pair (numbers/directed_rounding.hpp), times
+//    the scale enclosure [s_lo, s_hi] rounded outward;
+//  * weights: certified_softmax_bounds (attention/certified_softmax.hpp);
+//  * output: the weights as a midpoint-radius ball times V (Rump's product).
+// Width for well-scaled inputs: about (2 N + 20 + 2 |s_ij - max_j s_ij|) u
+// relative on the weights (N keys, u = 2^-53), and what the product adds,
+// about N u |P| |V|. A bound that overflows is +-inf, never NaN, and an infinite
+// bound is never mistaken for a finite one (attention/kernel_error.hpp tests it).
+
+#include <attnrank/attention/mask.hpp>
+#include <attnrank/numbers/directed_rounding.hpp>
+
+namespace attnrank {
+
+/// A positive scale factor s known to lie in [lo, hi].
+struct ScaleBounds {
+  double lo = 1, hi = 1;
+
+  /// Exactly s (a positive finite double; input_error otherwise).
+  static ScaleBounds exactly(double s);
+  /// 1 / sqrt(d) for d >= 1, rounded outward (exact when d is a power of 4).
+  static ScaleBounds inverse_sqrt(Eigen::Index d);
+};
+
+/// Bounds of s X for every X within `S` and s within `scale`, rounded outward.
+BoundsMatrix scale_bounds(const BoundsMatrix& S, const ScaleBounds& scale);
+
+/// Bounds of softmax(s Q K^T) V for the double matrices Q (N_q x d), K (N_k x d)
+/// and V (N_k x d_v), with `mask` (N_q = N_k, of the mask's size) or without
+/// (nullptr). Throws input_error on mismatched shapes or a non-finite entry.
+BoundsMatrix certified_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
+                                 const ScaleBounds& scale, const Mask* mask = nullptr);
+
+}  // namespace attnrank

@@ -1,0 +1,79 @@
+#pragma once
+// The true error of an attention kernel's output, certified. For heads
+// (Q_t, K_t, V_t), t = 1..T (one per batch and head), and an output O_t that a
+// kernel computed, the exact output is E_t = softmax(s Q_t K_t^T) V_t (rows over
+// the keys a mask allows); check_kernel proves
+//   max_abs_error_lower <= max_t,i,j |O_t(i, j) - E_t(i, j)| <= max_abs_error_upper
+// and the same divided by max |E|, from enclosures lo <= E <= hi:
+//   |O - E| >= max(O - hi, lo - O, 0)   and   |O - E| <= max(O - lo, hi - O),
+// each rounded outward. For a candidate and a reference, their ratio (the
+// number kernel tests compare with "at most twice the reference's error") is
+// enclosed as [c_lower / r_upper, c_upper / r_lower].
+//
+// The enclosures come from the certified double tier (certified_attention:
+// width ~ N u). When they are too wide for the question -- an output's error is
+// not known to 1% (its bounds differ by more than 1% of the upper one) -- the
+// check recomputes every head with MPFI at `fallback_bits` (width ~ N 2^-bits)
+// and says so; with FallbackPolicy::automatic only when the work (the
+// multiply-adds of all heads) is below `fallback_budget`, otherwise the wide
+// bounds stand and `fallback_skipped` explains what would tighten them.
+// A non-finite entry of an output is an infinite error at that entry: the
+// bounds are +inf and the entry is reported, never skipped.
+
+#include <attnrank/attention/certified_attention.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnrank {
+
+/// Proven bounds on one output's error against the exact attention.
+struct OutputError {
+  double max_abs_error_lower = 0, max_abs_error_upper = 0;  ///< on max |O - E|
+  double max_rel_error_lower = 0, max_rel_error_upper = 0;  ///< on max |O - E| / max |E|
+  double max_abs_exact_lower = 0, max_abs_exact_upper = 0;  ///< on max |E|
+  /// Where the error is largest as far as proven: the entry with the largest
+  /// lower bound (the largest upper bound when every lower bound is 0), as
+  /// (matrix index t, row, column), 0-based.
+  std::size_t worst_matrix = 0;
+  Eigen::Index worst_row = 0, worst_column = 0;
+  std::size_t nonfinite = 0;  ///< entries of O that are NaN or infinite
+  /// True when the bounds pin the error to 1%: upper - lower <= upper / 100.
+  bool tight() const;
+};
+
+/// When to recompute with MPFI (see the header comment).
+enum class FallbackPolicy { automatic, never, always };
+
+struct KernelCheckOptions {
+  std::optional<double> scale;  ///< s (positive, finite); default 1 / sqrt(d) for d = columns of Q
+  std::optional<Mask> mask;          ///< one mask for every head (square, N x N)
+  FallbackPolicy fallback = FallbackPolicy::automatic;
+  unsigned fallback_bits = 128;
+  double fallback_budget = 1.5e8;  ///< multiply-adds (N_q N_k (d + d_v) per head)
+};
+
+struct KernelCheck {
+  OutputError candidate;
+  std::optional<OutputError> reference;
+  /// Bounds on candidate error / reference error (hi = +inf when the reference's
+  /// lower bound is 0); only with a reference.
+  double ratio_lower = 0, ratio_upper = 0;
+  std::string method;      ///< "double" (certified double tier) or "mpfi"
+  unsigned bits = 53;      ///< precision of the enclosures used
+  double enclosure_width = 0;  ///< largest hi - lo of the enclosures used (rounded up)
+  std::string fallback_skipped;  ///< why the MPFI recomputation did not run, when it was wanted
+};
+
+/// Checks `candidate` (and `reference`, if given) against the exact attention of
+/// the heads q[t], k[t], v[t]. Every list has one matrix per head, and every
+/// output matrix the shape of its head's exact output (rows of Q x columns of V).
+/// Throws input_error on a shape mismatch (naming the head and both shapes),
+/// a non-finite entry of Q, K or V, or a mask of the wrong size.
+KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vector<Eigen::MatrixXd>& k,
+                         const std::vector<Eigen::MatrixXd>& v, const std::vector<Eigen::MatrixXd>& candidate,
+                         const std::vector<Eigen::MatrixXd>* reference = nullptr,
+                         const KernelCheckOptions& options = {});
+
+}  // namespace attnrank

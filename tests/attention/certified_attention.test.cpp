@@ -1,0 +1,256 @@
+// Tests for the certified double tier: attention/certified_attention.hpp (one
+// head from double Q, K, V), attention/certified_double_forward.hpp (the layer)
+// and attention/kernel_check.hpp (a kernel's error). The oracle throughout is
+// MPFI at 256 bits on the same exact inputs: every double bound must contain it.
+#include "mask_support.hpp"
+#include "reference_values.hpp"
+#include "support.hpp"
+
+#include <attnrank/attention/certified_double_forward.hpp>
+#include <attnrank/attention/kernel_check.hpp>
+#include <attnrank/tutorial/worked_example.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace attnrank;
+
+namespace {
+
+constexpr double u = 0x1p-53;
+
+Matrix<Interval> intervals(const Eigen::MatrixXd& M) {
+  Matrix<Interval> out(M.rows(), M.cols());
+  for (Eigen::Index i = 0; i < M.rows(); ++i)
+    for (Eigen::Index j = 0; j < M.cols(); ++j) mpfi_set_d(out(i, j).backend().data(), M(i, j));
+  return out;
+}
+
+/// softmax(s Q K^T) V in MPFI at the precision in force (s exact, or 1/sqrt(d)).
+Matrix<Interval> mpfi_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
+                                std::optional<double> scale, const Mask* mask) {
+  Matrix<Interval> S = multiply_transposed(intervals(Q), intervals(K));
+  Interval s;
+  if (scale) mpfi_set_d(s.backend().data(), *scale);
+  else s = 1 / sqrt(Interval(static_cast<int>(Q.cols())));
+  for (Eigen::Index i = 0; i < S.rows(); ++i)
+    for (Eigen::Index j = 0; j < S.cols(); ++j) S(i, j) *= s;
+  return multiply(mask ? softmax_rows(S, *mask) : softmax_rows(S), intervals(V));
+}
+
+/// The narrow interval x lies within [lo, hi]: its midpoint does, to within its width.
+bool inside(const Interval& x, double lo, double hi) {
+  const double l = lower_bound(x).convert_to<double>(), h = upper_bound(x).convert_to<double>();
+  // l and h are x's ends rounded to nearest; the exact value is in [l - ulp, h + ulp].
+  return std::nextafter(lo, -INFINITY) <= h && l <= std::nextafter(hi, INFINITY);
+}
+
+bool contains_all(const BoundsMatrix& B, const Matrix<Interval>& E) {
+  for (Eigen::Index i = 0; i < E.rows(); ++i)
+    for (Eigen::Index j = 0; j < E.cols(); ++j)
+      if (!inside(E(i, j), B.lo(i, j), B.hi(i, j))) return false;
+  return true;
+}
+
+/// Q, K, V of n x d with entries c * (integer in [-1000, 1000]) / 1000.
+Eigen::MatrixXd gen_doubles(Eigen::Index rows, Eigen::Index cols, double scale) {
+  Eigen::MatrixXd M(rows, cols);
+  for (Eigen::Index i = 0; i < rows; ++i)
+    for (Eigen::Index j = 0; j < cols; ++j) M(i, j) = scale * *rc::gen::inRange(-1000, 1001) / 1000.0;
+  return M;
+}
+
+}  // namespace
+
+TEST_CASE("attnrank::certified_attention") {
+  rc::prop("contains MPFI's softmax(s Q K^T) V: moderate, huge, tiny scores, masks, rows with one key", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 9), d = *rc::gen::inRange<Eigen::Index>(1, 6),
+               dv = *rc::gen::inRange<Eigen::Index>(1, 4);
+    const double size = *rc::gen::element(1e-150, 1e-3, 1.0, 10.0, 1e3, 1e150);
+    const Eigen::MatrixXd Q = gen_doubles(n, d, size), K = gen_doubles(n, d, *rc::gen::element(1.0, 1e-150, 1e150)),
+                          V = gen_doubles(n, dv, *rc::gen::element(1.0, 1e-300, 1e300));
+    const bool masked = *rc::gen::arbitrary<bool>();
+    const std::optional<Mask> mask = masked ? std::optional<Mask>(test::gen_any_mask(n)) : std::nullopt;
+    const std::optional<double> scale = *rc::gen::arbitrary<bool>() ? std::optional<double>(0.125) : std::nullopt;
+    const ScaleBounds s = scale ? ScaleBounds::exactly(*scale) : ScaleBounds::inverse_sqrt(d);
+    const BoundsMatrix B = certified_attention(Q, K, V, s, mask ? &*mask : nullptr);
+    RC_ASSERT(!B.lo.hasNaN());
+    RC_ASSERT(!B.hi.hasNaN());
+    RC_ASSERT((B.lo.array() <= B.hi.array()).all());
+    const PrecisionScope scope(256);
+    RC_ASSERT(contains_all(B, mpfi_attention(Q, K, V, scale, mask ? &*mask : nullptr)));
+  });
+  rc::prop("well-scaled inputs: every bound within (4 N + 60) u max|V| of MPFI's value", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 40), d = *rc::gen::inRange<Eigen::Index>(1, 9);
+    const Eigen::MatrixXd Q = gen_doubles(n, d, 1.0), K = gen_doubles(n, d, 1.0), V = gen_doubles(n, 3, 1.0);
+    const BoundsMatrix B = certified_attention(Q, K, V, ScaleBounds::inverse_sqrt(d));
+    const double allowed = (4.0 * static_cast<double>(n) + 60) * u * std::max(V.cwiseAbs().maxCoeff(), 1e-300);
+    RC_ASSERT(((B.hi - B.lo).array() <= allowed).all());
+  });
+}
+
+TEST_CASE("attnrank::certified_attention refuses bad shapes and values") {
+  const Eigen::MatrixXd Q = Eigen::MatrixXd::Ones(3, 2), K = Eigen::MatrixXd::Ones(4, 2), V = Eigen::MatrixXd::Ones(4, 1);
+  CHECK_NOTHROW(certified_attention(Q, K, V, ScaleBounds::inverse_sqrt(2)));
+  CHECK_THROWS_AS(certified_attention(Q, Eigen::MatrixXd::Ones(4, 3), V, ScaleBounds::inverse_sqrt(2)), input_error);
+  CHECK_THROWS_AS(certified_attention(Q, K, Eigen::MatrixXd::Ones(3, 1), ScaleBounds::inverse_sqrt(2)), input_error);
+  const Mask causal = Mask::causal(3);
+  CHECK_THROWS_AS(certified_attention(Q, K, V, ScaleBounds::inverse_sqrt(2), &causal), input_error);
+  Eigen::MatrixXd bad = Q;
+  bad(1, 1) = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_WITH(certified_attention(bad, K, V, ScaleBounds::inverse_sqrt(2)), Catch::Contains("Q[1, 1]"));
+  CHECK_THROWS_AS(ScaleBounds::exactly(0), input_error);
+  CHECK_THROWS_AS(ScaleBounds::exactly(std::numeric_limits<double>::infinity()), input_error);
+  SECTION("1/sqrt(d) is exact for powers of 4 and a two-ulp enclosure otherwise") {
+    CHECK(ScaleBounds::inverse_sqrt(64).lo == 0.125);
+    CHECK(ScaleBounds::inverse_sqrt(64).hi == 0.125);
+    const ScaleBounds s = ScaleBounds::inverse_sqrt(2);
+    CHECK(s.lo < s.hi);
+    CHECK(s.lo * s.lo < 0.5);  // rounding to nearest of the squares: they straddle 1/2
+    CHECK(s.hi * s.hi > 0.5);
+  }
+}
+
+TEST_CASE("attnrank::certified_double_forward on the worked example") {
+  const CertifiedDoubleTrace t = certified_double_forward(worked_example::layer<Rational>(), worked_example::X());
+  REQUIRE(t.finite());
+  INFO("widths " << (t.output.hi - t.output.lo));
+  const PrecisionScope scope(200);
+  for (std::size_t i = 0; i < test::reference::output.size(); ++i)
+    for (std::size_t j = 0; j < test::reference::output[i].size(); ++j) {
+      INFO("output(" << i << ", " << j << ")");
+      const Rational exact_ish = parse_rational(test::reference::output[i][j]);  // 40 digits: within 1e-40
+      const double lo = t.output.lo(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
+      const double hi = t.output.hi(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
+      CHECK(to_rational(lo) <= exact_ish + Rational(1, 1000000) * Rational(1, 1000000) * Rational(1, 1000000));
+      CHECK(to_rational(hi) >= exact_ish - Rational(1, 1000000) * Rational(1, 1000000) * Rational(1, 1000000));
+      CHECK(hi - lo < 4e-14);  // three keys, |V| <= 2, four terms of W^O: a few dozen ulps of 2
+    }
+}
+
+TEST_CASE("attnrank::certified_double_forward encloses the exact layer") {
+  rc::prop("every entry of the output, A and Z contains MPFI's exact-layer value at 256 bits, with and without masks", [] {
+    const test::RandomLayer l = test::gen_layer();
+    const MultiHeadAttention<Rational> layer = test::layer_in<Rational>(l);
+    std::vector<Mask> masks;
+    if (*rc::gen::arbitrary<bool>()) masks.push_back(test::gen_any_mask(l.X.rows()));
+    const CertifiedDoubleTrace t = certified_double_forward(layer, l.X, masks);
+    const PrecisionScope scope(256);
+    const LayerTrace<Rational, Interval> e = layer.forward<Interval>(l.X, masks);
+    const auto check = [](const BoundsMatrix& B, const Matrix<Interval>& E) {
+      RC_ASSERT(!B.lo.hasNaN());
+      RC_ASSERT(!B.hi.hasNaN());
+      RC_ASSERT(contains_all(B, E));
+    };
+    check(t.output, e.output);
+    for (std::size_t i = 0; i < t.heads.size(); ++i) {
+      check(t.heads[i].A, e.heads[i].A);
+      check(t.heads[i].Z, e.heads[i].Z);
+    }
+  });
+  SECTION("double inputs are taken exactly: the same bounds as their exact rationals") {
+    const auto layer = worked_example::layer<Rational>();
+    const CertifiedDoubleTrace a = certified_double_forward(layer, worked_example::X());
+    const CertifiedDoubleTrace b =
+        certified_double_forward(layer_in_tier<double>(layer), to_tier<double>(worked_example::X()));
+    CHECK(a.output.lo == b.output.lo);
+    CHECK(a.output.hi == b.output.hi);
+  }
+}
+
+TEST_CASE("attnrank::check_kernel") {
+  std::mt19937_64 rng(20261202);
+  std::normal_distribution<double> normal;
+  const Eigen::Index n = 24, d = 8;
+  const auto gauss = [&](Eigen::Index r, Eigen::Index c) {
+    Eigen::MatrixXd M(r, c);
+    for (Eigen::Index i = 0; i < r; ++i)
+      for (Eigen::Index j = 0; j < c; ++j) M(i, j) = normal(rng);
+    return M;
+  };
+  const std::vector<Eigen::MatrixXd> q{gauss(n, d), gauss(n, d)}, k{gauss(n, d), gauss(n, d)}, v{gauss(n, d), gauss(n, d)};
+  const Mask causal = Mask::causal(n);
+  for (const bool masked : {false, true}) {
+    INFO("masked = " << masked);
+    const Mask* mask = masked ? &causal : nullptr;
+    // The exact outputs at 256 bits, and float32 and float64 outputs built from them.
+    std::vector<Matrix<Interval>> exact;
+    std::vector<Eigen::MatrixXd> f32, f64;
+    {
+      const PrecisionScope scope(256);
+      for (std::size_t t = 0; t < q.size(); ++t) exact.push_back(mpfi_attention(q[t], k[t], v[t], std::nullopt, mask));
+    }
+    for (const auto& E : exact) {
+      Eigen::MatrixXd a(n, d), b(n, d);
+      for (Eigen::Index i = 0; i < n; ++i)
+        for (Eigen::Index j = 0; j < d; ++j) {
+          const double m = E(i, j).convert_to<double>();  // within an ulp of the exact value
+          b(i, j) = m;
+          a(i, j) = static_cast<float>(m) * (1 + 3e-7 * static_cast<double>((i * 7 + j) % 5 - 2));  // a kernel's error
+        }
+      f32.push_back(a);
+      f64.push_back(b);
+    }
+    // The true errors, from the 256-bit enclosures.
+    const auto true_error = [&](const std::vector<Eigen::MatrixXd>& O) {
+      const PrecisionScope scope(256);
+      Real worst = 0;
+      for (std::size_t t = 0; t < O.size(); ++t)
+        for (Eigen::Index i = 0; i < n; ++i)
+          for (Eigen::Index j = 0; j < d; ++j) {
+            const Real e = abs(Real(O[t](i, j)) - approx_midpoint_real(exact[t](i, j)));
+            if (e > worst) worst = e;
+          }
+      return worst.convert_to<double>();
+    };
+    KernelCheckOptions options;
+    if (masked) options.mask = causal;
+    options.fallback = FallbackPolicy::never;
+    const KernelCheck c = check_kernel(q, k, v, f32, &f64, options);
+    CHECK(c.method == "double");
+    const double e32 = true_error(f32);
+    CHECK(c.candidate.max_abs_error_lower <= e32 * (1 + 1e-12));
+    CHECK(c.candidate.max_abs_error_upper >= e32 * (1 - 1e-12));
+    CHECK(c.candidate.tight());                       // float32 errors dwarf the double widths
+    CHECK_FALSE(c.reference->tight());                // but not float64's
+    CHECK(c.candidate.max_rel_error_lower <= c.candidate.max_rel_error_upper);
+    CHECK(c.ratio_lower <= c.ratio_upper);
+    SECTION("the MPFI fallback pins the float64 reference's error and the ratio") {
+      options.fallback = FallbackPolicy::automatic;
+      const KernelCheck m = check_kernel(q, k, v, f32, &f64, options);
+      CHECK(m.method == "mpfi");
+      CHECK(m.bits >= 128);
+      const double e64 = true_error(f64);
+      CHECK(m.reference->max_abs_error_lower <= e64 * (1 + 1e-12));
+      CHECK(m.reference->max_abs_error_upper >= e64 * (1 - 1e-12));
+      CHECK(m.reference->tight());
+      CHECK(m.ratio_lower <= e32 / e64 * (1 + 1e-9));
+      CHECK(m.ratio_upper >= e32 / e64 * (1 - 1e-9));
+      CHECK(m.ratio_upper / m.ratio_lower < 1.05);
+    }
+    SECTION("over the budget the fallback is skipped and the answer says why") {
+      options.fallback = FallbackPolicy::automatic;
+      options.fallback_budget = 10;
+      const KernelCheck m = check_kernel(q, k, v, f32, &f64, options);
+      CHECK(m.method == "double");
+      CHECK_THAT(m.fallback_skipped, Catch::Contains("fallback always"));
+    }
+  }
+  SECTION("a NaN in the candidate is an infinite error at its place") {
+    std::vector<Eigen::MatrixXd> bad = v;  // any matrices of the right shape
+    bad[1](5, 3) = std::numeric_limits<double>::quiet_NaN();
+    const KernelCheck c = check_kernel(q, k, v, bad);
+    CHECK(std::isinf(c.candidate.max_abs_error_lower));
+    CHECK(c.candidate.nonfinite == 1);
+    CHECK(c.candidate.worst_matrix == 1);
+    CHECK(c.candidate.worst_row == 5);
+    CHECK(c.candidate.worst_column == 3);
+  }
+  SECTION("shapes that do not fit are input errors") {
+    std::vector<Eigen::MatrixXd> wrong = v;
+    wrong[0] = Eigen::MatrixXd::Zero(n, d + 1);
+    CHECK_THROWS_WITH(check_kernel(q, k, v, wrong), Catch::Contains("head 0"));
+    CHECK_THROWS_AS(check_kernel(q, k, {v[0]}, v), input_error);
+  }
+}
