@@ -10,7 +10,8 @@
 // `--max-size 24` goes first so every matrix stays small. It does not change
 // directory: libFuzzer reads corpus paths relative to where it was started.
 //
-// Oracle, the CLI contract: exit 0 or 2, never 1 (an internal error) or a crash;
+// Oracle, the CLI contract: exit 0 or 2 (or 3, check-kernel's --max-error, with its
+// report), never 1 (an internal error) or a crash;
 // exit 2 prints one message starting "attnrank: " on stderr and nothing on stdout.
 #include "fuzz_support.hpp"
 
@@ -75,7 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const std::string& a : args) argv.push_back(a.c_str());
   std::ostringstream out, err;
   const int code = attnrank::cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
-  attnrank::fuzz::require(code == 0 || code == 2, "exit code other than 0 or 2 (1 is an internal error)");
+  attnrank::fuzz::require(code == 0 || code == 2 || code == 3, "exit code other than 0, 2 or 3 (1 is an internal error)");
+  if (code == 3) attnrank::fuzz::require(!out.str().empty(), "exit 3 (check-kernel --max-error) without its report");
   if (code == 2) {
     attnrank::fuzz::require(out.str().empty(), "exit 2 with output on stdout");
     attnrank::fuzz::require(err.str().rfind("attnrank: ", 0) == 0, "exit 2 without a message");

@@ -63,6 +63,31 @@ Eigen::MatrixXd gen_doubles(Eigen::Index rows, Eigen::Index cols, double scale) 
 
 }  // namespace
 
+TEST_CASE("attnrank::certified_product_bounds of two balls") {
+  rc::prop("contains X Y, exactly, for X and Y anywhere in the balls (corners and midpoints)", [] {
+    const auto m = *rc::gen::inRange<Eigen::Index>(1, 5), k = *rc::gen::inRange<Eigen::Index>(1, 5),
+               n = *rc::gen::inRange<Eigen::Index>(1, 5);
+    const double radius = *rc::gen::element(0.0, 1e-12, 0.5, 3.0);
+    BallMatrix A{gen_doubles(m, k, 2.0), gen_doubles(m, k, radius).cwiseAbs()};
+    BallMatrix B{gen_doubles(k, n, 2.0), gen_doubles(k, n, radius).cwiseAbs()};
+    const BoundsMatrix P = certified_product_bounds(A, B);
+    // A point of each ball: each entry at its lower end, midpoint or upper end.
+    Matrix<Rational> X(m, k), Y(k, n);
+    for (Eigen::Index i = 0; i < m; ++i)
+      for (Eigen::Index j = 0; j < k; ++j)
+        X(i, j) = to_rational(A.mid(i, j)) + *rc::gen::inRange(-1, 2) * to_rational(A.rad(i, j));
+    for (Eigen::Index i = 0; i < k; ++i)
+      for (Eigen::Index j = 0; j < n; ++j)
+        Y(i, j) = to_rational(B.mid(i, j)) + *rc::gen::inRange(-1, 2) * to_rational(B.rad(i, j));
+    const Matrix<Rational> XY = X * Y;
+    for (Eigen::Index i = 0; i < m; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) {
+        RC_ASSERT(to_rational(P.lo(i, j)) <= XY(i, j));
+        RC_ASSERT(XY(i, j) <= to_rational(P.hi(i, j)));
+      }
+  });
+}
+
 TEST_CASE("attnrank::certified_attention") {
   rc::prop("contains MPFI's softmax(s Q K^T) V: moderate, huge, tiny scores, masks, rows with one key", [] {
     const auto n = *rc::gen::inRange<Eigen::Index>(1, 9), d = *rc::gen::inRange<Eigen::Index>(1, 6),
