@@ -2,6 +2,8 @@
 #include <attnrank/attention/certified_attention.hpp>
 
 #include <attnrank/attention/certified_softmax.hpp>
+#include <attnrank/attention/detail/certified_head.hpp>
+#include <attnrank/numbers/detail/parallel.hpp>
 
 #include <cmath>
 #include <string>
@@ -23,7 +25,64 @@ void require_finite(const Eigen::MatrixXd& M, const char* name) {
 
 std::string shape(const Eigen::MatrixXd& M) { return std::to_string(M.rows()) + " x " + std::to_string(M.cols()); }
 
+bool is_point(const BallMatrix& B) { return (B.rad.array() == 0).all(); }
+
+/// Bounds of A B, with the cheaper products when a side is a point matrix.
+BoundsMatrix product(const BallMatrix& A, bool a_point, const BallMatrix& B, bool b_point) {
+  if (a_point && b_point) return certified_product_bounds(A.mid, B.mid);
+  if (a_point) return certified_product_bounds(A.mid, B);
+  if (b_point) return certified_product_bounds(A, B.mid);
+  return certified_product_bounds(A, B);
+}
+
+BallMatrix rows_of(const BallMatrix& B, Index first, Index count) {
+  return {B.mid.middleRows(first, count), B.rad.middleRows(first, count)};
+}
+
+void put_rows(BoundsMatrix& into, Index first, const BoundsMatrix& block) {
+  into.lo.middleRows(first, block.lo.rows()) = block.lo;
+  into.hi.middleRows(first, block.hi.rows()) = block.hi;
+}
+
+void resize(BoundsMatrix& M, Index rows, Index cols) {
+  M.lo.resize(rows, cols);
+  M.hi.resize(rows, cols);
+}
+
 }  // namespace
+
+namespace detail {
+
+HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMatrix& V, const ScaleBounds& scale,
+                          const Mask* mask, bool keep_trace) {
+  const Index n = Q.mid.rows(), keys = K.mid.rows();
+  const BallMatrix KT{K.mid.transpose(), K.rad.transpose()};
+  const bool q_point = is_point(Q), k_point = is_point(KT), v_point = is_point(V);
+  HeadBounds out;
+  resize(out.output, n, V.mid.cols());
+  if (keep_trace)
+    for (BoundsMatrix* m : {&out.scores, &out.scaled, &out.weights}) resize(*m, n, keys);
+  constexpr Index block_rows = 64;
+  const double work = static_cast<double>(n) * static_cast<double>(keys) *
+                      static_cast<double>(Q.mid.cols() + V.mid.cols());
+  // for_row_blocks counts MPFR operations (~50 double multiply-adds each).
+  for_row_blocks(static_cast<long>(n), work / 50, [&](long begin, long end) {
+    const SerialDirectedProducts serial;  // this thread's share; no threads inside
+    for (Index first = begin; first < end; first += block_rows) {
+      const Index rows = std::min<Index>(block_rows, end - first);
+      BoundsMatrix S = product(rows_of(Q, first, rows), q_point, KT, k_point);
+      if (keep_trace) put_rows(out.scores, first, S);
+      S = scale_bounds(S, scale);
+      if (keep_trace) put_rows(out.scaled, first, S);
+      S = mask ? certified_softmax_bounds(S, *mask, first) : certified_softmax_bounds(S);
+      if (keep_trace) put_rows(out.weights, first, S);
+      put_rows(out.output, first, product(to_ball(S), false, V, v_point));
+    }
+  });
+  return out;
+}
+
+}  // namespace detail
 
 ScaleBounds ScaleBounds::exactly(double s) {
   if (!(std::isfinite(s) && s > 0))
@@ -86,16 +145,14 @@ BoundsMatrix certified_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd
   require_finite(V, "V");
   if (!(scale.lo > 0 && scale.lo <= scale.hi && std::isfinite(scale.hi)))
     throw input_error("attention: the scale bounds must satisfy 0 < lo <= hi < inf");
-  BoundsMatrix S = scale_bounds(certified_product_bounds(Q, Eigen::MatrixXd(K.transpose())), scale);
-  if (mask) {
-    if (Q.rows() != K.rows())
-      throw input_error("attention: a mask needs as many queries as keys (Q has " + std::to_string(Q.rows()) +
-                        " rows, K " + std::to_string(K.rows()) + ")");
-    S = certified_softmax_bounds(S, *mask);
-  } else {
-    S = certified_softmax_bounds(S);
-  }
-  return certified_product_bounds(to_ball(S), V);
+  if (mask && (Q.rows() != K.rows() || mask->size() != Q.rows()))
+    throw input_error("attention: a mask of size " + std::to_string(mask->size()) + " needs " +
+                      std::to_string(mask->size()) + " queries and keys (Q has " + std::to_string(Q.rows()) +
+                      " rows, K " + std::to_string(K.rows()) + ")");
+  const auto point = [](const Eigen::MatrixXd& M) {
+    return BallMatrix{M, Eigen::MatrixXd::Zero(M.rows(), M.cols())};
+  };
+  return detail::certified_head(point(Q), point(K), point(V), scale, mask, false).output;
 }
 
 }  // namespace attnrank

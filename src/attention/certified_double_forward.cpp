@@ -2,6 +2,7 @@
 #include <attnrank/attention/certified_double_forward.hpp>
 
 #include <attnrank/attention/certified_attention.hpp>
+#include <attnrank/attention/detail/certified_head.hpp>
 #include <attnrank/linalg/certified_rank.hpp>
 
 #include <string>
@@ -16,8 +17,6 @@ BallMatrix point(const Eigen::MatrixXd& M) { return {M, Eigen::MatrixXd::Zero(M.
 BoundsMatrix columns(const BoundsMatrix& M, Index first, Index count) {
   return {M.lo.middleCols(first, count), M.hi.middleCols(first, count)};
 }
-
-BoundsMatrix transposed(const BoundsMatrix& M) { return {M.lo.transpose(), M.hi.transpose()}; }
 
 /// The trace for X and weights given as balls; `shape` and the checks come from the caller.
 CertifiedDoubleTrace forward_balls(const AttentionShape& shape, const BallMatrix& X, const BallMatrix& wq,
@@ -41,11 +40,13 @@ CertifiedDoubleTrace forward_balls(const AttentionShape& shape, const BallMatrix
     h.Q = columns(t.Q, i * shape.d_k, shape.d_k);
     h.K = columns(t.K, i * shape.d_k, shape.d_k);
     h.V = columns(t.V, i * shape.d_v, shape.d_v);
-    h.scores = certified_product_bounds(to_ball(h.Q), to_ball(transposed(h.K)));
-    h.scaled = scale_bounds(h.scores, scale);
     if (!masks.empty()) h.mask = masks[masks.size() == 1 ? 0 : static_cast<std::size_t>(i)];
-    h.A = h.mask ? certified_softmax_bounds(h.scaled, *h.mask) : certified_softmax_bounds(h.scaled);
-    h.Z = certified_product_bounds(to_ball(h.A), to_ball(h.V));
+    detail::HeadBounds b =
+        detail::certified_head(to_ball(h.Q), to_ball(h.K), to_ball(h.V), scale, h.mask ? &*h.mask : nullptr, true);
+    h.scores = std::move(b.scores);
+    h.scaled = std::move(b.scaled);
+    h.A = std::move(b.weights);
+    h.Z = std::move(b.output);
     t.concat.lo.middleCols(i * shape.d_v, shape.d_v) = h.Z.lo;
     t.concat.hi.middleCols(i * shape.d_v, shape.d_v) = h.Z.hi;
     t.heads.push_back(std::move(h));

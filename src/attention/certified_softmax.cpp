@@ -17,7 +17,8 @@ constexpr double inf = std::numeric_limits<double>::infinity();
 // operation meets a subnormal operand (each would cost a microcode assist).
 constexpr double tiny = 0x1p-1021;
 
-BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask) {
+/// Rows first_row .. of the (masked) softmax: S holds those rows of the scores.
+BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first_row = 0) {
   const Index rows = S.lo.rows(), cols = S.lo.cols();
   BoundsMatrix P;
   if (rows == 0 || cols == 0) {
@@ -32,7 +33,7 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask) {
   // column-major matrix walk it by rows.
   std::vector<char> usable(static_cast<std::size_t>(rows), 1);
   Eigen::VectorXd top = Eigen::VectorXd::Constant(rows, -inf);
-  const auto allowed = [mask](Index i, Index j) { return !mask || mask->allows(i, j); };
+  const auto allowed = [mask, first_row](Index i, Index j) { return !mask || mask->allows(first_row + i, j); };
   for (Index j = 0; j < cols; ++j)
     for (Index i = 0; i < rows; ++i) {
       if (!allowed(i, j)) continue;
@@ -61,7 +62,7 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask) {
   if (mask)  // exp(-inf) = 0 exactly (numbers/detail/vector_exp.hpp)
     for (Index j = 0; j < cols; ++j)
       for (Index i = 0; i < rows; ++i)
-        if (!mask->allows(i, j)) P.lo(i, j) = P.hi(i, j) = -inf;
+        if (!allowed(i, j)) P.lo(i, j) = P.hi(i, j) = -inf;
   {
     RoundingScope<FE_TONEAREST> nearest;  // exp_double's error bound holds in round-to-nearest
     detail::exp_in_place(P.lo.data(), static_cast<std::size_t>(P.lo.size()));
@@ -84,7 +85,7 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask) {
     if (mask)  // a masked term is exactly 0, not [0, tiny]
       for (Index j = 0; j < cols; ++j)
         for (Index i = 0; i < rows; ++i)
-          if (!mask->allows(i, j)) P.hi(i, j) = 0;
+          if (!allowed(i, j)) P.hi(i, j) = 0;
     sum_hi = row_sums(P.hi);
     detail::rounding_barrier(P.hi);
     detail::rounding_barrier(sum_hi);
@@ -102,7 +103,7 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask) {
     if (mask)
       for (Index j = 0; j < cols; ++j)
         for (Index i = 0; i < rows; ++i)
-          if (!mask->allows(i, j)) P.hi(i, j) = 0;
+          if (!allowed(i, j)) P.hi(i, j) = 0;
     detail::rounding_barrier(P.hi);
   }
   for (Index i = 0; i < rows; ++i)
@@ -111,7 +112,7 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask) {
       P.hi.row(i).setOnes();
       if (mask)
         for (Index j = 0; j < cols; ++j)
-          if (!mask->allows(i, j)) P.hi(i, j) = 0;
+          if (!allowed(i, j)) P.hi(i, j) = 0;
     }
   return P;
 }
@@ -126,6 +127,15 @@ BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask) {
     throw input_error("masked softmax: the score bounds must be " + std::to_string(mask.size()) + " x " +
                       std::to_string(mask.size()));
   return softmax_bounds(S, &mask);
+}
+
+BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask, Index first_row) {
+  if (first_row < 0 || first_row + S.lo.rows() > mask.size() || S.lo.cols() != mask.size() ||
+      S.hi.rows() != S.lo.rows() || S.hi.cols() != S.lo.cols())
+    throw input_error("masked softmax: rows " + std::to_string(first_row) + " .. " +
+                      std::to_string(first_row + S.lo.rows() - 1) + " of " + std::to_string(S.lo.cols()) +
+                      " columns do not fit a mask of size " + std::to_string(mask.size()));
+  return softmax_bounds(S, &mask, first_row);
 }
 
 BoundsMatrix certified_scaled_scores(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K) {

@@ -32,6 +32,11 @@ BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S);
 /// throws input_error otherwise); masked entries are exactly 0.
 BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask);
 
+/// Rows first_row .. first_row + rows(S) - 1 of the masked softmax, S holding
+/// those rows of the score bounds (mask.size() columns): a row block of a larger
+/// job. Throws input_error when the rows do not fit the mask.
+BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask, Eigen::Index first_row);
+
 /// Bounds of Q K^T / sqrt(d_k) for the double matrices Q, K (n x d_k): two
 /// directed GEMMs, and the division by sqrt(d_k) enclosed.
 BoundsMatrix certified_scaled_scores(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K);

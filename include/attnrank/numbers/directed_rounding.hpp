@@ -114,6 +114,22 @@ inline void rounding_barrier(double& x) { asm volatile("" : "+m"(x) : : "memory"
 }  // namespace detail
 
 namespace detail {
+/// Set on a thread that already runs beside others (a row block of a larger
+/// job): its directed pairs then stay on it instead of starting a thread each.
+inline thread_local bool serial_directed_products = false;
+
+/// While alive, directed products on this thread run on this thread only.
+class SerialDirectedProducts {
+ public:
+  SerialDirectedProducts() : saved_(serial_directed_products) { serial_directed_products = true; }
+  ~SerialDirectedProducts() { serial_directed_products = saved_; }
+  SerialDirectedProducts(const SerialDirectedProducts&) = delete;
+  SerialDirectedProducts& operator=(const SerialDirectedProducts&) = delete;
+
+ private:
+  bool saved_;
+};
+
 /// hi = fl_up(L R) + spread and lo = -(fl_up((-L) R) + spread), so lo <= L R +- spread
 /// <= hi. For big products the two GEMMs run on two threads; each thread sets its
 /// own rounding mode (the mode is per thread).
@@ -141,7 +157,7 @@ inline BoundsMatrix directed_pair(const Eigen::MatrixXd& L, const Eigen::MatrixX
     }
     std::fesetround(saved);
   };
-  const bool big = static_cast<double>(L.rows()) * static_cast<double>(L.cols()) * static_cast<double>(R.cols()) >= 4e6;
+  const bool big = !serial_directed_products && static_cast<double>(L.rows()) * static_cast<double>(L.cols()) * static_cast<double>(R.cols()) >= 4e6;
 #if defined(_OPENMP)
   // With OpenMP, use its pool: a separate std::thread would fight its spinning workers.
 #pragma omp parallel sections num_threads(2) if (big)
@@ -166,6 +182,39 @@ inline BoundsMatrix directed_pair(const Eigen::MatrixXd& L, const Eigen::MatrixX
   out.lo = -out.lo;
   return out;
 }
+/// out = fl_up(L R), or out += fl_up(L R) when `accumulate`: an upper bound of
+/// L R (plus out). A big product is split by columns of R over two threads, each
+/// rounding upward on its own (the spread of a ball product would otherwise run
+/// on one core while the directed pair after it uses two).
+inline void upward_product(Eigen::MatrixXd& out, const Eigen::MatrixXd& L, const Eigen::MatrixXd& R, bool accumulate) {
+  UpwardRounding up;
+  if (!accumulate) out.setZero(L.rows(), R.cols());
+  const bool big = !serial_directed_products && R.cols() >= 2 &&
+                   static_cast<double>(L.rows()) * static_cast<double>(L.cols()) * static_cast<double>(R.cols()) >= 4e6;
+  if (!big) {
+    out.noalias() += L * R;
+    rounding_barrier(out);
+    return;
+  }
+  const Eigen::Index half = R.cols() / 2;
+  std::exception_ptr failure;
+  std::thread worker([&] {
+    const int saved = std::fegetround();
+    std::fesetround(FE_UPWARD);
+    try {
+      out.rightCols(R.cols() - half).noalias() += L * R.rightCols(R.cols() - half);
+      rounding_barrier(out);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    std::fesetround(saved);
+  });
+  out.leftCols(half).noalias() += L * R.leftCols(half);
+  worker.join();
+  rounding_barrier(out);
+  if (failure) std::rethrow_exception(failure);
+}
+
 }  // namespace detail
 
 /// Entrywise bounds of the exact product A B of two point matrices.
@@ -176,22 +225,14 @@ inline BoundsMatrix certified_product_bounds(const Eigen::MatrixXd& A, const Eig
 /// Entrywise bounds of X B for every X in the ball A and the point matrix B.
 inline BoundsMatrix certified_product_bounds(const BallMatrix& A, const Eigen::MatrixXd& B) {
   Eigen::MatrixXd spread;
-  if ((A.rad.array() != 0).any()) {
-    UpwardRounding up;
-    spread.noalias() = A.rad * B.cwiseAbs();
-    detail::rounding_barrier(spread);
-  }
+  if ((A.rad.array() != 0).any()) detail::upward_product(spread, A.rad, B.cwiseAbs(), false);
   return detail::directed_pair(A.mid, B, spread);
 }
 
 /// Entrywise bounds of A X for the point matrix A and every X in the ball B.
 inline BoundsMatrix certified_product_bounds(const Eigen::MatrixXd& A, const BallMatrix& B) {
   Eigen::MatrixXd spread;
-  if ((B.rad.array() != 0).any()) {
-    UpwardRounding up;
-    spread.noalias() = A.cwiseAbs() * B.rad;
-    detail::rounding_barrier(spread);
-  }
+  if ((B.rad.array() != 0).any()) detail::upward_product(spread, A.cwiseAbs(), B.rad, false);
   return detail::directed_pair(A, B.mid, spread);
 }
 
@@ -203,15 +244,15 @@ inline BoundsMatrix certified_product_bounds(const BallMatrix& A, const BallMatr
   const bool a_point = (A.rad.array() == 0).all(), b_point = (B.rad.array() == 0).all();
   if (a_point && b_point) return detail::directed_pair(A.mid, B.mid, Eigen::MatrixXd());
   Eigen::MatrixXd spread;
-  {
-    UpwardRounding up;
-    if (!b_point) spread.noalias() = A.mid.cwiseAbs() * B.rad;
-    if (!a_point) {
-      const Eigen::MatrixXd reach = B.mid.cwiseAbs() + B.rad;
-      if (b_point) spread.noalias() = A.rad * reach;
-      else spread.noalias() += A.rad * reach;
+  if (!b_point) detail::upward_product(spread, A.mid.cwiseAbs(), B.rad, false);
+  if (!a_point) {
+    Eigen::MatrixXd reach;
+    {
+      UpwardRounding up;
+      reach = B.mid.cwiseAbs() + B.rad;
+      detail::rounding_barrier(reach);
     }
-    detail::rounding_barrier(spread);
+    detail::upward_product(spread, A.rad, reach, !b_point);
   }
   return detail::directed_pair(A.mid, B.mid, spread);
 }
