@@ -64,6 +64,18 @@ TEST_CASE("attnrank layer") {
       CHECK(j["concat"][1] == std::vector<std::string>{"1.73", "0.18", "0.58", "0.28"});
     }
   }
+  SECTION("certified-double hands over to the interval tier when doubles cannot certify the digits, and says so") {
+    const Run r = attnrank_cli("layer " + worked_example_args() + " --heads 2 --digits 20 --json --tier certified-double");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["tier"] == "interval");
+    CHECK_THAT(j["fallback"].get<std::string>(), Catch::Contains("did not round to 20 decimals"));
+    const auto i = nlohmann::json::parse(attnrank_cli("layer " + worked_example_args() + " --heads 2 --digits 20 --json").out);
+    CHECK(j["output"] == i["output"]);
+    CHECK_THAT(attnrank_cli("layer " + worked_example_args() + " --heads 2 --digits 20 --tier certified-double").out,
+               Catch::Contains("Note: ") && Catch::Contains("interval tier (MPFI)"));
+  }
   SECTION("text output names the shape") {
     const Run r = attnrank_cli("layer " + worked_example_args() + " --heads 2");
     REQUIRE(r.code == 0);
