@@ -114,6 +114,7 @@ bench:
 	bench/compare-det build-bench/bench/det_bench build-bench/cli/attnrank
 	bench/compare-reach build-bench/bench/reach_bench
 	bench/compare-kernel build-bench
+	bench/loaded-layer build-bench/bench/layer_bench
 
 clean:
 	rm -rf $(BUILD) build-bench $(SAN_BUILD) $(TSAN_BUILD)
