@@ -13,8 +13,9 @@
 //  * output: the weights as a midpoint-radius ball times V (Rump's product).
 // Width for well-scaled inputs: about (2 N + 20 + 2 |s_ij - max_j s_ij|) u
 // relative on the weights (N keys, u = 2^-53), and what the product adds,
-// about N u |P| |V|. A bound that overflows is +-inf, never NaN, and an infinite
-// bound is never mistaken for a finite one (attention/kernel_error.hpp tests it).
+// about N u |P| |V|. A bound that overflows becomes infinite (or NaN, when an
+// infinite ball meets another product); neither is ever read as a bound:
+// check_kernel (attention/kernel_check.hpp) takes both as "no bound there".
 
 #include <attnrank/attention/mask.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>

@@ -12,7 +12,8 @@
 // rationals they store; rational ones (decimals read from text) as the double
 // balls that contain them (linalg/certified_rank.hpp's to_ball), so the trace
 // encloses the exact layer of the rationals themselves. A bound that overflows
-// is infinite, never NaN passed off as a number: callers check `finite()`.
+// becomes infinite or NaN, never a wrong finite number: `finite()` says whether
+// every output bound is finite, and the CLI prints no digit from any other.
 
 #include <attnrank/attention/certified_softmax.hpp>
 #include <attnrank/attention/multi_head_attention.hpp>
