@@ -62,11 +62,10 @@ def mpmath_forward(x, wq, wk, wv, wo, heads):
     return concat * wo
 
 
-def best_mean_ms(fn, repetitions=5, min_seconds=0.2):
-    """Best of `repetitions` loop means, each loop at least min_seconds long: the
-    statistic compare-layer takes from Google Benchmark for attnrank's double tier
-    (--benchmark_repetitions, the smallest per-repetition mean)."""
-    best = float('inf')
+def loop_means_ms(fn, repetitions, min_seconds):
+    """The mean time of fn in each of `repetitions` loops of at least min_seconds (ms),
+    as Google Benchmark's --benchmark_repetitions times attnrank."""
+    means = []
     for _ in range(repetitions):
         calls, start = 0, time.perf_counter()
         while True:
@@ -75,8 +74,14 @@ def best_mean_ms(fn, repetitions=5, min_seconds=0.2):
             elapsed = time.perf_counter() - start
             if elapsed >= min_seconds:
                 break
-        best = min(best, elapsed / calls)
-    return best * 1e3
+        means.append(elapsed / calls * 1e3)
+    return means
+
+
+def best_mean_ms(fn, repetitions=5, min_seconds=0.2):
+    """Best of `repetitions` loop means: the statistic compare-layer takes from Google
+    Benchmark for attnrank's double tier (the smallest per-repetition mean)."""
+    return min(loop_means_ms(fn, repetitions, min_seconds))
 
 
 def best_ms(fn, repeats):

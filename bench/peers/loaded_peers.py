@@ -7,12 +7,11 @@ Usage: loaded_peers.py DIR LABEL      prints one line per peer: median, p95, max
 Needs Debian's python3-numpy and python3-torch; run with /usr/bin/python3.
 """
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from layer_peers import numpy_forward, read  # noqa: E402
+from layer_peers import loop_means_ms, numpy_forward, read  # noqa: E402
 
 
 def torch_forward(torch, x, wq, wk, wv, wo, heads):
@@ -25,18 +24,8 @@ def torch_forward(torch, x, wq, wk, wv, wo, heads):
     return torch.cat(zs, dim=1) @ wo
 
 
-def repetitions(fn, count=150, min_seconds=0.01):
-    out = []
-    for _ in range(count):
-        n, start = 0, time.perf_counter()
-        while True:
-            fn()
-            n += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= min_seconds:
-                break
-        out.append(elapsed / n * 1e3)
-    return sorted(out)
+def repetitions(fn):
+    return sorted(loop_means_ms(fn, 150, 0.01))
 
 
 def line(label, t):

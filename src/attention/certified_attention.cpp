@@ -3,6 +3,7 @@
 
 #include <attnrank/attention/certified_softmax.hpp>
 #include <attnrank/attention/detail/certified_head.hpp>
+#include <attnrank/attention/multi_head_attention.hpp>
 #include <attnrank/numbers/detail/parallel.hpp>
 
 #include <cmath>
@@ -12,16 +13,6 @@ namespace attnrank {
 namespace {
 
 using Eigen::Index;
-
-void require_finite(const Eigen::MatrixXd& M, const char* name) {
-  if (M.allFinite()) return;
-  for (Index i = 0; i < M.rows(); ++i)
-    for (Index j = 0; j < M.cols(); ++j)
-      if (!std::isfinite(M(i, j)))
-        throw input_error(std::string(name) + "[" + std::to_string(i) + ", " + std::to_string(j) + "] is " +
-                              std::to_string(M(i, j)) + " (0-based index): not a finite number",
-                          name, i + 1, j + 1);
-}
 
 std::string shape(const Eigen::MatrixXd& M) { return std::to_string(M.rows()) + " x " + std::to_string(M.cols()); }
 
@@ -140,9 +131,9 @@ BoundsMatrix certified_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd
     throw input_error("attention: Q is " + shape(Q) + " but K is " + shape(K) + " (their columns must agree)", "K");
   if (V.rows() != K.rows())
     throw input_error("attention: K is " + shape(K) + " but V is " + shape(V) + " (one row of V per key)", "V");
-  require_finite(Q, "Q");
-  require_finite(K, "K");
-  require_finite(V, "V");
+  detail::require_finite(Matrix<double>(Q), "Q");
+  detail::require_finite(Matrix<double>(K), "K");
+  detail::require_finite(Matrix<double>(V), "V");
   if (!(scale.lo > 0 && scale.lo <= scale.hi && std::isfinite(scale.hi)))
     throw input_error("attention: the scale bounds must satisfy 0 < lo <= hi < inf");
   if (mask && (Q.rows() != K.rows() || mask->size() != Q.rows()))

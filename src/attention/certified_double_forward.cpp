@@ -55,30 +55,20 @@ CertifiedDoubleTrace forward_balls(const AttentionShape& shape, const BallMatrix
   return t;
 }
 
-/// The checks MultiHeadAttention::forward makes on X's shape, with its messages.
-void require_embeddings_shape(Index rows, Index cols, const AttentionShape& shape) {
-  if (rows < 1) throw input_error("X has no rows (a sentence needs at least one token)", "X");
-  if (cols != shape.d_model)
-    throw input_error("X is " + std::to_string(rows) + " x " + std::to_string(cols) +
-                          " but the weights expect d_model = " + std::to_string(shape.d_model) + " columns",
-                      "X");
-}
-
 }  // namespace
 
 bool CertifiedDoubleTrace::finite() const { return output.lo.allFinite() && output.hi.allFinite(); }
 
 CertifiedDoubleTrace certified_double_forward(const MultiHeadAttention<double>& layer, const Eigen::MatrixXd& X,
                                               const std::vector<Mask>& masks) {
-  require_embeddings_shape(X.rows(), X.cols(), layer.shape());
-  if (!X.allFinite()) throw input_error("X has an entry that is not a finite number", "X");
+  detail::require_embeddings(Matrix<double>(X), layer.shape());
   return forward_balls(layer.shape(), point(X), point(layer.w_q()), point(layer.w_k()), point(layer.w_v()),
                        point(layer.w_o()), masks);
 }
 
 CertifiedDoubleTrace certified_double_forward(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X,
                                               const std::vector<Mask>& masks) {
-  require_embeddings_shape(X.rows(), X.cols(), layer.shape());
+  detail::require_embeddings(X, layer.shape());
   return forward_balls(layer.shape(), to_ball(X), to_ball(layer.w_q()), to_ball(layer.w_k()), to_ball(layer.w_v()),
                        to_ball(layer.w_o()), masks);
 }

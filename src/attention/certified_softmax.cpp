@@ -122,11 +122,8 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first
 BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S) { return softmax_bounds(S, nullptr); }
 
 BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask) {
-  mask.require_size(S.lo.rows(), "the score bounds");
-  if (S.lo.cols() != mask.size() || S.hi.rows() != S.lo.rows() || S.hi.cols() != S.lo.cols())
-    throw input_error("masked softmax: the score bounds must be " + std::to_string(mask.size()) + " x " +
-                      std::to_string(mask.size()));
-  return softmax_bounds(S, &mask);
+  mask.require_size(S.lo.rows(), "the score bounds");  // all of the mask's rows
+  return certified_softmax_bounds(S, mask, 0);
 }
 
 BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask, Index first_row) {

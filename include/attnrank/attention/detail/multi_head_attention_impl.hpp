@@ -18,6 +18,17 @@ void require_finite(const Matrix<T>& m, const char* name) {
                           name, static_cast<long>(i + 1), static_cast<long>(j + 1));
 }
 
+/// The checks of forward on the embeddings X: at least one row, d_model columns,
+/// finite entries.
+template <class T>
+void require_embeddings(const Matrix<T>& X, const AttentionShape& shape) {
+  if (X.rows() < 1) throw input_error("X has no rows (a sentence needs at least one token)", "X");
+  if (X.cols() != shape.d_model)
+    throw input_error("X is " + shape_text(X.rows(), X.cols()) + " but the weights expect d_model = " +
+                      std::to_string(shape.d_model) + " columns", "X");
+  require_finite(X, "X");
+}
+
 }  // namespace detail
 
 inline AttentionShape AttentionShape::make(Eigen::Index d_model, Eigen::Index heads,
@@ -71,11 +82,7 @@ template <class T>
 template <class N>
 LayerTrace<T, N> MultiHeadAttention<T>::forward(const Matrix<T>& X, const std::vector<Mask>& masks) const {
   using std::sqrt;
-  if (X.rows() < 1) throw input_error("X has no rows (a sentence needs at least one token)", "X");
-  if (X.cols() != shape_.d_model)
-    throw input_error("X is " + detail::shape_text(X.rows(), X.cols()) + " but the weights expect d_model = " +
-                      std::to_string(shape_.d_model) + " columns", "X");
-  detail::require_finite(X, "X");
+  detail::require_embeddings(X, shape_);
   if (masks.size() > 1 && static_cast<Eigen::Index>(masks.size()) != shape_.heads)
     throw input_error(std::to_string(masks.size()) + " masks for " + std::to_string(shape_.heads) +
                       " heads: give one mask for every head, or one per head");
