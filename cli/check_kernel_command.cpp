@@ -123,13 +123,14 @@ void add_check_kernel_command(CLI::App& app, std::string& out) {
     const DoubleTensor q = read_double_tensor(opt->q, limits);
     const DoubleTensor k = read_double_tensor(opt->k, limits);
     const DoubleTensor v = read_double_tensor(opt->v, limits);
-    const DoubleTensor c = read_double_tensor(opt->candidate, limits);
+    // A kernel's NaN or infinity is a finding to report (nonfinite), not bad input.
+    const DoubleTensor c = read_double_tensor(opt->candidate, limits, NonFiniteElements::keep);
     require_same_heads(q, k, "K", opt->k);
     require_same_heads(q, v, "V", opt->v);
     require_same_heads(q, c, "the candidate", opt->candidate);
     std::optional<DoubleTensor> r;
     if (!opt->reference.empty()) {
-      r = read_double_tensor(opt->reference, limits);
+      r = read_double_tensor(opt->reference, limits, NonFiniteElements::keep);
       require_same_heads(q, *r, "the reference", opt->reference);
     }
     double max_error = -1;

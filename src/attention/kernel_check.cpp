@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 
 namespace attnrank {
 namespace {
@@ -128,9 +129,12 @@ class ErrorAccumulator {
     Index i = 0, j = 0;
   };
 
-  /// An entry of O that is NaN or infinite: the error there is infinite.
+  /// An entry of O that is NaN or infinite: the error there is infinite. The
+  /// place reported is the first such entry in C order (what np.argwhere lists
+  /// first), whatever order the entries are visited in.
   void nonfinite(std::size_t t, Index i, Index j) {
-    if (result_.nonfinite++ == 0) lower_at_ = upper_at_ = {t, i, j};
+    if (result_.nonfinite++ == 0 || std::tie(t, i, j) < std::tie(lower_at_.t, lower_at_.i, lower_at_.j))
+      lower_at_ = upper_at_ = {t, i, j};
     result_.max_abs_error_lower = result_.max_abs_error_upper = inf;
   }
 

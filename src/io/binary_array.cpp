@@ -93,7 +93,7 @@ Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::s
 }
 
 Eigen::MatrixXd decode_binary_matrix_as_doubles(const BinaryMatrixView& view, const std::string& source,
-                                                const ParseLimits& limits) {
+                                                const ParseLimits& limits, NonFiniteElements nonfinite) {
   require_matrix_size(view, source, limits);
   const ElementType& t = view.type;
   Eigen::MatrixXd m(view.rows, view.columns);
@@ -105,7 +105,7 @@ Eigen::MatrixXd decode_binary_matrix_as_doubles(const BinaryMatrixView& view, co
       double d = 0;
       if (t.kind == ElementType::Kind::floating || t.kind == ElementType::Kind::bfloat) {
         d = float_value(bits, t);
-        if (!std::isfinite(d))
+        if (!std::isfinite(d) && nonfinite == NonFiniteElements::refuse)
           throw input_error(index_text(source, i, j) + " is " + (std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf") +
                                 " (0-based index): not a finite number",
                             source, i + 1, j + 1);

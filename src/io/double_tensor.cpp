@@ -12,7 +12,8 @@ namespace {
 
 /// Every matrix of an array of `shape` at `data` with `strides`.
 void read_matrices(DoubleTensor& out, const unsigned char* data, const ElementType& type,
-                   const std::vector<std::ptrdiff_t>& strides, const std::string& source, const ParseLimits& limits) {
+                   const std::vector<std::ptrdiff_t>& strides, const std::string& source, const ParseLimits& limits,
+                   NonFiniteElements nonfinite) {
   const std::vector<std::size_t>& shape = out.shape;
   if (shape.size() < 2 || shape.size() > 4)
     throw input_error(source + ": shape " + shape_text(shape) + " has " + std::to_string(shape.size()) +
@@ -40,7 +41,7 @@ void read_matrices(DoubleTensor& out, const unsigned char* data, const ElementTy
       for (std::size_t k = 0; k < selection.indices.size(); ++k) where += (k ? "," : "") + std::to_string(selection.indices[k]);
       where += "]";
     }
-    out.matrices.push_back(decode_binary_matrix_as_doubles(view, where, limits));
+    out.matrices.push_back(decode_binary_matrix_as_doubles(view, where, limits, nonfinite));
   }
 }
 
@@ -55,7 +56,7 @@ std::vector<std::size_t> DoubleTensor::leading_index(std::size_t t) const {
   return index;
 }
 
-DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits) {
+DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits, NonFiniteElements nonfinite) {
   DoubleTensor out;
   if (const auto st = split_safetensors_argument(argument)) {
     const std::string bytes = read_text_file(st->path, limits);
@@ -65,7 +66,7 @@ DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& 
         out.shape = e.shape;
         out.dtype = e.type.name;
         read_matrices(out, reinterpret_cast<const unsigned char*>(bytes.data()) + e.begin, e.type,
-                      byte_strides(e.shape, e.type.bytes, false), st->path + ":" + e.name, limits);
+                      byte_strides(e.shape, e.type.bytes, false), st->path + ":" + e.name, limits, nonfinite);
         return out;
       }
     (void)parse_safetensors(bytes, st->path, st->rest, {}, limits);  // throws: lists the tensors the file has
@@ -78,7 +79,7 @@ DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& 
     out.shape = h.shape;
     out.dtype = h.type.name;
     read_matrices(out, reinterpret_cast<const unsigned char*>(bytes.data()) + h.data_offset, h.type,
-                  byte_strides(h.shape, h.type.bytes, h.fortran_order), source, limits);
+                  byte_strides(h.shape, h.type.bytes, h.fortran_order), source, limits, nonfinite);
     return out;
   }
   const Matrix<Rational> m = parse_matrix(bytes, source, limits);

@@ -8,6 +8,7 @@
 #include "array_support.hpp"
 
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
@@ -720,6 +721,33 @@ TEST_CASE("attnrank check-kernel") {
     CHECK_THAT(over.out, Catch::Contains("exceeded"));
     CHECK(attnrank_cli(args + " --max-error 0.01").code == 0);
   }
+  SECTION("a NaN or an infinity in an output is a finding: an infinite error at its place, not bad input") {
+    std::vector<Eigen::MatrixXd> broken = out, overflowed = out;
+    broken[1](4, 2) = std::numeric_limits<double>::quiet_NaN();
+    broken[0](5, 3) = std::numeric_limits<double>::quiet_NaN();  // earlier head: the first one reported
+    overflowed[1](0, 1) = -std::numeric_limits<double>::infinity();
+    const std::string prefix = args.substr(0, args.find(" --candidate"));
+    const Run r = attnrank_cli(prefix + " --candidate " + npy_f32("nan.npy", broken) + " --reference " +
+                               npy_f32("inf.npy", overflowed) + " --json");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["candidate"]["nonfinite"] == 2);
+    CHECK(j["candidate"]["max_abs_error_lower"] == "inf");
+    CHECK(j["candidate"]["max_abs_error_upper"] == "inf");
+    CHECK(j["candidate"]["worst"]["head"] == 0);
+    CHECK(j["candidate"]["worst"]["row"] == 5);
+    CHECK(j["candidate"]["worst"]["column"] == 3);
+    CHECK(j["reference"]["nonfinite"] == 1);
+    CHECK(j["reference"]["worst"]["head"] == 1);
+    CHECK(j["ratio_lower"] == "0");  // inf / inf proves nothing
+    CHECK(j["ratio_upper"] == "inf");
+    const Run text = attnrank_cli(prefix + " --candidate " + npy_f32("nan.npy", broken));
+    CHECK(text.code == 0);
+    CHECK_THAT(text.out, Catch::Contains("2 entries are NaN or infinite"));
+    CHECK(attnrank_cli(prefix + " --candidate " + npy_f32("nan.npy", broken) + " --max-error 1").code == 3);
+    // Q, K and V are inputs: a NaN there is still bad input (the section below).
+  }
   SECTION("text names the candidate and the bounds") {
     const Run r = attnrank_cli(args);
     REQUIRE(r.code == 0);
@@ -730,7 +758,10 @@ TEST_CASE("attnrank check-kernel") {
                            npy_f32("v.npy", v) + " --candidate " + npy_f32("o.npy", out),
                        "must agree");
     std::vector<Eigen::MatrixXd> wide = out;
-    for (auto& m : wide) m.conservativeResize(6, 5);
+    for (auto& m : wide) {
+      m.conservativeResize(6, 5);
+      m.col(4).setZero();  // conservativeResize leaves the new column uninitialised
+    }
     expect_input_error(args.substr(0, args.find(" --candidate")) + " --candidate " + npy_f32("wide.npy", wide),
                        "rows of Q x columns of V");
     std::vector<Eigen::MatrixXd> nan_q = q;

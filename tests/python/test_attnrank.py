@@ -184,3 +184,26 @@ def test_check_kernel_float64_reference_falls_back_to_mpfi_and_takes_torch_tenso
     assert r["shape"] == [1, 2, 16, 8]
     with pytest.raises(ValueError, match="candidate"):
         attnrank.check_kernel(q, k, v, cand[..., :4])
+
+
+def test_check_kernel_reports_a_float16_overflow_instead_of_refusing_it():
+    """A float16 kernel whose scores overflow produces NaN; attnrank reports where, with an
+    infinite error, while a NaN in Q is still refused as input."""
+    rng = np.random.default_rng(SEED + 2)
+    q, k, v = (rng.standard_normal((2, 8, 4)) for _ in range(3))
+    q[1, 3] *= 1e3  # large scores: float16's exp(s - max) stays finite, its raw exp(s) does not
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = np.einsum("hid,hjd->hij", q, k).astype(np.float16) / np.float16(2)
+        p = np.exp(s)  # no max subtraction: the bug under test
+        o16 = (p / p.sum(axis=-1, keepdims=True)) @ v.astype(np.float16)
+    bad = ~np.isfinite(o16)
+    assert bad.any()
+    r = attnrank.check_kernel(q, k, v, o16)
+    c = r["candidate"]
+    assert c["nonfinite"] == int(bad.sum())
+    assert c["max_abs_error_lower"] == c["max_abs_error_upper"] == "inf"
+    first = np.argwhere(bad)[0]  # the first in C order
+    assert (c["worst"]["head"], c["worst"]["row"], c["worst"]["column"]) == tuple(int(x) for x in first)
+    q[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="not a finite number"):
+        attnrank.check_kernel(q, k, v, o16)

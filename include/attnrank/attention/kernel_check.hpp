@@ -34,8 +34,9 @@ struct OutputError {
   double max_rel_error_lower = 0, max_rel_error_upper = 0;  ///< on max |O - E| / max |E|
   double max_abs_exact_lower = 0, max_abs_exact_upper = 0;  ///< on max |E|
   /// Where the error is largest as far as proven: the entry with the largest
-  /// lower bound (the largest upper bound when every lower bound is 0), as
-  /// (matrix index t, row, column), 0-based.
+  /// lower bound (the largest upper bound when every lower bound is 0), or the
+  /// first non-finite entry in C order when there is one, as (matrix index t,
+  /// row, column), 0-based.
   std::size_t worst_matrix = 0;
   Eigen::Index worst_row = 0, worst_column = 0;
   std::size_t nonfinite = 0;  ///< entries of O that are NaN or infinite

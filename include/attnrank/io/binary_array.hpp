@@ -41,12 +41,18 @@ struct BinaryMatrixView {
 Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::string& source,
                                       const ParseLimits& limits = {});
 
+/// What a reader of doubles does with NaN and infinite elements: refuse them
+/// (inputs to a computation), or keep them (a kernel's output under test,
+/// where a NaN is a finding, not bad input).
+enum class NonFiniteElements { refuse, keep };
+
 /// The same matrix as doubles, for callers that compute in doubles: floats
 /// (float16, bfloat16, float32, float64) and integers of magnitude up to 2^53
 /// are doubles exactly; a larger integer is an input_error naming the entry, as
-/// is a non-finite element. Nothing is rounded.
+/// is a non-finite element unless `nonfinite` keeps it. Nothing is rounded.
 Eigen::MatrixXd decode_binary_matrix_as_doubles(const BinaryMatrixView& view, const std::string& source,
-                                                const ParseLimits& limits = {});
+                                                const ParseLimits& limits = {},
+                                                NonFiniteElements nonfinite = NonFiniteElements::refuse);
 
 /// Byte strides of an array of `shape` stored in C order (last index fastest)
 /// or Fortran order (first index fastest).

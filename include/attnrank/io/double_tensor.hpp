@@ -5,8 +5,11 @@
 // doubles, integers of magnitude up to 2^53 too (binary_array.hpp). Sources: an
 // .npy file, a safetensors tensor ("FILE.safetensors:NAME"), or a text matrix
 // (2-D only) whose every entry is exactly a double. Anything that would have to
-// be rounded is an input_error naming the entry, as are NaN and infinities.
+// be rounded is an input_error naming the entry, as are NaN and infinities
+// unless the caller keeps them (a kernel's output under test; binary arrays
+// only, since a text matrix is read as exact rationals).
 
+#include <attnrank/io/binary_array.hpp>
 #include <attnrank/io/parse.hpp>
 
 #include <Eigen/Core>
@@ -25,9 +28,11 @@ struct DoubleTensor {
   std::vector<std::size_t> leading_index(std::size_t t) const;
 };
 
-/// Reads `argument` as above. `source` names it in messages when not empty (a
-/// command's option, "--q"). The limits apply to each matrix and max_cells to
-/// the whole array.
-DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits = {});
+/// Reads `argument` as above; messages name it as given ("-" is standard input).
+/// The limits apply to each matrix and max_cells to the whole array. With
+/// NonFiniteElements::keep, NaN and infinite floats of an .npy or safetensors
+/// array are returned as they are.
+DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits = {},
+                                NonFiniteElements nonfinite = NonFiniteElements::refuse);
 
 }  // namespace attnrank
