@@ -3,6 +3,7 @@
 #include <attnrank/linalg/exact_rank.hpp>
 
 #include <attnrank/linalg/detail/bareiss.hpp>
+#include <attnrank/linalg/detail/blocked_echelon.hpp>
 #include <attnrank/linalg/detail/require_square.hpp>
 #include <attnrank/linalg/detail/dixon.hpp>
 #include <attnrank/linalg/detail/modular.hpp>
@@ -157,7 +158,7 @@ Integer exact_determinant(const Matrix<Integer>& A) {
     if (norm2 == 0) return Integer(0);
     hadamard_bits += 0.5 * static_cast<double>(mpz_sizeinbase(norm2.backend().data(), 2));
   }
-  // CRT until the modulus exceeds 2 * 2^hadamard_bits; each prime is > 2^25.
+  // CRT until the modulus exceeds 2 * 2^hadamard_bits.
   Integer value{0}, modulus{1};
   double modulus_bits = 0;
   PrimeSequence primes;
@@ -171,7 +172,7 @@ Integer exact_determinant(const Matrix<Integer>& A) {
     const double h = mod.mul(mod.reduce(d - v), mi);
     mpz_addmul_ui(value.backend().data(), modulus.backend().data(), static_cast<unsigned long>(h));
     modulus *= p;
-    modulus_bits += 25;
+    modulus_bits += std::floor(std::log2(static_cast<double>(p)));  // p >= 2^this
   }
   if (value > modulus / 2) value -= modulus;
   return value;

@@ -2,7 +2,8 @@
 // Linear algebra modulo a word-size prime, in double arithmetic.
 //
 // Residues live in doubles as integers in [0, p). With p < 2^26 a product of two
-// residues is below 2^52 and so exact in a double, and x - p * floor(x / p) with
+// residues is below 2^52 and so exact in a double (the primes the exact tools
+// use are below 2^23, so that sums of 64 such products are exact too), and x - p * floor(x / p) with
 // one correction step reduces any exact integer |x| < 2^53 into [0, p). The loops
 // are plain arrays so the compiler vectorises them. Nothing here is approximate:
 // every double holds an exact integer, which is why the exact rank tools may use
@@ -79,7 +80,9 @@ inline ModMatrix reduce_mod(const Matrix<Integer>& A, const Modulus& m) {
   return r;
 }
 
-/// Row echelon form mod p by Gaussian elimination. Pivot columns are taken left to
+/// Row echelon form mod p by Gaussian elimination, one reduction per entry and
+/// pivot (blocked_echelon.hpp's echelon_mod does the same in GEMMs; this is its
+/// reference and its path for small matrices). Pivot columns are taken left to
 /// right; `pivot_rows[k]` is the original index of the row that supplied the k-th
 /// pivot. The minor A[pivot_rows, pivot_cols] is nonsingular mod p, and the rank
 /// mod p is pivot_cols.size(). `det` is the determinant mod p when A is square.
@@ -88,7 +91,7 @@ struct ModEchelon {
   double det = 0;
 };
 
-inline ModEchelon echelon_mod(ModMatrix M, const Modulus& m) {
+inline ModEchelon echelon_mod_unblocked(ModMatrix M, const Modulus& m) {
   ModEchelon out;
   std::vector<Eigen::Index> origin(static_cast<std::size_t>(M.rows));
   for (Eigen::Index i = 0; i < M.rows; ++i) origin[static_cast<std::size_t>(i)] = i;
@@ -158,11 +161,12 @@ inline bool inverse_mod(ModMatrix M, const Modulus& m, ModMatrix& inverse) {
   return true;
 }
 
-/// The primes just below 2^26, largest first: products of two residues stay below
-/// 2^52. A fixed, deterministic sequence, so every run makes the same choices.
+/// The primes just below 2^23, largest first: 64 products of two residues sum to
+/// less than 2^53, so blocked elimination reduces once per panel of 64 columns.
+/// A fixed, deterministic sequence, so every run makes the same choices.
 class PrimeSequence {
  public:
-  explicit PrimeSequence(std::uint32_t below = 1u << 26) : next_(below) {}
+  explicit PrimeSequence(std::uint32_t below = 1u << 23) : next_(below) {}
   std::uint32_t next() { return next_ = prime_below(next_); }
 
  private:
