@@ -135,7 +135,7 @@ void det_arb(benchmark::State& state) {
 void write_inputs(const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   for (int n : {256, 512, 1024}) std::ofstream(dir / ("centred_" + std::to_string(n) + ".csv")) << csv(true, n);
-  std::ofstream(dir / "uniform_512.csv") << csv(false, 512);
+  for (int n : {512, 1024}) std::ofstream(dir / ("uniform_" + std::to_string(n) + ".csv")) << csv(false, n);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <attnrank/io/safetensors.hpp>
 #include <attnrank/numbers/detail/power_of_ten.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdint>
@@ -281,11 +282,15 @@ std::string place(const std::string& source, std::size_t line, std::size_t colum
 Rational parse_rational(std::string_view raw, const ParseLimits& limits) {
   const std::string_view text = trim(raw);
   if (text.empty()) throw input_error("empty cell (expected a number)");
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const std::string_view bare =
-      (lower[0] == '+' || lower[0] == '-') ? std::string_view(lower).substr(1) : std::string_view(lower);
-  if (bare == "nan" || bare == "inf" || bare == "infinity") bad_number(text, "not a finite number");
+  // NaN and infinities by name, in any case; compared in place, since a copy per
+  // cell was a heap allocation for every 17-digit decimal of a large file.
+  const std::string_view bare = (text[0] == '+' || text[0] == '-') ? text.substr(1) : text;
+  const auto named = [bare](std::string_view name) {
+    return bare.size() == name.size() && std::equal(bare.begin(), bare.end(), name.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) == b;
+           });
+  };
+  if (named("nan") || named("inf") || named("infinity")) bad_number(text, "not a finite number");
   if (const auto slash = text.find('/'); slash != std::string_view::npos) {
     // No white space inside a fraction: "1 / 2" is refused rather than guessed
     // at, since in white-space separated text it would be three cells.
@@ -400,6 +405,7 @@ std::string read_text_file(const std::string& path, const ParseLimits& limits) {
   std::ifstream file;
   std::istream* in = &std::cin;
   const bool standard_input = path == "-";
+  std::string text;
   if (!standard_input) {
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);
@@ -409,6 +415,7 @@ std::string read_text_file(const std::string& path, const ParseLimits& limits) {
     if (!ec && size > limits.max_file_bytes)
       throw input_error(path + ": file is " + std::to_string(size) + " bytes, over the limit of " +
                         std::to_string(limits.max_file_bytes));
+    if (!ec && std::filesystem::is_regular_file(status)) text.reserve(static_cast<std::size_t>(size) + 1);  // no regrowth copies
     file.open(path, std::ios::binary);
     if (!file) throw input_error(path + ": cannot be opened for reading");
     in = &file;
@@ -416,7 +423,6 @@ std::string read_text_file(const std::string& path, const ParseLimits& limits) {
   const std::string name = standard_input ? "<stdin>" : path;
   // Read in chunks and stop one byte past the cap: a pipe or /dev/zero has no
   // size to check up front, and must not be read to exhaustion.
-  std::string text;
   std::vector<char> chunk(std::size_t{1} << 16);
   while (*in) {
     in->read(chunk.data(), static_cast<std::streamsize>(chunk.size()));

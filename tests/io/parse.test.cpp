@@ -42,6 +42,9 @@ TEST_CASE("attnrank::parse_rational") {
     CHECK_THROWS_WITH(parse_rational("abc"), Catch::Contains("'abc'"));
     CHECK_THROWS_WITH(parse_rational("1/0"), Catch::Contains("division by zero"));
     CHECK_THROWS_WITH(parse_rational("nan"), Catch::Contains("not a finite number"));
+    for (const char* named : {"NaN", "+INF", "-Infinity", "iNf"})
+      CHECK_THROWS_WITH(parse_rational(named), Catch::Contains("not a finite number"));
+    CHECK_THROWS_WITH(parse_rational("infinit"), !Catch::Contains("not a finite number"));
   }
 }
 

@@ -213,6 +213,40 @@ TEST_CASE("attnrank::to_double_double_ball", "[property]") {
         RC_ASSERT(to_rational(b->rad(i, j)) <= abs(Q(i, j)) * to_rational(0x1p-100));
       }
   });
+  rc::prop("fractions of 64-bit integers (the path without MPFR): enclosed, tight, exact when hi + lo is q", [] {
+    // Numerators and denominators at every bit length up to 64, powers of two and
+    // their neighbours, and doubles themselves (whose balls must have radius 0).
+    const auto gen_u64 = [] {
+      const int bits = *rc::gen::inRange(1, 65);
+      const std::uint64_t top = bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+      switch (*rc::gen::inRange(0, 3)) {
+        case 0: return std::uint64_t{1} << (bits - 1);
+        case 1: return top;
+        default: return (*rc::gen::arbitrary<std::uint64_t>() & top) | (std::uint64_t{1} << (bits - 1));
+      }
+    };
+    const auto big = [](std::uint64_t v) {
+      Integer z;
+      mpz_import(z.backend().data(), 1, 1, sizeof v, 0, 0, &v);
+      return z;
+    };
+    Matrix<Rational> Q(1, 3);
+    const Integer num = big(gen_u64()), den = big(gen_u64());
+    Q(0, 0) = Rational(*rc::gen::arbitrary<bool>() ? Integer(-num) : num, den);
+    Q(0, 1) = Rational(big(gen_u64() >> 11), Integer(1) << *rc::gen::inRange(0, 64));  // a double
+    Q(0, 2) = Rational(big(gen_u64()));                                                 // an integer
+    const auto b = to_double_double_ball(Q);
+    RC_ASSERT(b.has_value());
+    for (Eigen::Index j = 0; j < 3; ++j) {
+      const Rational q = Q(0, j);
+      const Rational miss = q - to_rational(b->hi(0, j)) - to_rational(b->lo(0, j));
+      RC_ASSERT(abs(miss) <= to_rational(b->rad(0, j)));
+      RC_ASSERT(to_rational(b->rad(0, j)) <= abs(q) * to_rational(0x1p-100));
+      RC_ASSERT(std::fabs(b->lo(0, j)) <= 0.5 * (std::nextafter(std::fabs(b->hi(0, j)), INFINITY) - std::fabs(b->hi(0, j))));
+      if (miss == 0 && j > 0) RC_ASSERT(b->rad(0, j) == 0);  // doubles and integers below 2^64 are pairs exactly
+    }
+    RC_ASSERT(b->rad(0, 1) == 0);
+  });
   SECTION("beyond the range it keeps normal: nothing") {
     Matrix<Rational> Q(1, 1);
     Q(0, 0) = Rational(power(2, 1100));

@@ -50,8 +50,9 @@ std::optional<DoubleDoubleBall> accurate_product(const DoubleDoubleBall& X, cons
 /// rad grown (upward) by what that rounding dropped.
 BallMatrix to_ball(const DoubleDoubleBall& X);
 
-/// A double-double ball around exact rationals: hi the nearest double, lo the
-/// nearest double to q - hi, rad >= |q - hi - lo| (about 2^-106 |q|). Entries
+/// A double-double ball around exact rationals: hi + lo within about 2^-106 |q|
+/// of q with |lo| <= ulp(hi) / 2 (hi is q's nearest double but perhaps at a tie),
+/// rad >= |q - hi - lo|, and rad = 0 when hi + lo is q. Entries
 /// beyond the double range (or so small that hi + lo would be subnormal) give
 /// std::nullopt.
 std::optional<DoubleDoubleBall> to_double_double_ball(const Matrix<Rational>& A);
