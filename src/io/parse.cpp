@@ -415,7 +415,8 @@ std::string read_text_file(const std::string& path, const ParseLimits& limits) {
     if (!ec && size > limits.max_file_bytes)
       throw input_error(path + ": file is " + std::to_string(size) + " bytes, over the limit of " +
                         std::to_string(limits.max_file_bytes));
-    if (!ec && std::filesystem::is_regular_file(status)) text.reserve(static_cast<std::size_t>(size) + 1);  // no regrowth copies
+    // The size known up front spares the string its regrowth copies.
+    if (!ec && std::filesystem::is_regular_file(status)) text.reserve(static_cast<std::size_t>(size) + 1);
     file.open(path, std::ios::binary);
     if (!file) throw input_error(path + ": cannot be opened for reading");
     in = &file;
