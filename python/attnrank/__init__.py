@@ -194,7 +194,9 @@ def check_kernel(q, k, v, candidate, reference=None, *, mask=None, scale=None, f
     ``max_abs_error_lower`` / ``_upper`` (decimal strings), the relative bounds, the worst entry;
     with a reference, ``ratio_lower`` / ``ratio_upper`` of the two errors. Arrays are NumPy arrays
     or torch tensors of shape (N, d), (H, N, d) or (B, H, N, d), any float dtype, read exactly.
-    ``mask`` is "causal", "none" or an N x N 0/1 array; ``scale`` defaults to 1/sqrt(d)."""
+    ``mask`` is "causal", "none" or an N x N 0/1 array; ``scale`` defaults to 1/sqrt(d).
+    NaN or infinite entries of ``candidate`` or ``reference`` are reported (``nonfinite``, an
+    infinite error, ``worst`` at the first in C order); in q, k or v they raise ValueError."""
     import os
     import tempfile
 
