@@ -37,9 +37,7 @@ inline ModEchelon echelon_mod(ModMatrix M, const Modulus& m) {
   using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Block = Eigen::Map<RowMajor, 0, Eigen::OuterStride<>>;
   ModEchelon out;
-  std::vector<Index> origin(static_cast<std::size_t>(M.rows));
-  for (Index i = 0; i < M.rows; ++i) origin[static_cast<std::size_t>(i)] = i;
-  double det = 1;
+  PivotRows rows(M.rows);
   Index r = 0;  // the next pivot row
   std::vector<Index> panel_pivots;
   RowMajor L21;
@@ -50,19 +48,8 @@ inline ModEchelon echelon_mod(ModMatrix M, const Modulus& m) {
     Index k = 0;
     for (Index c = c0; c < c1 && r + k < M.rows; ++c) {
       const Index top = r + k;
-      Index piv = top;
-      while (piv < M.rows && M(piv, c) == 0) ++piv;
-      if (piv == M.rows) {
-        det = 0;
-        continue;
-      }
-      if (piv != top) {  // whole rows: their multipliers and trailing columns move with them
-        std::swap_ranges(M.row(piv), M.row(piv) + M.cols, M.row(top));
-        std::swap(origin[static_cast<std::size_t>(piv)], origin[static_cast<std::size_t>(top)]);
-        det = det == 0 ? 0 : m.reduce(m.p - det);
-      }
-      det = m.mul(det, M(top, c));
-      const double inv = m.inverse(M(top, c));
+      double inv = 0;
+      if (!rows.take(M, m, top, c, inv)) continue;  // whole rows move: multipliers and trailing columns too
       const double* pr = M.row(top);
       for (Index i = top + 1; i < M.rows; ++i) {
         double* ri = M.row(i);
@@ -72,7 +59,7 @@ inline ModEchelon echelon_mod(ModMatrix M, const Modulus& m) {
         for (Index j = c + 1; j < c1; ++j) ri[j] = m.reduce(ri[j] + g * pr[j]);
         ri[c] = f;  // the multiplier, for the columns right of the panel
       }
-      out.pivot_rows.push_back(origin[static_cast<std::size_t>(top)]);
+      out.pivot_rows.push_back(rows.origin[static_cast<std::size_t>(top)]);
       out.pivot_cols.push_back(c);
       panel_pivots.push_back(c);
       ++k;
@@ -109,7 +96,7 @@ inline ModEchelon echelon_mod(ModMatrix M, const Modulus& m) {
     }
     r += k;
   }
-  out.det = (M.rows == M.cols && r == M.rows) ? det : 0;
+  out.det = (M.rows == M.cols && r == M.rows) ? rows.det : 0;
   return out;
 }
 

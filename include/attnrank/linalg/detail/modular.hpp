@@ -11,6 +11,7 @@
 
 #include <attnrank/numbers/tiers.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -91,26 +92,45 @@ struct ModEchelon {
   double det = 0;
 };
 
-inline ModEchelon echelon_mod_unblocked(ModMatrix M, const Modulus& m) {
-  ModEchelon out;
-  std::vector<Eigen::Index> origin(static_cast<std::size_t>(M.rows));
-  for (Eigen::Index i = 0; i < M.rows; ++i) origin[static_cast<std::size_t>(i)] = i;
+/// What both eliminations (this one and blocked_echelon.hpp's) keep while they
+/// choose pivots: the original index of every row, and the determinant mod p so
+/// far (negated by each row swap, times each pivot).
+struct PivotRows {
+  std::vector<Eigen::Index> origin;
   double det = 1;
-  Eigen::Index r = 0;
-  for (Eigen::Index c = 0; c < M.cols && r < M.rows; ++c) {
-    Eigen::Index piv = r;
+
+  explicit PivotRows(Eigen::Index rows) : origin(static_cast<std::size_t>(rows)) {
+    for (Eigen::Index i = 0; i < rows; ++i) origin[static_cast<std::size_t>(i)] = i;
+  }
+
+  /// Moves the first row at or below `top` with a nonzero entry in column c up
+  /// to `top` (whole rows: whatever they carry moves with them) and sets
+  /// `inverse` to 1 / pivot mod p. False, and det 0, when column c has none.
+  bool take(ModMatrix& M, const Modulus& m, Eigen::Index top, Eigen::Index c, double& inverse) {
+    Eigen::Index piv = top;
     while (piv < M.rows && M(piv, c) == 0) ++piv;
     if (piv == M.rows) {
       det = 0;
-      continue;
+      return false;
     }
-    if (piv != r) {
-      std::swap_ranges(M.row(piv), M.row(piv) + M.cols, M.row(r));
-      std::swap(origin[static_cast<std::size_t>(piv)], origin[static_cast<std::size_t>(r)]);
+    if (piv != top) {
+      std::swap_ranges(M.row(piv), M.row(piv) + M.cols, M.row(top));
+      std::swap(origin[static_cast<std::size_t>(piv)], origin[static_cast<std::size_t>(top)]);
       det = det == 0 ? 0 : m.reduce(m.p - det);
     }
-    det = m.mul(det, M(r, c));
-    const double inv = m.inverse(M(r, c));
+    det = m.mul(det, M(top, c));
+    inverse = m.inverse(M(top, c));
+    return true;
+  }
+};
+
+inline ModEchelon echelon_mod_unblocked(ModMatrix M, const Modulus& m) {
+  ModEchelon out;
+  PivotRows rows(M.rows);
+  Eigen::Index r = 0;
+  for (Eigen::Index c = 0; c < M.cols && r < M.rows; ++c) {
+    double inv = 0;
+    if (!rows.take(M, m, r, c, inv)) continue;
     const double* pr = M.row(r);
     for (Eigen::Index i = r + 1; i < M.rows; ++i) {
       double* ri = M.row(i);
@@ -118,11 +138,11 @@ inline ModEchelon echelon_mod_unblocked(ModMatrix M, const Modulus& m) {
       const double f = m.p - m.mul(ri[c], inv);  // ri -= (ri[c] / pivot) * pr
       for (Eigen::Index j = c; j < M.cols; ++j) ri[j] = m.reduce(ri[j] + f * pr[j]);
     }
-    out.pivot_rows.push_back(origin[static_cast<std::size_t>(r)]);
+    out.pivot_rows.push_back(rows.origin[static_cast<std::size_t>(r)]);
     out.pivot_cols.push_back(c);
     ++r;
   }
-  out.det = (M.rows == M.cols && r == M.rows) ? det : 0;
+  out.det = (M.rows == M.cols && r == M.rows) ? rows.det : 0;
   return out;
 }
 
