@@ -50,16 +50,16 @@ std::string place_text(const DoubleTensor& q, const OutputError& e) {
   return s + "row " + std::to_string(e.worst_row) + ", column " + std::to_string(e.worst_column) + " (0-based)";
 }
 
-std::string lower_text(double x) { return std::isfinite(x) ? format_lower_bound(x, 4) : "inf"; }
-std::string upper_text(double x) { return std::isfinite(x) ? format_upper_bound(x, 4) : "inf"; }
+std::string error_lower_text(double x) { return std::isfinite(x) ? format_lower_bound(x, 4) : "inf"; }
+std::string error_upper_text(double x) { return std::isfinite(x) ? format_upper_bound(x, 4) : "inf"; }
 
 json error_json(const DoubleTensor& q, const OutputError& e, const std::string& path, const std::string& dtype) {
   return {{"file", path},
           {"dtype", dtype},
-          {"max_abs_error_lower", lower_text(e.max_abs_error_lower)},
-          {"max_abs_error_upper", upper_text(e.max_abs_error_upper)},
-          {"max_rel_error_lower", lower_text(e.max_rel_error_lower)},
-          {"max_rel_error_upper", upper_text(e.max_rel_error_upper)},
+          {"max_abs_error_lower", error_lower_text(e.max_abs_error_lower)},
+          {"max_abs_error_upper", error_upper_text(e.max_abs_error_upper)},
+          {"max_rel_error_lower", error_lower_text(e.max_rel_error_lower)},
+          {"max_rel_error_upper", error_upper_text(e.max_rel_error_upper)},
           {"worst", place_json(q, e)},
           {"nonfinite", e.nonfinite}};
 }
@@ -70,10 +70,10 @@ std::string error_text(const DoubleTensor& q, const OutputError& e, const std::s
   s << label << " (" << path << ", " << dtype << "):\n";
   if (e.nonfinite > 0)
     s << "  " << e.nonfinite << " entries are NaN or infinite; the first at " << place_text(q, e) << "\n";
-  s << "  max |O - exact|              in [" << lower_text(e.max_abs_error_lower) << ", "
-    << upper_text(e.max_abs_error_upper) << "]\n";
-  s << "  max |O - exact| / max |exact| in [" << lower_text(e.max_rel_error_lower) << ", "
-    << upper_text(e.max_rel_error_upper) << "]\n";
+  s << "  max |O - exact|              in [" << error_lower_text(e.max_abs_error_lower) << ", "
+    << error_upper_text(e.max_abs_error_upper) << "]\n";
+  s << "  max |O - exact| / max |exact| in [" << error_lower_text(e.max_rel_error_lower) << ", "
+    << error_upper_text(e.max_rel_error_upper) << "]\n";
   if (e.nonfinite == 0) s << "  largest proven error at " << place_text(q, e) << "\n";
   return s.str();
 }
@@ -172,12 +172,12 @@ void add_check_kernel_command(CLI::App& app, std::string& out) {
                 {"scale", scale_text},
                 {"method", result.method},
                 {"bits", result.bits},
-                {"enclosure_width", upper_text(result.enclosure_width)},
+                {"enclosure_width", error_upper_text(result.enclosure_width)},
                 {"candidate", error_json(q, result.candidate, opt->candidate, c.dtype)}};
       if (r) {
         j["reference"] = error_json(q, *result.reference, opt->reference, r->dtype);
-        j["ratio_lower"] = lower_text(result.ratio_lower);
-        j["ratio_upper"] = upper_text(result.ratio_upper);
+        j["ratio_lower"] = error_lower_text(result.ratio_lower);
+        j["ratio_upper"] = error_upper_text(result.ratio_upper);
       }
       if (!result.fallback_skipped.empty()) j["fallback_skipped"] = result.fallback_skipped;
       if (max_error >= 0) {
@@ -190,12 +190,12 @@ void add_check_kernel_command(CLI::App& app, std::string& out) {
       s << "Attention: " << q.matrices.size() << (q.matrices.size() == 1 ? " head" : " heads") << ", Q "
         << shape_list(q.shape) << " " << q.dtype << ", K " << shape_list(k.shape) << ", V " << shape_list(v.shape)
         << "; scale " << scale_text << "; mask " << mask_name << "\n";
-      s << "Exact output enclosed by " << method_text << ", widths <= " << upper_text(result.enclosure_width) << "\n\n";
+      s << "Exact output enclosed by " << method_text << ", widths <= " << error_upper_text(result.enclosure_width) << "\n\n";
       s << error_text(q, result.candidate, "candidate", opt->candidate, c.dtype);
       if (r) {
         s << error_text(q, *result.reference, "reference", opt->reference, r->dtype);
-        s << "\ncandidate error / reference error in [" << lower_text(result.ratio_lower) << ", "
-          << upper_text(result.ratio_upper) << "]\n";
+        s << "\ncandidate error / reference error in [" << error_lower_text(result.ratio_lower) << ", "
+          << error_upper_text(result.ratio_upper) << "]\n";
       }
       if (!result.fallback_skipped.empty()) s << "\nNote: " << result.fallback_skipped << "\n";
       if (max_error >= 0)

@@ -1,6 +1,7 @@
 // Certified softmax in doubles (attnrank/attention/certified_softmax.hpp).
 #include <attnrank/attention/certified_softmax.hpp>
 
+#include <attnrank/numbers/detail/infinity.hpp>
 #include <attnrank/numbers/detail/vector_exp.hpp>
 
 #include <algorithm>
@@ -12,7 +13,7 @@ namespace attnrank {
 namespace {
 
 using Eigen::Index;
-constexpr double inf = std::numeric_limits<double>::infinity();
+using detail::inf;
 // Covers exp's absolute error below 2^-1022 (2^-1075); normal, so that no
 // operation meets a subnormal operand (each would cost a microcode assist).
 constexpr double tiny = 0x1p-1021;

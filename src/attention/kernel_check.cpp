@@ -4,6 +4,7 @@
 #include <attnrank/attention/softmax.hpp>
 #include <attnrank/linalg/product.hpp>
 #include <attnrank/numbers/decimal.hpp>
+#include <attnrank/numbers/detail/infinity.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +16,7 @@ namespace attnrank {
 namespace {
 
 using Eigen::Index;
-constexpr double inf = std::numeric_limits<double>::infinity();
+using detail::inf;
 
 /// Running bounds over the entries of one output, matrix by matrix.
 class ErrorAccumulator {

@@ -38,7 +38,10 @@ void read_matrices(DoubleTensor& out, const unsigned char* data, const ElementTy
     std::string where = source;
     if (selection.given) {
       where += "[";
-      for (std::size_t k = 0; k < selection.indices.size(); ++k) where += (k ? "," : "") + std::to_string(selection.indices[k]);
+      for (std::size_t k = 0; k < selection.indices.size(); ++k) {
+        if (k) where += ',';
+        where += std::to_string(selection.indices[k]);
+      }
       where += "]";
     }
     out.matrices.push_back(decode_binary_matrix_as_doubles(view, where, limits, nonfinite));

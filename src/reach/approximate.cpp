@@ -6,6 +6,7 @@
 #include <attnrank/linalg/detail/balanced_factors.hpp>
 #include <attnrank/linalg/exact_rank.hpp>
 #include <attnrank/numbers/decimal.hpp>
+#include <attnrank/numbers/detail/infinity.hpp>
 #include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/reach/detail/lower_bound_search.hpp>
 #include <attnrank/reach/detail/witness_search.hpp>
@@ -26,7 +27,7 @@ namespace attnrank {
 namespace {
 
 using Eigen::Index;
-constexpr double inf = std::numeric_limits<double>::infinity();
+using detail::inf;
 
 Eigen::VectorXd pack(const Witness& w) {
   Eigen::VectorXd x(w.Q.size() + w.K.size());

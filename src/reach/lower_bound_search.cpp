@@ -3,6 +3,7 @@
 #include <attnrank/reach/detail/lower_bound_search.hpp>
 
 #include <attnrank/numbers/certified_log.hpp>
+#include <attnrank/numbers/detail/infinity.hpp>
 #include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/reach/free.hpp>
 #include <attnrank/reach/target.hpp>
@@ -19,7 +20,6 @@ namespace attnrank::detail {
 namespace {
 
 using Eigen::Index;
-constexpr double inf = std::numeric_limits<double>::infinity();
 
 BoundsMatrix log_bounds_of(const Matrix<Rational>& A) {
   return zero_entries(A).empty() ? certified_log_bounds(A) : certified_log_bounds(zeros_replaced(A));

@@ -1,6 +1,7 @@
 // The L-BFGS search for a witness (attnrank/reach/detail/witness_search.hpp).
 #include <attnrank/reach/detail/witness_search.hpp>
 
+#include <attnrank/numbers/detail/infinity.hpp>
 #include <attnrank/numbers/detail/vector_exp.hpp>
 
 #include <LBFGS.h>
@@ -14,7 +15,6 @@ namespace attnrank::detail {
 namespace {
 
 using Eigen::Index;
-constexpr double inf = std::numeric_limits<double>::infinity();
 
 /// Thrown by the surrogate when the evaluation budget is spent: ends the run.
 struct BudgetSpent {};
