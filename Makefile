@@ -3,7 +3,8 @@
 #               appendix and reachability queries
 #   make test   install dependencies (with Coq), build everything, run the test suite with the proofs,
 #               all but the nightly-style mutation check (what .ci/run runs)
-#   make install   the attnrank command, the library and its headers into PREFIX (default /usr/local)
+#   make install   the attnrank command, the library with its headers and the Python module into
+#                  PREFIX (default /usr/local); builds them first, not the tests
 #   make proofs check proofs/ with coqc alone
 #   make mutation  the mutation check of the property suite (about 30 minutes)
 #   make hardening the sanitizer suite, short fuzz runs and ThreadSanitizer (part of make test)
@@ -20,20 +21,27 @@ SAN_CASES ?= 10
 
 PREFIX ?= /usr/local
 
-.PHONY: deps cli install build demo test proofs mutation bench clean hardening sanitize fuzz-build fuzz tsan
+.PHONY: deps deps-cli cli install build demo test proofs mutation bench clean hardening sanitize fuzz-build fuzz tsan
 
 deps:
 	scripts/install-deps
 
+deps-cli:
+	scripts/install-deps --cli-only
+
 # The command alone: what make demo runs (the tests take most of a full build).
-cli: deps
+cli: deps-cli
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j$(JOBS) --target attnrank_cli
 
-build: cli
+# deps first: configuring again then finds pybind11 for the Python module.
+build: deps cli
 	cmake --build $(BUILD) -j$(JOBS)
 
-install: cli
+# The command, the library and the Python module (not the tests), then installed.
+install: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j$(JOBS) --target attnrank_installed
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 demo: cli
@@ -76,7 +84,8 @@ hardening: sanitize fuzz tsan
 fuzz-build: deps
 	scripts/install-deps --hardening
 	CXX=clang++-14 cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O0" \
-	  -DATTNRANK_SANITIZE=address,undefined -DATTNRANK_BUILD_FUZZ=ON -DATTNRANK_BUILD_EXAMPLES=OFF
+	  -DATTNRANK_SANITIZE=address,undefined -DATTNRANK_BUILD_FUZZ=ON -DATTNRANK_BUILD_EXAMPLES=OFF \
+	  -DATTNRANK_UNITY_BUILD=OFF
 	cmake --build $(SAN_BUILD) -j$(JOBS)
 
 # The unit, property and CLI suites (the CLI itself sanitized) and the corpus
