@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace attnrank {
 
@@ -67,7 +68,10 @@ inline std::string format_significant(const Rational& q, int significant) {
   if (m == detail::pow10(significant)) m /= 10, ++e;
   const std::string digits = m.str();
   std::string out = (negative ? "-" : "") + digits.substr(0, 1);
-  if (digits.size() > 1) out += "." + digits.substr(1);
+  if (digits.size() > 1) {  // appended in two steps: GCC 12 misreads "." + string&& as an overflow
+    out += '.';
+    out += std::string_view(digits).substr(1);
+  }
   const std::string ex = std::to_string(e < 0 ? -e : e);
   return out + (e < 0 ? "e-" : "e+") + (ex.size() < 2 ? "0" + ex : ex);
 }
@@ -137,7 +141,10 @@ inline std::string format_scientific(const Real& x, int significant, bool up) {
   }
   const long exponent = static_cast<long>(e) - 1;  // raw value is 0.DIGITS * 10^e
   std::string out = sign + digits.substr(0, 1);
-  if (digits.size() > 1) out += "." + digits.substr(1);
+  if (digits.size() > 1) {  // appended in two steps: GCC 12 misreads "." + string&& as an overflow
+    out += '.';
+    out += std::string_view(digits).substr(1);
+  }
   out += (exponent < 0 ? "e-" : "e+");
   const std::string ex = std::to_string(exponent < 0 ? -exponent : exponent);
   return out + (ex.size() < 2 ? "0" + ex : ex);
