@@ -1,7 +1,7 @@
 // attnrank appendix: Section 2.5.4 and Appendix A, in the order of the tutorial's
 // argument, every number computed and certified (docs/tutorial.md).
 #include "commands.hpp"
-#include "run.hpp"
+#include <attnrank/analysis/document.hpp>
 #include "figures.hpp"
 
 #include <attnrank/tutorial/appendix.hpp>
@@ -258,7 +258,7 @@ json appendix_json(const TutorialAppendix& t, const Digits& d) {
 
 }  // namespace
 
-void add_appendix_command(CLI::App& app, std::string& out) {
+void add_appendix_command(CLI::App& app, Run& run) {
   auto* cmd = app.add_subcommand("appendix", "Section 2.5.4 and Appendix A: every number of the tutorial's argument, certified");
   struct Options {
     int digits = -1;
@@ -270,7 +270,7 @@ void add_appendix_command(CLI::App& app, std::string& out) {
       ->check(CLI::Range(1, max_digits));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->add_option("--svg", opt->svg, "Also write the figures (SVG) into this directory");
-  cmd->callback([opt, &out] {
+  cmd->callback([opt, &run] {
     const Digits d(opt->digits);
     // Enough bits that each interval is far narrower than the last digit asked.
     const unsigned bits = std::max(128u, bits_for_decimals(d.most()));
@@ -280,10 +280,11 @@ void add_appendix_command(CLI::App& app, std::string& out) {
     if (opt->json) {
       json j = appendix_json(t, d);
       if (!written.empty()) j["svg"] = written;
-      out = json_document(j, "appendix");
+      run.print(json_document(j, "appendix"));
     } else {
-      out = narrate(t, d);
-      for (const std::string& w : written) out += "wrote " + w + "\n";
+      std::string text = narrate(t, d);
+      for (const std::string& w : written) text += "wrote " + w + "\n";
+      run.print(std::move(text));
     }
   });
 }

@@ -1,7 +1,9 @@
 #pragma once
-// Each command registers itself on the CLI11 app. Its callback writes everything
-// it has to say into `out`; main prints `out` only when the command succeeded, so
-// a failing command leaves stdout empty.
+// Each command registers itself on the CLI11 app. Its callback puts everything
+// it has to say into the run (run.hpp); run() prints it only when the command
+// succeeded, so a failing command leaves stdout empty.
+
+#include "run.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -9,18 +11,22 @@
 
 namespace attnrank::cli {
 
-void add_example_command(CLI::App& app, std::string& out);
-void add_layer_command(CLI::App& app, std::string& out);
-void add_rank_command(CLI::App& app, std::string& out);
-void add_det_command(CLI::App& app, std::string& out);
-void add_reach_command(CLI::App& app, std::string& out);
-void add_svd_command(CLI::App& app, std::string& out);
-void add_width_command(CLI::App& app, std::string& out);
-void add_sweep_command(CLI::App& app, std::string& out);
-void add_appendix_command(CLI::App& app, std::string& out);
-void add_check_kernel_command(CLI::App& app, std::string& out);
+void add_example_command(CLI::App& app, Run& run);
+void add_layer_command(CLI::App& app, Run& run);
+void add_rank_command(CLI::App& app, Run& run);
+void add_det_command(CLI::App& app, Run& run);
+void add_reach_command(CLI::App& app, Run& run);
+void add_svd_command(CLI::App& app, Run& run);
+void add_width_command(CLI::App& app, Run& run);
+void add_sweep_command(CLI::App& app, Run& run);
+void add_appendix_command(CLI::App& app, Run& run);
+void add_check_kernel_command(CLI::App& app, Run& run);
 
 /// Shared option limits (docs/cli.md).
 inline constexpr int max_digits = 1000;
+
+/// The help of every MATRIX argument.
+inline constexpr const char* matrix_help =
+    "Matrix file (text, .npy[i,j], F.safetensors:NAME, - for stdin) or a spec: diag:N:P, hilbert:N";
 
 }  // namespace attnrank::cli

@@ -1,7 +1,7 @@
 // attnrank layer: the forward pass on the user's own matrices, in any tier.
 #include "commands.hpp"
-#include "run.hpp"
-#include "layer_report.hpp"
+
+#include <attnrank/analysis/layer_analysis.hpp>
 
 #include <attnrank/attention/mask.hpp>
 #include <attnrank/io/parse.hpp>
@@ -25,7 +25,7 @@ namespace {
 
 }  // namespace
 
-void add_layer_command(CLI::App& app, std::string& out) {
+void add_layer_command(CLI::App& app, Run& run) {
   auto* cmd = app.add_subcommand("layer", "Multi-head attention on your matrices (text, .npy, safetensors), with every step");
   struct Options {
     std::string x, wq, wk, wv, wo, state_dict, tier = "interval";
@@ -64,9 +64,9 @@ void add_layer_command(CLI::App& app, std::string& out) {
                   "causal, none, or a file of 0s and 1s (1: the query may attend): masked scores are -inf; once for "
                   "every head, or once per head in head order");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
-  cmd->callback([opt, &out] {
-    const ParseLimits& limits = input_limits();
-    const Matrix<Rational> X = read_input(opt->x);
+  cmd->callback([opt, &run] {
+    const ParseLimits& limits = run.limits;
+    const Matrix<Rational> X = run.read(opt->x);
     AttentionWeights w;
     if (!opt->state_dict.empty()) {
       const auto st = split_safetensors_argument(opt->state_dict);
@@ -77,7 +77,7 @@ void add_layer_command(CLI::App& app, std::string& out) {
     } else {
       if (opt->wq.empty() || opt->wk.empty() || opt->wv.empty() || opt->wo.empty())
         throw input_error("layer needs the weights: --wq, --wk, --wv and --wo, or --state-dict FILE.safetensors");
-      w = {read_input(opt->wq), read_input(opt->wk), read_input(opt->wv), read_input(opt->wo)};
+      w = {run.read(opt->wq), run.read(opt->wk), run.read(opt->wv), run.read(opt->wo)};
       if (opt->torch_layout)
         for (Matrix<Rational>* m : {&w.wq, &w.wk, &w.wv, &w.wo}) *m = from_torch_layout(*m);
     }
@@ -85,14 +85,15 @@ void add_layer_command(CLI::App& app, std::string& out) {
     if (opt->masks.size() > 1 && static_cast<long>(opt->masks.size()) != opt->heads)
       throw input_error(std::to_string(opt->masks.size()) + " --mask options for " + std::to_string(opt->heads) +
                         " heads: give --mask once for every head, or once per head");
-    std::vector<Mask> masks;
+    LayerQuestion q{parse_layer_tier(opt->tier), opt->digits, opt->bits, {}};
     for (const std::string& m : opt->masks)
-      if (auto mask = read_mask_input(m, X.rows(), opt->x + " (X)")) masks.push_back(std::move(*mask));
-      else if (opt->masks.size() > 1) masks.push_back(Mask::full(X.rows()));
+      if (auto mask = run.read_mask(m, X.rows(), opt->x + " (X)")) q.masks.push_back(std::move(*mask));
+      else if (opt->masks.size() > 1) q.masks.push_back(Mask::full(X.rows()));
     try {
       const MultiHeadAttention<Rational> layer(wq, wk, wv, wo, opt->heads);
-      const FormattedTrace t = run_layer(layer, X, parse_tier(opt->tier), opt->digits, opt->bits, masks);
-      out = opt->json ? json_document(trace_json(t), "layer") : narrate(t, {});
+      const LayerAnalysis t = analyze_layer(layer, X, q);
+      if (opt->json) run.print(to_json(t));
+      else run.print(to_text(t));
     } catch (const input_error& e) {
       rethrow_with_file(e, {{"X", opt->x}, {"W^Q", opt->wq}, {"W^K", opt->wk}, {"W^V", opt->wv}, {"W^O", opt->wo}});
     }

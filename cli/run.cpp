@@ -17,21 +17,6 @@
 
 namespace attnrank::cli {
 namespace {
-ParseLimits current_limits;
-InputNotes current_notes;
-int current_exit_code = 0;
-const std::vector<Matrix<Rational>>* current_matrices = nullptr;
-
-/// matrices[k] for "@k" while run() has in-memory inputs, else nothing.
-const Matrix<Rational>* in_memory(const std::string& argument) {
-  if (!current_matrices || current_matrices->empty() || argument.size() < 2 || argument[0] != '@') return nullptr;
-  std::size_t k = 0;
-  for (std::size_t i = 1; i < argument.size(); ++i) {
-    if (argument[i] < '0' || argument[i] > '9' || k > current_matrices->size()) return nullptr;
-    k = k * 10 + static_cast<std::size_t>(argument[i] - '0');
-  }
-  return k < current_matrices->size() ? &(*current_matrices)[k] : nullptr;
-}
 
 /// Reads [+-]digits at `at`; returns how many digits it read.
 std::size_t read_digits(const std::string& v, std::size_t& at, bool sign) {
@@ -146,63 +131,32 @@ void require_decimal_options(CLI::App& app) {
 }
 }  // namespace
 
-const ParseLimits& input_limits() { return current_limits; }
+Matrix<Rational> Run::read(const std::string& argument) { return read_matrix_argument(argument, limits, &notes); }
 
-void request_exit_code(int code) { current_exit_code = code; }
-
-Matrix<Rational> read_input(const std::string& argument) {
-  if (const Matrix<Rational>* m = in_memory(argument)) return *m;
-  return read_matrix_argument(argument, current_limits, &current_notes);
+std::optional<Mask> Run::read_mask(const std::string& argument, Eigen::Index n, const std::string& what) {
+  return read_mask_argument(argument, n, what, limits);
 }
 
-std::string json_document(nlohmann::json j, const std::string& type) {
-  j["schema"] = "attnrank/" + type + "/1";
-  return j.dump(2) + "\n";
-}
-
-nlohmann::json upper_bound_json(double x) {
-  return std::isfinite(x) ? nlohmann::json(format_upper_bound(x, 17)) : nlohmann::json(nullptr);
-}
-
-nlohmann::json lower_bound_json(double x) {
-  return std::isfinite(x) ? nlohmann::json(format_lower_bound(x, 17)) : nlohmann::json(nullptr);
-}
-
-std::optional<Mask> read_mask_input(const std::string& argument, Eigen::Index n, const std::string& what) {
-  const Matrix<Rational>* m = in_memory(argument);
-  if (!m) return read_mask_argument(argument, n, what, current_limits);
-  Mask mask = Mask::from_matrix(*m, "mask");
-  if (mask.size() != n)
-    throw input_error("the mask is " + std::to_string(mask.size()) + " x " + std::to_string(mask.size()) + " but " +
-                      what + " has " + std::to_string(n) + " rows; they must match");
-  return mask;
-}
-
-int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
-        const std::vector<Matrix<Rational>>& matrices) {
-  current_matrices = &matrices;
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  Run state;
   CLI::App app{"attnrank: trustworthy numerics of multi-head attention (exact, certified, numeric)", "attnrank"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "attnrank 0.1.0");
-  current_limits = ParseLimits{};
-  current_notes.clear();
-  current_exit_code = 0;
   std::size_t max_size = default_max_dimension;
   app.add_option("--max-size", max_size,
                  "Largest n (rows, columns, spec size) a matrix may have; before the command (default 8192)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
-      ->each([](const std::string& v) { current_limits.max_rows = current_limits.max_columns = std::stoul(v); });
-  std::string text;
-  add_example_command(app, text);
-  add_layer_command(app, text);
-  add_rank_command(app, text);
-  add_det_command(app, text);
-  add_reach_command(app, text);
-  add_svd_command(app, text);
-  add_width_command(app, text);
-  add_sweep_command(app, text);
-  add_appendix_command(app, text);
-  add_check_kernel_command(app, text);
+      ->each([&state](const std::string& v) { state.limits.max_rows = state.limits.max_columns = std::stoul(v); });
+  add_example_command(app, state);
+  add_layer_command(app, state);
+  add_rank_command(app, state);
+  add_det_command(app, state);
+  add_reach_command(app, state);
+  add_svd_command(app, state);
+  add_width_command(app, state);
+  add_sweep_command(app, state);
+  add_appendix_command(app, state);
+  add_check_kernel_command(app, state);
   require_decimal_options(app);
   std::string context = "attnrank";
   for (int i = 1; i < argc && context.size() < 200; ++i) context += std::string(" ") + argv[i];
@@ -237,9 +191,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
     err << "attnrank: internal error: " << e.what() << "\n";
     return 1;
   }
-  for (const std::string& note : current_notes) err << "attnrank: note: " << note << "\n";
-  out << text << std::flush;
-  return current_exit_code;
+  for (const std::string& note : state.notes) err << "attnrank: note: " << note << "\n";
+  out << state.out << std::flush;
+  return state.exit_code;
 }
 
 }  // namespace attnrank::cli

@@ -1,6 +1,6 @@
 // attnrank sweep: the d_k = 1 head of Section 2.5.4 (Figure 8), row by row.
 #include "commands.hpp"
-#include "run.hpp"
+#include <attnrank/analysis/document.hpp>
 
 #include <attnrank/numbers/decimal.hpp>
 #include <attnrank/io/parse.hpp>
@@ -45,7 +45,7 @@ std::vector<Rational> parse_queries(const std::string& text) {
 
 }  // namespace
 
-void add_sweep_command(CLI::App& app, std::string& out) {
+void add_sweep_command(CLI::App& app, Run& run) {
   auto* cmd = app.add_subcommand("sweep", "The d_k = 1 head (Section 2.5.4, Figure 8): softmax(q k) for each query q");
   struct Options {
     std::string keys = "2,0,1", q = "-2:2:1", mask = "none";
@@ -61,7 +61,7 @@ void add_sweep_command(CLI::App& app, std::string& out) {
   cmd->add_option("--position", opt->position, "With --mask causal: the query's position, 1-based (default: the last token)");
   cmd->add_option("--digits", opt->digits, "Certified decimals (default 4)")->check(CLI::Range(0, max_digits));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
-  cmd->callback([opt, &out] {
+  cmd->callback([opt, &run] {
     const std::vector<Rational> keys = parse_list(opt->keys, "--keys");
     if (keys.size() > 10000) throw input_error("--keys has more than 10000 values");
     const std::vector<Rational> qs = parse_queries(opt->q);
@@ -122,7 +122,8 @@ void add_sweep_command(CLI::App& app, std::string& out) {
       j["position"] = position;
       j["causal_possible_winners"] = anywhere;
     }
-    out = opt->json ? json_document(j, "sweep") : s.str();
+    if (opt->json) run.print(json_document(j, "sweep"));
+    else run.print(s.str());
   });
 }
 

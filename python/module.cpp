@@ -1,20 +1,25 @@
-// attnrank._attnrank: the C extension behind the attnrank Python package
-// (python/attnrank/__init__.py, docs/python.md). Two functions: NumPy arrays (or
-// rows of exact numbers as text) in, exact matrices out; and the attnrank command
-// line run in this process on such matrices, so Python gets the same answers, the
-// same JSON keys and the same error messages as the CLI.
-#include "run.hpp"
-
+// attnrank._attnrank: the C++ analyses (attnrank/analysis.hpp) bound for Python
+// (python/attnrank/__init__.py, docs/python.md). NumPy arrays in, read exactly;
+// each analysis runs with the GIL released, so other Python threads run while it
+// computes (and two analyses run side by side in two threads); its one JSON
+// writer's document comes back as Python objects built here (no JSON text):
+// dicts, lists, ints, floats, strings, and float64 NumPy arrays for the numeric
+// matrices (witness heads and weights). Certificates stay plain JSON data, so
+// that they can be written out and checked. input_error becomes ValueError with
+// the library's message.
+#include <attnrank/analysis.hpp>
 #include <attnrank/io/binary_array.hpp>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <sstream>
+#include <optional>
+#include <string>
 
 namespace py = pybind11;
 using namespace attnrank;
+using nlohmann::json;
 
 namespace {
 
@@ -38,18 +43,24 @@ ElementType element_type(const py::dtype& dt) {
   return t;
 }
 
+/// The (rows, columns) matrix of `a` that starts at byte `offset`.
+BinaryMatrixView matrix_view(const py::array& a, std::ptrdiff_t offset) {
+  const py::ssize_t d = a.ndim();
+  BinaryMatrixView view;
+  view.type = element_type(a.dtype());
+  view.data = static_cast<const unsigned char*>(a.data()) + offset;
+  view.rows = static_cast<long>(a.shape(d - 2));
+  view.columns = static_cast<long>(a.shape(d - 1));
+  view.row_stride = a.strides(d - 2);
+  view.column_stride = a.strides(d - 1);
+  return view;
+}
+
 /// A 2-D NumPy array of numbers, exactly (every float is the dyadic rational it stores).
 Matrix<Rational> from_array(const py::array& a, const std::string& name) {
   if (a.ndim() != 2)
     throw input_error(name + ": a 2-D array is needed, this one has " + std::to_string(a.ndim()) + " dimensions");
-  BinaryMatrixView view;
-  view.type = element_type(a.dtype());
-  view.data = static_cast<const unsigned char*>(a.data());
-  view.rows = static_cast<long>(a.shape(0));
-  view.columns = static_cast<long>(a.shape(1));
-  view.row_stride = a.strides(0);
-  view.column_stride = a.strides(1);
-  return decode_binary_matrix(view, name);
+  return decode_binary_matrix(matrix_view(a, 0), name);
 }
 
 /// Rows of exact numbers written as text ("1/3", "0.8", "-2"), for Fractions and strings.
@@ -71,30 +82,230 @@ Matrix<Rational> from_rows(const std::vector<std::vector<std::string>>& rows, co
   return m;
 }
 
+/// A (N, d), (H, N, d) or (B, H, N, d) float array as a stack of double matrices,
+/// exactly (float16/32/64 are doubles; integers up to 2^53). `dtype` names the
+/// element type in reports (torch's "bfloat16" arrives here as its exact float32).
+NamedTensor tensor_from_array(const py::array& a, const std::string& name, bool keep_nonfinite,
+                              const std::optional<std::string>& dtype) {
+  if (a.ndim() < 2 || a.ndim() > 4)
+    throw input_error(name + ": shape " + py::str(a.attr("shape")).cast<std::string>() +
+                      ": (N, d), (H, N, d) or (B, H, N, d) is needed");
+  NamedTensor t;
+  t.name = name;
+  for (py::ssize_t k = 0; k < a.ndim(); ++k) t.tensor.shape.push_back(static_cast<std::size_t>(a.shape(k)));
+  t.tensor.dtype = dtype ? *dtype : py::cast<std::string>(py::str(a.dtype()));
+  std::size_t count = 1;
+  for (std::size_t k = 0; k + 2 < t.tensor.shape.size(); ++k) count *= t.tensor.shape[k];
+  const NonFiniteElements nonfinite = keep_nonfinite ? NonFiniteElements::keep : NonFiniteElements::refuse;
+  for (std::size_t m = 0; m < count; ++m) {
+    const std::vector<std::size_t> lead = t.tensor.leading_index(m);
+    std::ptrdiff_t offset = 0;
+    std::string where = name;
+    for (std::size_t k = 0; k < lead.size(); ++k) {
+      offset += static_cast<std::ptrdiff_t>(lead[k]) * a.strides(static_cast<py::ssize_t>(k));
+      where += (k ? "," : "[") + std::to_string(lead[k]) + (k + 1 == lead.size() ? "]" : "");
+    }
+    t.tensor.matrices.push_back(decode_binary_matrix_as_doubles(matrix_view(a, offset), where, {}, nonfinite));
+  }
+  return t;
+}
+
+/// A matrix of JSON numbers (not booleans): a witness head or weights.
+bool is_number_matrix(const json& j) {
+  if (!j.is_array() || j.empty()) return false;
+  const std::size_t columns = j.front().is_array() ? j.front().size() : 0;
+  if (columns == 0) return false;
+  for (const json& row : j) {
+    if (!row.is_array() || row.size() != columns) return false;
+    for (const json& v : row)
+      if (!v.is_number()) return false;
+  }
+  return true;
+}
+
+/// The document as Python objects; `numeric` turns number matrices into arrays
+/// (off inside certificates, which stay plain JSON data).
+py::object to_python(const json& j, bool numeric = true) {
+  switch (j.type()) {
+    case json::value_t::null: return py::none();
+    case json::value_t::boolean: return py::bool_(j.get<bool>());
+    case json::value_t::number_integer: return py::int_(j.get<std::int64_t>());
+    case json::value_t::number_unsigned: return py::int_(j.get<std::uint64_t>());
+    case json::value_t::number_float: return py::float_(j.get<double>());
+    case json::value_t::string: return py::str(j.get_ref<const std::string&>());
+    case json::value_t::array: {
+      if (numeric && is_number_matrix(j)) {
+        py::array_t<double> a({j.size(), j.front().size()});
+        auto w = a.mutable_unchecked<2>();
+        for (std::size_t i = 0; i < j.size(); ++i)
+          for (std::size_t c = 0; c < j[i].size(); ++c) w(static_cast<py::ssize_t>(i), static_cast<py::ssize_t>(c)) = j[i][c].get<double>();
+        return a;
+      }
+      py::list l;
+      for (const json& v : j) l.append(to_python(v, numeric));
+      return l;
+    }
+    case json::value_t::object: {
+      py::dict d;
+      for (const auto& [key, value] : j.items())
+        d[py::str(key)] = to_python(value, numeric && key.rfind("certificate", 0) != 0);
+      return d;
+    }
+    default: return py::none();  // binary and discarded values: no writer makes them
+  }
+}
+
+/// A Python object (dict, list, str, number, bool, None) as JSON: a certificate handed back.
+json from_python(const py::handle& o) {
+  if (o.is_none()) return nullptr;
+  if (py::isinstance<py::bool_>(o)) return o.cast<bool>();
+  if (py::isinstance<py::int_>(o)) return o.cast<std::int64_t>();
+  if (py::isinstance<py::float_>(o)) return o.cast<double>();
+  if (py::isinstance<py::str>(o)) return o.cast<std::string>();
+  if (py::isinstance<py::dict>(o)) {
+    json j = json::object();
+    for (const auto& [k, v] : o.cast<py::dict>()) j[py::str(k).cast<std::string>()] = from_python(v);
+    return j;
+  }
+  if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o)) {
+    json j = json::array();
+    for (const py::handle& v : o) j.push_back(from_python(v));
+    return j;
+  }
+  throw input_error("certificate: " + py::repr(o).cast<std::string>() + " is not JSON data (dict, list, str, number, bool, None)");
+}
+
+/// Runs an analysis and its JSON writer with the GIL released, then builds the
+/// Python result with the GIL held.
+template <class Analyse>
+py::object released(Analyse&& analyse) {
+  json document;
+  {
+    py::gil_scoped_release release;
+    document = analyse();
+  }
+  return to_python(document);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_attnrank, m) {
-  m.doc() = "attnrank's C++ core: exact matrices from NumPy, and the attnrank command run in process";
+  m.doc() = "attnrank's C++ analyses: exact inputs from NumPy, each question answered with the GIL released";
+  py::register_exception<input_error>(m, "InputError", PyExc_ValueError);
+
   py::class_<Matrix<Rational>>(m, "ExactMatrix", "An exact rational matrix, as attnrank reads it")
       .def_property_readonly("shape", [](const Matrix<Rational>& a) { return py::make_tuple(a.rows(), a.cols()); })
-      .def("entry", [](const Matrix<Rational>& a, long i, long j) {
-        if (i < 0 || j < 0 || i >= a.rows() || j >= a.cols()) throw py::index_error("entry out of range");
-        return a(i, j).str();
-      }, "Entry (i, j) as the exact fraction 'p/q' (or an integer)");
-  m.def("from_array", &from_array, py::arg("array"), py::arg("name"),
-        "A 2-D float or integer NumPy array as an exact matrix");
+      .def(
+          "entry",
+          [](const Matrix<Rational>& a, long i, long j) {
+            if (i < 0 || j < 0 || i >= a.rows() || j >= a.cols()) throw py::index_error("entry out of range");
+            return a(i, j).str();
+          },
+          "Entry (i, j) as the exact fraction 'p/q' (or an integer)");
+  m.def("from_array", &from_array, py::arg("array"), py::arg("name"), "A 2-D float or integer NumPy array as an exact matrix");
   m.def("from_rows", &from_rows, py::arg("rows"), py::arg("name"), "Rows of exact numbers written as text");
+
+  py::class_<Mask>(m, "Mask", "Which keys each query may attend to (masked scores are -inf)")
+      .def_property_readonly("size", &Mask::size)
+      .def_property_readonly("name", &Mask::name);
+  m.def("causal_mask", &Mask::causal, py::arg("n"), "The causal mask on n tokens");
+  m.def("full_mask", &Mask::full, py::arg("n"), "The mask that allows every key (for one head of a per-head list)");
   m.def(
-      "run",
-      [](const std::vector<std::string>& args, const std::vector<Matrix<Rational>>& matrices) {
-        std::vector<const char*> argv{"attnrank"};
-        for (const std::string& a : args) argv.push_back(a.c_str());
-        std::ostringstream out, err;
-        // The GIL stays held: the command line keeps its limits and notes in globals.
-        const int code = cli::run(static_cast<int>(argv.size()), argv.data(), out, err, matrices);
-        return py::make_tuple(code, out.str(), err.str());
+      "mask_from_matrix", [](const Matrix<Rational>& M) { return Mask::from_matrix(M, "mask"); }, py::arg("matrix"),
+      "A 0/1 matrix as a mask (1: the query may attend)");
+
+  py::class_<NamedTensor>(m, "Tensor", "A stack of double matrices (N, d) .. (B, H, N, d), read exactly")
+      .def_property_readonly("shape", [](const NamedTensor& t) { return t.tensor.shape; });
+  m.def("tensor_from_array", &tensor_from_array, py::arg("array"), py::arg("name"), py::arg("keep_nonfinite") = false,
+        py::arg("dtype") = std::nullopt);
+
+  m.def(
+      "reach",
+      [](const Matrix<Rational>& A, Eigen::Index dk, std::optional<double> epsilon, std::optional<Mask> mask,
+         std::optional<Matrix<Rational>> x, unsigned bits, std::uint64_t seed, bool full_floor) {
+        ReachQuestion q;
+        q.dk = dk;
+        q.epsilon = epsilon;
+        q.mask = std::move(mask);
+        q.x = std::move(x);
+        q.bits = bits;
+        q.seed = seed;
+        q.full_floor = full_floor;
+        q.target_name = "A";
+        q.x_name = "x";
+        return released([&] { return to_json(analyze_reach(A, q)); });
       },
-      py::arg("args"), py::arg("matrices"),
-      "Runs `attnrank ARGS` in this process; '@k' arguments are matrices[k]. Returns (exit code, stdout, stderr).");
-  py::register_exception<input_error>(m, "InputError", PyExc_ValueError);
+      py::arg("A"), py::arg("d_k"), py::arg("epsilon"), py::arg("mask"), py::arg("x"), py::arg("bits"), py::arg("seed"),
+      py::arg("full_floor"));
+  m.def(
+      "check_certificate",
+      [](const Matrix<Rational>& A, const py::object& certificate, std::optional<Mask> mask,
+         std::optional<Matrix<Rational>> x) {
+        const json c = from_python(certificate);
+        return released([&] { return to_json(analyze_certificate(A, c, mask, x, "certificate", "A")); });
+      },
+      py::arg("A"), py::arg("certificate"), py::arg("mask"), py::arg("x"));
+  m.def(
+      "width",
+      [](const Matrix<Rational>& A, double epsilon, Eigen::Index max_dk, std::optional<Mask> mask, std::uint64_t seed,
+         bool optimise) {
+        WidthQuestion q{epsilon, max_dk, std::move(mask), seed, optimise, "A"};
+        return released([&] { return to_json(analyze_width(A, q)); });
+      },
+      py::arg("A"), py::arg("epsilon"), py::arg("max_dk"), py::arg("mask"), py::arg("seed"), py::arg("optimise"));
+  m.def(
+      "rank",
+      [](const Matrix<Rational>& M, const std::string& mode, unsigned bits, std::optional<double> tol, Eigen::Index top) {
+        RankQuestion q{parse_rank_mode(mode), bits, tol, top, "M"};
+        return released([&] { return to_json(analyze_rank(M, q)); });
+      },
+      py::arg("M"), py::arg("mode"), py::arg("bits"), py::arg("tol"), py::arg("top"));
+  m.def(
+      "det",
+      [](const Matrix<Rational>& M, const std::string& mode, unsigned bits, int digits) {
+        if (mode != "exact" && mode != "certified") throw input_error("mode '" + mode + "' is not exact or certified");
+        DetQuestion q{mode == "certified", bits, digits, "M"};
+        return released([&] { return to_json(analyze_det(M, q)); });
+      },
+      py::arg("M"), py::arg("mode"), py::arg("bits"), py::arg("digits"));
+  m.def(
+      "svd",
+      [](const Matrix<Rational>& M, std::optional<Eigen::Index> top, bool gaps) {
+        SvdQuestion q{top, gaps, "M"};
+        return released([&] { return to_json(analyze_svd(M, q)); });
+      },
+      py::arg("M"), py::arg("top"), py::arg("gaps"));
+  m.def(
+      "layer",
+      [](const Matrix<Rational>& x, const Matrix<Rational>& wq, const Matrix<Rational>& wk, const Matrix<Rational>& wv,
+         const Matrix<Rational>& wo, Eigen::Index heads, const std::string& tier, int digits, unsigned bits,
+         std::vector<Mask> masks) {
+        if (heads < 1) throw input_error("heads = " + std::to_string(heads) + ": a layer has at least one head");
+        LayerQuestion q{parse_layer_tier(tier), digits, bits, std::move(masks)};
+        return released([&] { return to_json(analyze_layer(MultiHeadAttention<Rational>(wq, wk, wv, wo, heads), x, q)); });
+      },
+      py::arg("x"), py::arg("wq"), py::arg("wk"), py::arg("wv"), py::arg("wo"), py::arg("heads"), py::arg("tier"),
+      py::arg("digits"), py::arg("bits"), py::arg("masks"));
+  m.def(
+      "check_kernel",
+      [](NamedTensor q, NamedTensor k, NamedTensor v, NamedTensor candidate, std::optional<NamedTensor> reference,
+         std::optional<Mask> mask, std::optional<double> scale, const std::string& fallback, unsigned bits,
+         std::optional<double> max_error) {
+        KernelQuestion kq{std::move(q), std::move(k), std::move(v), std::move(candidate), std::move(reference), {}, max_error,
+                          max_error ? format_significant(Rational(*max_error), 17) : ""};
+        if (scale && !(std::isfinite(*scale) && *scale > 0))
+          throw input_error("scale " + std::to_string(*scale) + " is not a positive number");
+        kq.options.scale = scale;
+        kq.options.mask = std::move(mask);
+        if (fallback == "auto") kq.options.fallback = FallbackPolicy::automatic;
+        else if (fallback == "never") kq.options.fallback = FallbackPolicy::never;
+        else if (fallback == "always") kq.options.fallback = FallbackPolicy::always;
+        else throw input_error("fallback '" + fallback + "' is not auto, never or always");
+        if (bits < 53 || bits > max_precision_bits)
+          throw input_error("bits = " + std::to_string(bits) + " is outside 53.." + std::to_string(max_precision_bits));
+        kq.options.fallback_bits = bits;
+        return released([&] { return to_json(analyze_kernel(kq)); });
+      },
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("candidate"), py::arg("reference"), py::arg("mask"),
+      py::arg("scale"), py::arg("fallback"), py::arg("bits"), py::arg("max_error"));
 }

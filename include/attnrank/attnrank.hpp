@@ -9,3 +9,4 @@
 #include <attnrank/attention.hpp>
 #include <attnrank/reach.hpp>
 #include <attnrank/tutorial.hpp>
+#include <attnrank/analysis.hpp>

@@ -1,23 +1,29 @@
 """attnrank: trustworthy numerics of multi-head attention, from Python.
 
-The functions take NumPy arrays (float64, float32, float16 and integers are read
-exactly: every float is the dyadic rational it stores), object arrays or nested
-lists of ``fractions.Fraction``, ``int`` or strings ("1/3", "0.8") for exact
-rationals, and PyTorch tensors (through ``.numpy()``). They return what the
-``attnrank`` command prints with ``--json``, as plain Python: dicts with the same
-keys, integers for counts and ranks, strings for exact and certified decimals,
-and NumPy arrays for numeric matrices (witness heads, the double tier's matrices). Bad input raises ``ValueError``
-with the command's message. See docs/python.md.
+Every function calls attnrank's C++ analyses directly (no command line, no JSON
+text in between) and releases the GIL while they compute, so other Python threads
+run meanwhile and several analyses can run side by side in threads.
+
+Inputs are read exactly: NumPy float64, float32 and float16 arrays (every float
+is the dyadic rational it stores), integer and bool arrays, object arrays or
+nested lists of ``fractions.Fraction``, ``int`` or strings ("1/3", "0.8") for
+exact rationals, and PyTorch tensors. Results are the documents of the
+``attnrank`` command's ``--json`` (same keys, docs/schema/), as Python objects:
+dicts, integers for counts and ranks, strings for exact rationals and for proven
+bounds (a bound's decimal string is rounded outward so that it is still the
+bound: do not turn it into a float and call that certified), and float64 NumPy
+arrays for numeric matrices (witness heads). Bad input raises ``ValueError`` with
+the library's message. See docs/python.md.
 """
 
-import json as _json
 from fractions import Fraction as _Fraction
 
 import numpy as _np
 
 from . import _attnrank as _core
 
-__all__ = ["reach", "width", "rank", "det", "svd", "layer", "check_kernel", "from_torch", "exact_matrix"]
+__all__ = ["reach", "check_certificate", "width", "rank", "det", "svd", "layer", "check_kernel", "from_torch",
+           "exact_matrix"]
 
 
 def _exact_text(value):
@@ -37,12 +43,20 @@ def _exact_text(value):
     return str(value)
 
 
+def _is_torch(value):
+    return hasattr(value, "detach") and hasattr(value, "numpy")
+
+
 def exact_matrix(value, name="matrix"):
-    """``value`` as attnrank's exact matrix (an ``ExactMatrix``); ``name`` is used in messages."""
+    """``value`` as attnrank's exact matrix (an ``ExactMatrix`` with ``.shape`` and
+    ``.entry(i, j)`` as "p/q"); ``name`` is used in messages."""
     if isinstance(value, _core.ExactMatrix):
         return value
-    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch.Tensor
-        value = value.detach().cpu().numpy()
+    if _is_torch(value):
+        t = value.detach().cpu()
+        if str(t.dtype) == "torch.bfloat16":  # NumPy has no bfloat16: float32 holds every bfloat16 exactly
+            t = t.float()
+        value = t.numpy()
     array = _np.asarray(value) if not isinstance(value, list) else None
     if array is not None and array.dtype != object and array.dtype.kind not in "USO":
         if array.ndim != 2:
@@ -54,89 +68,78 @@ def exact_matrix(value, name="matrix"):
     return _core.from_rows([[_exact_text(v) for v in row] for row in rows], name)
 
 
-def _numeric_arrays(node):
-    """Matrices of JSON numbers (witness heads, weights) as float64 NumPy arrays; a
-    certificate stays plain JSON, so that it can be written out and checked."""
-    if isinstance(node, dict):
-        return {k: v if k.startswith("certificate") else _numeric_arrays(v) for k, v in node.items()}
-    if isinstance(node, list):
-        if node and all(isinstance(r, list) and r and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                         for v in r) for r in node):
-            return _np.array(node, dtype=float)
-        return [_numeric_arrays(v) for v in node]
-    return node
-
-
-def _run(args, inputs):
-    """Runs ``attnrank ARGS --json`` in process on ``inputs`` (name -> matrix)."""
-    names = list(inputs)
-    matrices = [exact_matrix(inputs[n], n) for n in names]
-    code, out, err = _core.run([str(a) for a in args], matrices)
-    message = err.strip()
-    if message.startswith("attnrank: "):
-        message = message[len("attnrank: "):]
-    for k in reversed(range(len(names))):  # @10 before @1
-        message = message.replace(f"@{k}", names[k])
-    if code == 2:
-        raise ValueError(message)
-    if code != 0:
-        raise RuntimeError(message)
-    return _numeric_arrays(_json.loads(out))
-
-
-def _mask_args(mask, inputs):
+def _mask(mask, n):
+    """None, "none", "causal" or a 0/1 matrix as the library's mask (None: every key allowed)."""
     if mask is None:
-        return []
+        return None
     if isinstance(mask, str):
-        if mask not in ("causal", "none"):
-            raise ValueError(f"mask: '{mask}' is not 'causal' or 'none' (or pass a 0/1 array)")
-        return ["--mask", mask]
-    inputs["mask"] = mask
-    return ["--mask", f"@{len(inputs) - 1}"]
+        if mask == "none":
+            return None
+        if mask == "causal":
+            return _core.causal_mask(n)
+        raise ValueError(f"mask: '{mask}' is not 'causal' or 'none' (or pass a 0/1 array)")
+    return _core.mask_from_matrix(exact_matrix(mask, "mask"))
 
 
-def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53):
-    """Can a head of width ``d_k`` produce the attention pattern ``A``? The verdict, its proof
-    and, with ``epsilon``, the approximate question; ``mask`` ("causal" or a 0/1 array) asks the
-    masked question, ``x`` fixes the embeddings. Keys as ``attnrank reach --json``."""
-    inputs = {"A": A}
-    args = ["reach", "@0", "--dk", int(d_k), "--bits", int(bits), "--json"]
-    if epsilon is not None:
-        args += ["--epsilon", repr(float(epsilon))]
-    args += _mask_args(mask, inputs)
-    if x is not None:
-        inputs["x"] = x
-        args += ["--x", f"@{len(inputs) - 1}"]
-    return _run(args, inputs)
+def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floor=False):
+    """Can a head of width ``d_k`` produce the attention pattern ``A`` exactly?
+
+    Returns ``attnrank reach --json`` as a dict. ``verdict`` is "reachable" or
+    "unreachable" only with a proof (``floor_lower`` / ``floor_upper`` bound the floor
+    rank(log(A) C), proven; ``certificate`` re-checks with ``check_certificate``), and
+    "undecided" otherwise, with a ``hint``. ``max_abs_error`` is a certified upper bound
+    on the error of the witness head (``witness_Q``, ``witness_K``, NumPy arrays).
+    ``error_lower <= E* <= error_upper`` (proven both ways) bound the best error of any
+    head of width d_k, computed up to n = 512 or when ``epsilon`` asks, which also gives
+    ``epsilon_verdict`` ("within", "not_within", "undecided"). ``mask`` ("causal", "none"
+    or a 0/1 array) asks the masked question; ``x`` fixes the embeddings (Q = x W^Q).
+    ``bits`` is the precision of the floor's lower bound, ``seed`` the optimiser's."""
+    a = exact_matrix(A, "A")
+    return _core.reach(a, int(d_k), None if epsilon is None else float(epsilon), _mask(mask, a.shape[0]),
+                       None if x is None else exact_matrix(x, "x"), int(bits), int(seed), bool(full_floor))
 
 
-def width(A, epsilon, *, max_dk=None, mask=None):
-    """The smallest head width whose best head comes within ``epsilon`` of ``A`` (proven bounds)."""
-    inputs = {"A": A}
-    args = ["width", "@0", "--epsilon", repr(float(epsilon)), "--json"]
-    if max_dk is not None:
-        args += ["--max-dk", int(max_dk)]
-    args += _mask_args(mask, inputs)
-    return _run(args, inputs)
+def check_certificate(A, certificate, *, mask=None, x=None):
+    """Re-verifies a reach certificate (the dict ``reach`` returned, or one read from a file
+    with ``json.load``) against ``A`` with the mask and embeddings it was made for, in the
+    library's own interval arithmetic. Returns ``{"valid": True, "reason": ...}``; a rejected
+    certificate raises ValueError with the reason."""
+    a = exact_matrix(A, "A")
+    return _core.check_certificate(a, certificate, _mask(mask, a.shape[0]), None if x is None else exact_matrix(x, "x"))
 
 
-def rank(M, mode="exact"):
-    """The rank of ``M``: mode "exact" (rational arithmetic), "certified" (proven bounds) or
-    "numeric" (an SVD with a tolerance, not proven)."""
-    return _run(["rank", "@0", "--mode", mode, "--json"], {"M": M})
+def width(A, epsilon, *, max_dk=None, mask=None, seed=1, search=True):
+    """The smallest head width whose best head comes within ``epsilon`` of ``A``:
+    ``width_lower <= w* <= width_upper``, proven (every width below width_lower misses
+    epsilon; at width_upper a certified witness is within it; ``width_upper`` is None
+    when no width up to ``max_dk``, default min(n, 16), has one). ``profile`` lists each
+    width's proven band on E*. ``search=False`` skips the optimiser (fast, looser)."""
+    a = exact_matrix(A, "A")
+    return _core.width(a, float(epsilon), 0 if max_dk is None else int(max_dk), _mask(mask, a.shape[0]), int(seed),
+                       bool(search))
 
 
-def det(M, mode="exact"):
-    """The determinant of ``M``: exact, or a certified enclosure with mode "certified"."""
-    return _run(["det", "@0", "--mode", mode, "--json"], {"M": M})
+def rank(M, mode="exact", *, bits=53, tol=None, top=None):
+    """The rank of ``M``. mode "exact": rational arithmetic, ``rank_lower == rank_upper``.
+    "certified": ``rank_lower <= rank <= rank_upper`` proven in floating-point arithmetic
+    at ``bits``. "numeric": an SVD with tolerance ``tol`` (or the ``top`` largest singular
+    values), not proven, so its counts are named ``approx_rank_lower`` / ``approx_rank_upper``."""
+    return _core.rank(exact_matrix(M, "M"), str(mode), int(bits), None if tol is None else float(tol),
+                      0 if top is None else int(top))
 
 
-def svd(M, top=None):
-    """Certified singular values of ``M`` (the ``top`` largest, if given)."""
-    args = ["svd", "@0", "--json"]
-    if top is not None:
-        args += ["--top", int(top)]
-    return _run(args, {"M": M})
+def det(M, mode="exact", *, bits=53, digits=17):
+    """The determinant of ``M``: exact (``det`` as "p/q") or, with mode "certified", an
+    enclosure ``det_lower <= det <= det_upper`` (decimal strings rounded outward)."""
+    return _core.det(exact_matrix(M, "M"), str(mode), int(bits), int(digits))
+
+
+def svd(M, top=None, *, gaps=False):
+    """Certified bounds ``lower <= sigma_i <= upper`` on the ``top`` largest singular values
+    of ``M`` (all of them when ``top`` is None); with ``gaps``, proven separations
+    sigma_i - sigma_(i+1) >= gap (None: not separated). A bound that could not be proven
+    finite is None."""
+    return _core.svd(exact_matrix(M, "M"), None if top is None else int(top), bool(gaps))
 
 
 def _as_arrays(node):
@@ -155,81 +158,59 @@ def _as_arrays(node):
 
 def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, mask=None, bits=None):
     """Multi-head attention on ``x`` with weights in attnrank's layout (``Q = x wq``; see
-    ``from_torch`` for PyTorch's), with every intermediate. ``tier`` is "double", "mp" (MPFR) or
-    "interval" (certified: every printed digit proven). Matrices come back as NumPy arrays for
-    "double" (printed with 17 digits, so the arrays hold the tier's doubles) and as decimal
-    strings otherwise (``digits`` of them; the CLI's default is 6)."""
-    inputs = {"x": x, "wq": wq, "wk": wk, "wv": wv, "wo": wo}
-    args = ["layer", "--x", "@0", "--wq", "@1", "--wk", "@2", "--wv", "@3", "--wo", "@4",
-            "--heads", int(heads), "--tier", tier, "--json"]
-    if digits is None and tier == "double":
-        digits = 17  # every double's digits: the arrays are the double tier's own values
-    if digits is not None:
-        args += ["--digits", int(digits)]
-    if bits is not None:
-        args += ["--bits", int(bits)]
-    args += _mask_args(mask, inputs)
-    result = _run(args, inputs)
+    ``from_torch`` for PyTorch's), with every intermediate. ``tier`` is "double", "mp"
+    (MPFR), "certified-double" or "interval" (certified: every printed digit proven).
+    Matrices come back as NumPy arrays for "double" (the tier's own doubles) and as
+    decimal strings otherwise (``digits`` of them, default 6). ``mask`` is one mask for
+    every head ("causal", "none" or a 0/1 array) or a list with one per head."""
+    xm = exact_matrix(x, "x")
+    n = xm.shape[0]
+    if isinstance(mask, (list, tuple)) and mask and not isinstance(mask[0], (int, float, _np.number, list, tuple)):
+        masks = [_mask(m, n) or _core.full_mask(n) for m in mask]
+    else:
+        one = _mask(mask, n)
+        masks = [] if one is None else [one]
+    if digits is None:
+        digits = 17 if tier == "double" else 6  # 17: every double's digits, so the arrays are the tier's values
+    if bits is None:
+        bits = 128
+    result = _core.layer(xm, exact_matrix(wq, "wq"), exact_matrix(wk, "wk"), exact_matrix(wv, "wv"),
+                         exact_matrix(wo, "wo"), int(heads), str(tier), int(digits), int(bits), masks)
     return _as_arrays(result) if tier == "double" else result
 
 
-def _float_array(value, name):
-    """A float or integer array (a torch tensor through ``.numpy()``) as it is, for an .npy file."""
-    if hasattr(value, "detach") and hasattr(value, "numpy"):
+def _tensor(value, name, keep_nonfinite=False):
+    """A float or integer array or torch tensor of 2 to 4 dimensions, read exactly."""
+    dtype = None
+    if _is_torch(value):
         t = value.detach().cpu()
-        if str(t.dtype) == "torch.bfloat16":  # NumPy has no bfloat16: float32 holds every bfloat16 exactly
-            t = t.float()
+        if str(t.dtype) == "torch.bfloat16":  # float32 holds every bfloat16 exactly
+            t, dtype = t.float(), "bfloat16"
         value = t.numpy()
     array = _np.asarray(value)
     if array.dtype.kind not in "fiub":
         raise ValueError(f"{name}: a float or integer array is needed, not dtype {array.dtype}")
-    if array.ndim < 2 or array.ndim > 4:
-        raise ValueError(f"{name}: shape {array.shape}: (N, d), (H, N, d) or (B, H, N, d) is needed")
-    return array
+    return _core.tensor_from_array(array, name, keep_nonfinite, dtype)
 
 
-def check_kernel(q, k, v, candidate, reference=None, *, mask=None, scale=None, fallback="auto", bits=None):
+def check_kernel(q, k, v, candidate, reference=None, *, mask=None, scale=None, fallback="auto", bits=None,
+                 max_error=None):
     """The certified error of an attention kernel's output ``candidate`` (and of ``reference``)
     against the exact ``softmax(scale q k^T) v``, as ``attnrank check-kernel --json``: per output,
-    ``max_abs_error_lower`` / ``_upper`` (decimal strings), the relative bounds, the worst entry;
-    with a reference, ``ratio_lower`` / ``ratio_upper`` of the two errors. Arrays are NumPy arrays
-    or torch tensors of shape (N, d), (H, N, d) or (B, H, N, d), any float dtype, read exactly.
-    ``mask`` is "causal", "none" or an N x N 0/1 array; ``scale`` defaults to 1/sqrt(d).
+    ``max_abs_error_lower <= max |O - exact| <= max_abs_error_upper`` (decimal strings rounded
+    outward), the relative bounds and the worst entry; with a reference, ``ratio_lower`` /
+    ``ratio_upper`` enclose candidate error / reference error. Arrays are NumPy arrays or torch
+    tensors of shape (N, d), (H, N, d) or (B, H, N, d), any float dtype (bfloat16 too), read
+    exactly. ``mask`` is "causal", "none" or an N x N 0/1 array; ``scale`` defaults to 1/sqrt(d).
     NaN or infinite entries of ``candidate`` or ``reference`` are reported (``nonfinite``, an
-    infinite error, ``worst`` at the first in C order); in q, k or v they raise ValueError."""
-    import os
-    import tempfile
-
-    arrays = {"q": q, "k": k, "v": v, "candidate": candidate}
-    if reference is not None:
-        arrays["reference"] = reference
-    with tempfile.TemporaryDirectory(prefix="attnrank-") as tmp:
-        args = ["check-kernel"]
-        for name, value in arrays.items():
-            path = os.path.join(tmp, name + ".npy")
-            _np.save(path, _float_array(value, name))
-            args += ["--" + name, path]
-        inputs = {}
-        if mask is not None and not isinstance(mask, str):
-            path = os.path.join(tmp, "mask.npy")
-            _np.save(path, _np.asarray(mask))
-            args += ["--mask", path]
-        else:
-            args += _mask_args(mask, inputs)
-        if scale is not None:
-            args += ["--scale", repr(float(scale))]
-        args += ["--fallback", fallback, "--json"]
-        if bits is not None:
-            args += ["--bits", int(bits)]
-        code, out, err = _core.run([str(a) for a in args], [])
-        message = err.strip().replace(tmp + os.sep, "")
-        if message.startswith("attnrank: "):
-            message = message[len("attnrank: "):]
-        if code == 2:
-            raise ValueError(message)
-        if code != 0:
-            raise RuntimeError(message)
-        return _json.loads(out)
+    infinite error, ``worst`` at the first in C order); in q, k or v they raise ValueError.
+    With ``max_error``, ``max_error_exceeded`` is True only when the error is proven larger."""
+    tq = _tensor(q, "q")
+    n = tq.shape[-2]
+    return _core.check_kernel(tq, _tensor(k, "k"), _tensor(v, "v"), _tensor(candidate, "candidate", True),
+                              None if reference is None else _tensor(reference, "reference", True),
+                              _mask(mask, n), None if scale is None else float(scale), str(fallback),
+                              128 if bits is None else int(bits), None if max_error is None else float(max_error))
 
 
 def from_torch(module):

@@ -48,7 +48,36 @@ for name, a in kernel.items():
     np.save(os.path.join(work, f"kernel-{name}.npy"), a)
     kernel_args += [f"--{'candidate' if name == 'o' else name}", os.path.join(work, f"kernel-{name}.npy")]
 
+# The output variants the schemas must admit: null bounds, per-head masks, hints,
+# zero entries, targets past the error bounds' size, the numeric modes.
+big = os.path.join(work, "big.csv")  # beyond what the SVD's bounds reach: null upper bounds
+with open(big, "w") as f:
+    f.write("1e300,2e300\n3e300,1e300\n")
+zero_free = os.path.join(work, "zero-free.csv")  # a zero entry: unreachable for every finite score
+with open(zero_free, "w") as f:
+    f.write("0.5,0.5,0\n0.2,0.3,0.5\n0.1,0.2,0.7\n")
+zero_causal = os.path.join(work, "zero-causal.csv")  # a zero at an allowed position of the causal mask
+with open(zero_causal, "w") as f:
+    f.write("1,0,0\n0.3,0.7,0\n0,0.5,0.5\n")
+band, band_target = os.path.join(work, "band.csv"), os.path.join(work, "band-target.csv")  # a mask that is not nested
+with open(band, "w") as f:
+    f.write("1,1,0,0\n1,1,1,0\n0,1,1,1\n0,0,1,1\n")
+with open(band_target, "w") as f:
+    f.write("0.5,0.5,0,0\n0.25,0.5,0.25,0\n0,0.3,0.3,0.4\n0,0,0.6,0.4\n")
+rounded = os.path.join(work, "rounded.npy")  # a width-1 head's pattern rounded to doubles: undecided, with a hint
+qk = rng.standard_normal((6, 1)) @ rng.standard_normal((1, 6))
+e = np.exp(qk - qk.max(axis=1, keepdims=True))
+np.save(rounded, e / e.sum(axis=1, keepdims=True))
+
 runs = [
+    ["svd", big], ["svd", "diag:3:1", "--gaps"], ["svd", "hilbert:4"],
+    ["width", "diag:4:0.7", "--epsilon", "0", "--max-dk", "2", "--no-search"],
+    ["layer", *weights, "--tier", "double", "--mask", "causal", "--mask", "none"],
+    ["reach", band_target, "--mask", band, "--dk", "2"], ["reach", rounded, "--dk", "2"],
+    ["reach", zero_free, "--dk", "1"], ["reach", zero_causal, "--mask", "causal", "--dk", "1"],
+    ["reach", "diag:600:0.5", "--dk", "1"],
+    ["check-kernel", *kernel_args, "--max-error", "0"],
+
     ["example"], ["example", "--mask", "causal"],
     ["layer", *weights], ["layer", *weights, "--tier", "double"], ["layer", *weights, "--tier", "mp", "--digits", "10"],
     ["layer", *weights, "--mask", "causal"],
@@ -75,6 +104,7 @@ runs = [
 ]
 
 schemas = {}
+docs = {}
 failures = []
 seen = set()
 
@@ -105,7 +135,7 @@ for args in runs:
     command = [cli, *args, "--json"]
     r = subprocess.run(command, capture_output=True, text=True)
     name = " ".join(args)
-    if r.returncode != 0:
+    if r.returncode != 0 and not (r.returncode == 3 and "--max-error" in args):
         failures.append(f"{name}: exit {r.returncode}: {r.stderr.strip()}")
         continue
     doc = json.loads(r.stdout)
@@ -122,6 +152,26 @@ for args in runs:
     for error in jsonschema.Draft202012Validator(schemas[m.group(1)]).iter_errors(doc):
         failures.append(f"{name}: {'/'.join(map(str, error.absolute_path))}: {error.message[:200]}")
     vocabulary(doc, "")
+    docs[name] = doc
+
+# Each variant above must really occur, or the schema is not tested on it.
+variants = {
+    f"svd {big}": lambda d: d["singular_values"][0]["upper"] is None and d["residual"] is None,
+    "svd diag:3:1 --gaps": lambda d: d["gaps"][0] is None,
+    "svd hilbert:4": lambda d: d["top"] == 4,
+    "width diag:4:0.7 --epsilon 0 --max-dk 2 --no-search": lambda d: d["width_upper"] is None,
+    f"layer {' '.join(weights)} --tier double --mask causal --mask none": lambda d: d["mask"] == "per-head",
+    f"reach {band_target} --mask {band} --dk 2": lambda d: "hint" in d and not d["nested"],
+    f"reach {rounded} --dk 2": lambda d: d["verdict"] == "undecided" and "hint" in d,
+    f"reach {zero_free} --dk 1": lambda d: d["zero_entry"] == {"row": 1, "column": 3},
+    f"reach {zero_causal} --mask causal --dk 1": lambda d: d["zero_entry"] == {"row": 3, "column": 1},
+    "reach diag:600:0.5 --dk 1": lambda d: "error_upper" not in d,
+    "rank hilbert:6 --mode numeric": lambda d: "rank_lower" not in d and "approx_rank_lower" in d,
+    "example": lambda d: d["schema"] == "attnrank/example/1",
+}
+for name, holds in variants.items():
+    if name not in docs or not holds(docs[name]):
+        failures.append(f"{name}: the variant it stands for did not occur")
 
 missing = {f[:-12] for f in os.listdir(os.path.join(source, "docs", "schema")) if f.endswith(".schema.json")} - seen
 for m in sorted(missing):

@@ -3,8 +3,11 @@
 
 Every random input comes from SEED (ATTNRANK_PY_SEED, default 20261202), which pytest
 prints in its header (conftest.py)."""
+import concurrent.futures
 import json
 import os
+import threading
+import time
 from fractions import Fraction
 
 import numpy as np
@@ -13,6 +16,7 @@ import pytest
 import attnrank
 
 SEED = int(os.environ.get("ATTNRANK_PY_SEED", "20261202"))
+SOURCE = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 def pattern(n, rng):
@@ -207,3 +211,97 @@ def test_check_kernel_reports_a_float16_overflow_instead_of_refusing_it():
     q[0, 0, 0] = np.nan
     with pytest.raises(ValueError, match="not a finite number"):
         attnrank.check_kernel(q, k, v, o16)
+
+
+def _spin_rate(stop, seconds=None):
+    """Iterations per second of a pure-Python loop until `stop` is set (or for `seconds`)."""
+    n, start = 0, time.perf_counter()
+    end = start + seconds if seconds else None
+    while not stop.is_set() and (end is None or time.perf_counter() < end):
+        n += 1
+    return n / (time.perf_counter() - start)
+
+
+def test_other_python_threads_run_while_an_analysis_computes():
+    """The GIL is released while C++ works: a Python loop in the main thread keeps most of
+    its idle speed while a certified rank runs in another thread (with the GIL held it
+    would stall at about 1%). A throughput ratio, not a speed target: 0.2 leaves room for
+    a loaded machine and for the analysis's own second thread."""
+    rng = np.random.default_rng(SEED)
+    m = rng.standard_normal((700, 700))
+    idle = _spin_rate(threading.Event(), seconds=0.3)
+    done = threading.Event()
+    result = {}
+
+    def work():
+        result["rank"] = attnrank.rank(m, mode="certified")
+        done.set()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    busy = _spin_rate(done)
+    worker.join()
+    assert result["rank"]["rank_lower"] == 700
+    assert busy / idle > 0.2, f"the main thread ran at {busy / idle:.3f} of its idle speed"
+
+
+def test_two_analyses_in_two_threads_give_the_answers_of_one():
+    """No global state: reach, rank and det run side by side and answer as they do alone."""
+    rng = np.random.default_rng(SEED)
+    targets = [pattern(6, rng) for _ in range(4)]
+    alone = [attnrank.reach(t, 2)["verdict"] for t in targets] + [attnrank.det(np.eye(3) * 2)["det"]]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(attnrank.reach, t, 2) for t in targets] + [pool.submit(attnrank.det, np.eye(3) * 2)]
+        together = [f.result()["verdict"] for f in futures[:-1]] + [futures[-1].result()["det"]]
+    assert together == alone
+
+
+def _schema(kind):
+    with open(os.path.join(SOURCE, "docs", "schema", f"{kind}.schema.json")) as f:
+        return json.load(f)
+
+
+def _plain(node):
+    """A result with its NumPy arrays as lists: the JSON document it came from."""
+    if isinstance(node, dict):
+        return {k: _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    if isinstance(node, np.ndarray):
+        return node.tolist()
+    return node
+
+
+def test_results_are_the_documents_of_the_one_json_writer():
+    """Python's dicts are the CLI's JSON documents (same writer): each validates against its
+    schema in docs/schema/, and the numeric matrices come as float64 arrays."""
+    jsonschema = pytest.importorskip("jsonschema")
+    a = [[Fraction(4, 5), Fraction(1, 10), Fraction(1, 10)], [Fraction(1, 10), Fraction(4, 5), Fraction(1, 10)],
+         [Fraction(1, 10), Fraction(1, 10), Fraction(4, 5)]]
+    causal = np.tril(np.ones((4, 4)))
+    causal /= causal.sum(axis=1, keepdims=True)
+    results = [attnrank.reach(a, 1), attnrank.reach(a, 1, epsilon=0.1), attnrank.reach(causal, 2, mask="causal"),
+               attnrank.width(a, 0.4), attnrank.rank(a), attnrank.rank(a, "certified"), attnrank.rank(a, "numeric"),
+               attnrank.det(a), attnrank.det(a, "certified"), attnrank.svd(a), attnrank.svd(a, 2, gaps=True),
+               attnrank.check_certificate(a, attnrank.reach(a, 2)["certificate"])]
+    for r in results:
+        kind = r["schema"].split("/")[1]
+        jsonschema.Draft202012Validator(_schema(kind)).validate(_plain(r))
+    assert isinstance(results[1]["witness_Q"], np.ndarray) and results[1]["witness_Q"].dtype == np.float64
+    assert "rank_lower" not in results[6] and results[6]["approx_rank_lower"] == 3  # not proven: not named so
+
+
+def test_svd_default_gives_every_singular_value():
+    s = attnrank.svd(np.diag([3.0, 2.0, 1.0]))
+    assert s["top"] == 3 and len(s["singular_values"]) == 3
+    for v, exact in zip(s["singular_values"], (3, 2, 1)):
+        assert Fraction(v["lower"]) <= exact <= Fraction(v["upper"])
+
+
+def test_certificates_round_trip_and_a_wrong_one_is_rejected():
+    a = np.full((3, 3), 1 / 3)
+    r = attnrank.reach(a, 1)
+    cert = json.loads(json.dumps(r["certificate"]))  # as written to a file and read back
+    assert attnrank.check_certificate(a, cert)["valid"] is True
+    with pytest.raises(ValueError, match="certificate"):
+        attnrank.check_certificate(np.array([[0.5, 0.5, 0], [0.2, 0.3, 0.5], [0.1, 0.2, 0.7]]) + 0.1, cert)

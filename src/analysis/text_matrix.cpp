@@ -1,8 +1,9 @@
-#include "matrix_text.hpp"
+// Formatted matrices as text and JSON (analysis/text_matrix.hpp).
+#include <attnrank/analysis/text_matrix.hpp>
 
 #include <algorithm>
 
-namespace attnrank::cli {
+namespace attnrank {
 
 std::string render_table(const TextMatrix& m, const std::vector<std::string>& row_labels, int indent) {
   std::size_t label_width = 0;
@@ -31,10 +32,10 @@ std::string render_table(const TextMatrix& m, const std::vector<std::string>& ro
   return out;
 }
 
-nlohmann::json to_json(const TextMatrix& m) {
+nlohmann::json text_matrix_json(const TextMatrix& m) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : m) rows.push_back(row);
   return rows;
 }
 
-}  // namespace attnrank::cli
+}  // namespace attnrank

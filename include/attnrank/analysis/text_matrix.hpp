@@ -1,12 +1,13 @@
 #pragma once
-// Matrices of already formatted numbers, as text for people and as JSON.
+// Matrices of already formatted numbers (decimal strings whose digits the
+// formatting tier vouched for), as aligned text for people and as JSON.
 
 #include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
 
-namespace attnrank::cli {
+namespace attnrank {
 
 using TextMatrix = std::vector<std::vector<std::string>>;
 
@@ -15,6 +16,6 @@ using TextMatrix = std::vector<std::vector<std::string>>;
 std::string render_table(const TextMatrix& m, const std::vector<std::string>& row_labels = {}, int indent = 2);
 
 /// The matrix as a JSON array of rows of strings.
-nlohmann::json to_json(const TextMatrix& m);
+nlohmann::json text_matrix_json(const TextMatrix& m);
 
-}  // namespace attnrank::cli
+}  // namespace attnrank

@@ -1,4 +1,7 @@
-#include "layer_report.hpp"
+// The layer analysis and its writers (analysis/layer_analysis.hpp).
+#include <attnrank/analysis/layer_analysis.hpp>
+
+#include <attnrank/analysis/document.hpp>
 
 #include <attnrank/attention/certified_double_forward.hpp>
 #include <attnrank/attention/certified_forward.hpp>
@@ -7,7 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace attnrank::cli {
+namespace attnrank {
 namespace {
 
 /// Formats one entry; returns false when an interval could not be rounded.
@@ -62,8 +65,8 @@ TextMatrix format_matrix(const BoundsMatrix& m, int digits, std::size_t& failure
 
 /// Every matrix of a trace (LayerTrace in a tier, or CertifiedDoubleTrace) as text.
 template <class Trace>
-FormattedTrace format_trace(const Trace& t, const Matrix<Rational>& X, int digits) {
-  FormattedTrace f;
+LayerAnalysis format_trace(const Trace& t, const Matrix<Rational>& X, int digits) {
+  LayerAnalysis f;
   std::size_t failures = 0;
   f.shape = t.shape;
   f.digits = digits;
@@ -92,34 +95,37 @@ FormattedTrace format_trace(const Trace& t, const Matrix<Rational>& X, int digit
 
 }  // namespace
 
-Tier parse_tier(const std::string& name) {
-  if (name == "double") return Tier::double_precision;
-  if (name == "mp") return Tier::multiprecision;
-  if (name == "interval") return Tier::interval;
-  if (name == "certified-double") return Tier::certified_double;
+LayerTier parse_layer_tier(const std::string& name) {
+  if (name == "double") return LayerTier::double_precision;
+  if (name == "mp") return LayerTier::multiprecision;
+  if (name == "interval") return LayerTier::interval;
+  if (name == "certified-double") return LayerTier::certified_double;
   throw input_error("unknown tier '" + name + "' (expected double, certified-double, mp or interval)");
 }
 
-FormattedTrace run_layer(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X, Tier tier,
-                         int digits, unsigned bits, const std::vector<Mask>& masks) {
-  if (tier == Tier::double_precision) {
+LayerAnalysis analyze_layer(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X, const LayerQuestion& q) {
+  const LayerTier tier = q.tier;
+  const int digits = q.digits;
+  const unsigned bits = q.bits;
+  const std::vector<Mask>& masks = q.masks;
+  if (tier == LayerTier::double_precision) {
     const auto t = layer_in_tier<double>(layer).forward(to_tier<double>(X), masks);
-    FormattedTrace f = format_trace(t, X, digits);
+    LayerAnalysis f = format_trace(t, X, digits);
     f.tier = "double";
     f.precision_bits = 53;
     return f;
   }
-  if (tier == Tier::multiprecision) {
+  if (tier == LayerTier::multiprecision) {
     PrecisionScope scope(bits);
     const auto t = layer_in_tier<Real>(layer).forward(to_tier<Real>(X), masks);
-    FormattedTrace f = format_trace(t, X, digits);
+    LayerAnalysis f = format_trace(t, X, digits);
     f.tier = "mp";
     f.precision_bits = PrecisionScope::bits();
     return f;
   }
   std::string fallback;
-  if (tier == Tier::certified_double) {
-    FormattedTrace f = format_trace(certified_double_forward(layer, X, masks), X, digits);
+  if (tier == LayerTier::certified_double) {
+    LayerAnalysis f = format_trace(certified_double_forward(layer, X, masks), X, digits);
     if (f.enclosures == 0) {
       f.tier = "certified-double";
       f.precision_bits = 53;
@@ -132,7 +138,7 @@ FormattedTrace run_layer(const MultiHeadAttention<Rational>& layer, const Matrix
   const CertifiedTrace c = certified_forward(layer, X, digits, bits, masks);
   // Formatted at the precision the intervals were computed at.
   const PrecisionScope scope(c.requested_bits);
-  FormattedTrace f = format_trace(c.trace, X, digits);
+  LayerAnalysis f = format_trace(c.trace, X, digits);
   f.precision_bits = c.bits;
   f.tier = "interval";
   f.certified = true;  // digits or enclosures, every printed value is proven
@@ -140,7 +146,7 @@ FormattedTrace run_layer(const MultiHeadAttention<Rational>& layer, const Matrix
   return f;
 }
 
-std::string narrate(const FormattedTrace& t, const std::vector<std::string>& tokens) {
+std::string to_text(const LayerAnalysis& t, const std::vector<std::string>& tokens) {
   std::vector<std::string> rows = tokens;
   if (rows.empty())
     for (std::size_t i = 0; i < t.X.size(); ++i) rows.push_back("row " + std::to_string(i + 1));
@@ -204,7 +210,7 @@ std::string narrate(const FormattedTrace& t, const std::vector<std::string>& tok
   return out;
 }
 
-nlohmann::json trace_json(const FormattedTrace& t) {
+nlohmann::json to_json(const LayerAnalysis& t) {
   nlohmann::json j;
   j["n"] = t.X.size();
   j["d_model"] = t.shape.d_model;
@@ -217,29 +223,31 @@ nlohmann::json trace_json(const FormattedTrace& t) {
   j["certified"] = t.certified;
   j["enclosures"] = t.enclosures;
   if (!t.fallback.empty()) j["fallback"] = t.fallback;
-  // One name when every head has the same mask ("none" without one), else one per head.
+  // One name when every head has the same mask ("none" without one), else
+  // "per-head" and the list: a key keeps its type in every variant.
   if (t.masks.empty()) j["mask"] = "none";
   else if (std::all_of(t.masks.begin(), t.masks.end(), [&](const std::string& m) { return m == t.masks[0]; }))
     j["mask"] = t.masks[0];
-  else j["mask"] = t.masks;
-  j["X"] = to_json(t.X);
-  j["Q"] = to_json(t.Q);
-  j["K"] = to_json(t.K);
-  j["V"] = to_json(t.V);
+  else j["mask"] = "per-head";
+  if (!t.masks.empty()) j["head_masks"] = t.masks;
+  j["X"] = text_matrix_json(t.X);
+  j["Q"] = text_matrix_json(t.Q);
+  j["K"] = text_matrix_json(t.K);
+  j["V"] = text_matrix_json(t.V);
   for (const char* key : {"Q_heads", "K_heads", "V_heads", "scores", "scaled_scores", "A", "Z"})
     j[key] = nlohmann::json::array();
   for (const auto& h : t.heads) {
-    j["Q_heads"].push_back(to_json(h.Q));
-    j["K_heads"].push_back(to_json(h.K));
-    j["V_heads"].push_back(to_json(h.V));
-    j["scores"].push_back(to_json(h.scores));
-    j["scaled_scores"].push_back(to_json(h.scaled));
-    j["A"].push_back(to_json(h.A));
-    j["Z"].push_back(to_json(h.Z));
+    j["Q_heads"].push_back(text_matrix_json(h.Q));
+    j["K_heads"].push_back(text_matrix_json(h.K));
+    j["V_heads"].push_back(text_matrix_json(h.V));
+    j["scores"].push_back(text_matrix_json(h.scores));
+    j["scaled_scores"].push_back(text_matrix_json(h.scaled));
+    j["A"].push_back(text_matrix_json(h.A));
+    j["Z"].push_back(text_matrix_json(h.Z));
   }
-  j["concat"] = to_json(t.concat);
-  j["output"] = to_json(t.output);
-  return j;
+  j["concat"] = text_matrix_json(t.concat);
+  j["output"] = text_matrix_json(t.output);
+  return json_document(j, "layer");
 }
 
-}  // namespace attnrank::cli
+}  // namespace attnrank

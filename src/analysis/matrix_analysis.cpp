@@ -1,0 +1,313 @@
+// The rank, determinant and singular-value analyses and their writers
+// (analysis/rank_analysis.hpp, det_analysis.hpp, svd_analysis.hpp).
+#include <attnrank/analysis/det_analysis.hpp>
+#include <attnrank/analysis/rank_analysis.hpp>
+#include <attnrank/analysis/svd_analysis.hpp>
+
+#include <attnrank/analysis/document.hpp>
+#include <attnrank/numbers/decimal.hpp>
+
+#include <cmath>
+#include <sstream>
+
+namespace attnrank {
+namespace {
+
+using nlohmann::json;
+
+std::vector<Eigen::Index> one_based(const std::vector<Eigen::Index>& v) {
+  std::vector<Eigen::Index> out(v);
+  for (auto& x : out) ++x;
+  return out;
+}
+
+std::string dimensions_text(Eigen::Index rows, Eigen::Index cols) {
+  return std::to_string(rows) + " x " + std::to_string(cols);
+}
+
+std::string short_double(double x) {
+  std::ostringstream s;
+  s.precision(6);
+  s << x;
+  return s.str();
+}
+
+std::string exact_text(const Rational& q) {
+  std::ostringstream s;
+  s << q;  // "p/q" or an integer
+  return s.str();
+}
+
+/// A proven bound printed so that the text is still that bound (lower ends
+/// rounded down, upper ends up), to 17 significant digits: every double's worth.
+std::string bound_text(double x, bool up) {
+  if (std::isinf(x)) return "inf";
+  return up ? format_upper_bound(x, 17) : format_lower_bound(x, 17);
+}
+
+json bound_json(double x, bool up) { return std::isinf(x) ? json(nullptr) : json(bound_text(x, up)); }
+
+}  // namespace
+
+RankMode parse_rank_mode(const std::string& name) {
+  if (name == "exact") return RankMode::exact;
+  if (name == "certified") return RankMode::certified;
+  if (name == "numeric") return RankMode::numeric;
+  throw input_error("mode '" + name + "' is not exact, certified or numeric");
+}
+
+const char* to_string(RankMode m) {
+  return m == RankMode::exact ? "exact" : m == RankMode::certified ? "certified" : "numeric";
+}
+
+RankAnalysis analyze_rank(const Matrix<Rational>& A, const RankQuestion& q) {
+  if (q.mode != RankMode::numeric && (q.top > 0 || q.tolerance))
+    throw input_error("--top and --tol belong to --mode numeric");
+  if (q.mode != RankMode::certified && q.bits != 53) throw input_error("--bits belongs to --mode certified");
+  if (q.tolerance && !(*q.tolerance >= 0 && std::isfinite(*q.tolerance)))
+    throw input_error("tolerance " + std::to_string(*q.tolerance) + " is not a finite number >= 0");
+  RankAnalysis out;
+  out.mode = q.mode;
+  out.rows = A.rows();
+  out.cols = A.cols();
+  if (q.mode == RankMode::exact) {
+    out.exact = exact_rank(A);
+  } else if (q.mode == RankMode::certified) {
+    out.certified = certified_rank(A, q.bits);
+  } else {
+    const DoubleConversion converted = approx_to_double(A, q.matrix_name);
+    if (converted.underflows > 0)
+      out.notes.push_back(std::to_string(converted.underflows) +
+                          (converted.underflows == 1 ? " nonzero entry is" : " nonzero entries are") +
+                          " below the normal double range and rounded to 0 or to a subnormal (first: row " +
+                          std::to_string(converted.first_row + 1) + ", column " + std::to_string(converted.first_col + 1) +
+                          ", " + converted.first_value + "); numeric mode works in doubles, --mode exact or certified does not");
+    if (q.top > 0) {
+      const Eigen::Index d = std::min(A.rows(), A.cols());
+      if (q.top + 1 >= d)
+        throw input_error("--top " + std::to_string(q.top) + " needs top + 1 < min(rows, cols) = " + std::to_string(d) +
+                          " (drop --top for all singular values)");
+      out.top = q.top;
+      out.numeric_top = approx_rank_from_top(converted.values, q.top, q.tolerance);
+    } else {
+      out.numeric = approx_rank(converted.values, q.tolerance);
+    }
+  }
+  return out;
+}
+
+json to_json(const RankAnalysis& r) {
+  json j{{"mode", to_string(r.mode)}, {"rows", r.rows}, {"cols", r.cols}};
+  if (r.exact) {
+    j["rank_lower"] = j["rank_upper"] = r.exact->rank;
+    j["method"] = r.exact->method;
+    j["certificate"] = {{"pivot_rows", one_based(r.exact->pivot_rows)},
+                        {"pivot_cols", one_based(r.exact->pivot_cols)},
+                        {"kernel_dimension", r.exact->kernel.cols()}};
+  } else if (r.certified) {
+    j["rank_lower"] = r.certified->lower;
+    j["rank_upper"] = r.certified->upper;
+    j["bits"] = r.certified->bits;
+    j["method"] = r.certified->method;
+    j["certificate"] = {{"pivot_rows", one_based(r.certified->pivot_rows)},
+                        {"pivot_cols", one_based(r.certified->pivot_cols)},
+                        {"residual_bound", upper_bound_json(r.certified->residual_bound)}};
+  } else {
+    // Numeric: nothing here is proven, so none of it bears the proven bounds' names.
+    j["certified"] = false;
+    if (!r.notes.empty()) j["notes"] = r.notes;
+    if (r.numeric_top) {
+      const TopRankBounds& b = *r.numeric_top;
+      j["approx_rank_lower"] = b.lower;
+      j["approx_rank_upper"] = b.upper;
+      j["tolerance"] = b.tolerance;
+      j["top_singular_values"] = std::vector<double>(b.top.values.data(), b.top.values.data() + r.top);
+      j["sigma_next"] = b.top.values(r.top);
+      j["distance_to_rank_k"] = {{"k", r.top}, {"spectral", b.distance.spectral}, {"frobenius", b.distance.frobenius}};
+    } else {
+      const ApproxRank& a = *r.numeric;
+      j["approx_rank_lower"] = j["approx_rank_upper"] = a.rank;
+      j["tolerance"] = a.tolerance;
+      j["gap"] = std::isfinite(a.gap) ? json(a.gap) : json(nullptr);
+      j["singular_values"] = std::vector<double>(a.singular_values.data(), a.singular_values.data() + a.singular_values.size());
+    }
+  }
+  return json_document(j, "rank");
+}
+
+std::string to_text(const RankAnalysis& r) {
+  std::ostringstream s;
+  const std::string shape = dimensions_text(r.rows, r.cols);
+  if (r.exact) {
+    const ExactRank& e = *r.exact;
+    s << "rank = " << e.rank << " (exact, " << shape << ")\n";
+    s << "  proof of rank >= " << e.rank << ": the minor on " << e.rank << " pivot rows and columns is nonsingular\n";
+    if (e.kernel.cols() > 0)
+      s << "  proof of rank <= " << e.rank << ": " << e.kernel.cols() << " independent kernel vectors, checked exactly\n";
+    else
+      s << "  rank <= " << e.rank << ": the matrix has " << e.rank << " columns\n";
+    s << "  method: "
+      << (e.method == "modular" ? "pivots mod a word-size prime, kernel by p-adic lifting" : "fraction-free (Bareiss) elimination")
+      << "\n";
+    return s.str();
+  }
+  if (r.certified) {
+    const CertifiedRank& c = *r.certified;
+    if (c.lower == c.upper) s << "rank = " << c.lower << " (certified, " << shape << ")\n";
+    else s << c.lower << " <= rank <= " << c.upper << " (certified bounds, " << shape << ")\n";
+    if (c.lower > 0 && c.method == "double-double")
+      s << "  proof of rank >= " << c.lower << ": the whole matrix, preconditioned in two stages (the first product in"
+        << " double-double), Y with ||I - Y||_inf <= " << format_upper_bound(c.residual_bound) << " < 1 (" << c.bits
+        << " bits)\n";
+    else if (c.lower > 0)
+      s << "  proof of rank >= " << c.lower << ": a " << c.lower << " x " << c.lower
+        << " minor M with ||I - R M||_inf <= " << format_upper_bound(c.residual_bound) << " < 1 (" << c.method << ", "
+        << c.bits << " bits)\n";
+    if (c.lower < c.upper)
+      s << "  rank <= " << c.upper << " is only the shape: floating arithmetic cannot prove a deficiency.\n"
+        << "  Raise --bits to push the lower bound up, or use --mode exact for the exact rank.\n";
+    return s.str();
+  }
+  for (const std::string& note : r.notes) s << "note: " << note << "\n";
+  if (r.numeric_top) {
+    const TopRankBounds& b = *r.numeric_top;
+    s << "top " << r.top << " singular values (Lanczos, uncertified):\n";
+    for (Eigen::Index i = 0; i < r.top; ++i) s << "  sigma_" << i + 1 << " = " << short_double(b.top.values(i)) << "\n";
+    s << "sigma_" << r.top + 1 << " = " << short_double(b.top.values(r.top)) << "\n";
+    s << "nearest matrix of rank <= " << r.top << " (Eckart-Young): distance " << short_double(b.distance.spectral)
+      << " (spectral), " << short_double(b.distance.frobenius) << " (Frobenius)\n";
+    return s.str();
+  }
+  const ApproxRank& a = *r.numeric;
+  s << "numerical rank = " << a.rank << " (uncertified, " << shape << ", tolerance " << short_double(a.tolerance) << ")\n";
+  s << "  gap sigma_r / sigma_(r+1) = " << (std::isfinite(a.gap) ? short_double(a.gap) : std::string("inf")) << "\n";
+  s << "  singular values:";
+  for (Eigen::Index i = 0; i < a.singular_values.size() && i < 20; ++i) s << " " << short_double(a.singular_values(i));
+  if (a.singular_values.size() > 20) s << " ... (" << a.singular_values.size() << " in all; --json lists them)";
+  s << "\n";
+  return s.str();
+}
+
+DetAnalysis analyze_det(const Matrix<Rational>& A, const DetQuestion& q) {
+  if (A.rows() != A.cols())
+    throw input_error(q.matrix_name + ": the determinant needs a square matrix, this one is " + std::to_string(A.rows()) +
+                      " x " + std::to_string(A.cols()));
+  if (!q.certified && q.bits != 53) throw input_error("--bits belongs to --mode certified");
+  DetAnalysis out;
+  out.n = A.rows();
+  out.digits = q.digits;
+  if (q.certified) out.certified = certified_determinant(A, q.bits);
+  else out.exact = exact_determinant(A);
+  return out;
+}
+
+namespace {
+struct EnclosureText {
+  std::string lower, upper, width, relative_width;
+};
+EnclosureText enclosure_text(const CertifiedDeterminant& e, int digits) {
+  const auto [lo, hi] = enclosure_scientific(e.det, digits);
+  const Real width = upper_bound(e.det) - lower_bound(e.det);
+  const Real mag = abs(upper_bound(e.det)) > abs(lower_bound(e.det)) ? abs(upper_bound(e.det)) : abs(lower_bound(e.det));
+  return {lo, hi, format_scientific(width, 3, true), mag == 0 ? "0" : format_scientific(Real(width / mag), 3, true)};
+}
+}  // namespace
+
+json to_json(const DetAnalysis& d) {
+  if (d.exact)
+    return json_document({{"mode", "exact"}, {"n", d.n}, {"det", exact_text(*d.exact)},
+                          {"det_decimal", format_significant(*d.exact, d.digits)}},
+                         "det");
+  const CertifiedDeterminant& e = *d.certified;
+  const EnclosureText t = enclosure_text(e, d.digits);
+  return json_document({{"mode", "certified"}, {"n", d.n}, {"det_lower", t.lower}, {"det_upper", t.upper},
+                        {"width", t.width}, {"relative_width", t.relative_width}, {"preconditioned", e.preconditioned},
+                        {"method", e.method}, {"bits", e.bits}, {"eps", upper_bound_json(e.eps)}},
+                       "det");
+}
+
+std::string to_text(const DetAnalysis& d) {
+  std::ostringstream s;
+  if (d.exact) {
+    // Scientific notation with significant digits: fixed decimals would show a
+    // tiny nonzero determinant (hilbert:8, 2.7e-33) as 0.000...
+    s << "det = " << exact_text(*d.exact) << " (exact, " << d.n << " x " << d.n << ")\n";
+    if (denominator(*d.exact) != 1)
+      s << "    ~ " << format_significant(*d.exact, d.digits) << " (rounded to " << d.digits << " significant digits)\n";
+    return s.str();
+  }
+  const CertifiedDeterminant& e = *d.certified;
+  const EnclosureText t = enclosure_text(e, d.digits);
+  s << "det in [" << t.lower << ", " << t.upper << "] (certified, " << d.n << " x " << d.n << ")\n";
+  s << "  width " << t.width << ", relative width " << t.relative_width << "; " << e.method << ", " << e.bits << " bits\n";
+  if (!e.preconditioned)
+    s << "  This is only Hadamard's bound: the matrix is singular or too ill-conditioned at this precision.\n"
+      << (e.bits == 106 ? "  Raise --bits to 128 or more (MPFI), or use --mode exact (the data are exact rationals).\n"
+                        : "  Raise --bits, or use --mode exact (the data are exact rationals).\n");
+  return s.str();
+}
+
+SvdAnalysis analyze_svd(const Matrix<Rational>& A, const SvdQuestion& q) {
+  const Eigen::Index p = std::min(A.rows(), A.cols());
+  const Eigen::Index top = q.top.value_or(p);
+  if (top < 1 || top > p)
+    throw input_error("--top " + std::to_string(top) + " is out of range: " + q.matrix_name + " is " +
+                      std::to_string(A.rows()) + " x " + std::to_string(A.cols()) + ", so 1 <= K <= " + std::to_string(p));
+  SvdAnalysis out;
+  out.rows = A.rows();
+  out.cols = A.cols();
+  out.top = top;
+  out.gaps = q.gaps;
+  out.matrix_name = q.matrix_name;
+  try {
+    out.values = certified_singular_values(A, top);
+  } catch (const input_error& e) {
+    if (e.row() == 0) throw;
+    throw input_error(q.matrix_name + ": row " + std::to_string(e.row()) + ", column " + std::to_string(e.column()) +
+                          ": the entry is beyond the double range (certified singular values work on balls of doubles)",
+                      q.matrix_name, e.row(), e.column());
+  }
+  out.gap_lower = certified_gaps(out.values);
+  return out;
+}
+
+json to_json(const SvdAnalysis& s) {
+  json values = json::array();
+  for (const SingularValueBounds& v : s.values.values)
+    values.push_back({{"lower", bound_json(v.lower, false)}, {"upper", bound_json(v.upper, true)}});
+  json j{{"rows", s.rows},
+         {"cols", s.cols},
+         {"top", s.top},
+         {"singular_values", values},
+         {"basis", s.values.full ? "full" : "truncated"},
+         {"residual", bound_json(s.values.residual, true)},
+         {"orthogonality", bound_json(s.values.orthogonality, true)}};
+  if (s.gaps) {
+    json g = json::array();
+    for (double x : s.gap_lower) g.push_back(x > 0 ? bound_json(x, false) : json(nullptr));
+    j["gaps"] = g;
+  }
+  return json_document(j, "svd");
+}
+
+std::string to_text(const SvdAnalysis& s) {
+  std::ostringstream t;
+  t << "top " << s.top << " singular values of " << s.matrix_name << " (" << s.rows << " x " << s.cols
+    << "), certified: lower <= sigma_i <= upper\n";
+  for (std::size_t i = 0; i < s.values.values.size(); ++i) {
+    t << "  sigma_" << i + 1 << " in [" << bound_text(s.values.values[i].lower, false) << ", "
+      << bound_text(s.values.values[i].upper, true) << "]";
+    if (s.gaps && i < s.gap_lower.size())
+      t << (s.gap_lower[i] > 0 ? "   gap to sigma_" + std::to_string(i + 2) + " >= " + bound_text(s.gap_lower[i], false)
+                               : "   not separated from sigma_" + std::to_string(i + 2));
+    t << "\n";
+  }
+  t << "  proof: U^T A V - diag(s) has 2-norm <= " << format_upper_bound(s.values.residual)
+    << " and the bases are within " << format_upper_bound(s.values.orthogonality) << " of orthonormal (directed rounding, "
+    << (s.values.full ? "full" : "truncated") << " SVD basis)";
+  if (!s.values.full) t << "; upper bounds are norms of the remainders (sound, loose above n = 1024)";
+  t << "\n";
+  return t.str();
+}
+
+}  // namespace attnrank

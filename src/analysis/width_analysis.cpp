@@ -1,0 +1,90 @@
+// The width analysis and its two writers (analysis/width_analysis.hpp).
+#include <attnrank/analysis/width_analysis.hpp>
+
+#include <attnrank/analysis/document.hpp>
+#include <attnrank/numbers/decimal.hpp>
+#include <attnrank/reach/masked.hpp>
+
+#include <algorithm>
+#include <sstream>
+
+namespace attnrank {
+
+WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
+  validate_target(A, q.target_name);
+  if (!(q.epsilon >= 0 && q.epsilon <= 1))
+    throw input_error("--epsilon " + std::to_string(q.epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
+  const Eigen::Index n = A.rows();
+  const Eigen::Index max_dk = q.max_dk == 0 ? std::min<Eigen::Index>(n, 16) : q.max_dk;
+  if (max_dk < 1 || max_dk > n)
+    throw input_error("--max-dk " + std::to_string(q.max_dk) + " is out of range: 1 <= max d_k <= n = " +
+                      std::to_string(n));
+  ApproxOptions o;
+  o.seed = q.seed;
+  o.optimise = q.optimise;
+  WidthAnalysis out;
+  out.n = n;
+  out.target_name = q.target_name;
+  out.seed = q.seed;
+  out.optimise = q.optimise;
+  if (q.mask) {
+    validate_masked_target(A, *q.mask, q.target_name);
+    out.mask_name = q.mask->name();
+    out.result = approx_width(A, q.epsilon, max_dk, *q.mask, o);
+  } else {
+    out.result = approx_width(A, q.epsilon, max_dk, o);
+  }
+  return out;
+}
+
+nlohmann::json to_json(const WidthAnalysis& a) {
+  using nlohmann::json;
+  const WidthResult& w = a.result;
+  json profile = json::array();
+  for (const WidthProfileEntry& e : w.profile)
+    profile.push_back(
+        {{"d_k", e.dk}, {"error_lower", lower_bound_json(e.error_lower)}, {"error_upper", upper_bound_json(e.error_upper)}});
+  return json_document({{"n", a.n},
+                        {"epsilon", w.epsilon},
+                        {"max_d_k", w.max_dk},
+                        {"mask", a.mask_name},
+                        {"width_lower", w.width_lower},
+                        {"width_upper", w.width_upper == 0 ? json(nullptr) : json(w.width_upper)},
+                        {"seed", a.seed},
+                        {"optimised", a.optimise},
+                        {"profile", profile}},
+                       "width");
+}
+
+std::string to_text(const WidthAnalysis& a) {
+  const WidthResult& w = a.result;
+  const bool masked = a.mask_name != "none";
+  std::ostringstream t;
+  t << "target " << a.target_name << " (n = " << a.n << ")" << (masked ? ", mask " + a.mask_name + " (masked heads)" : "")
+    << ", epsilon = " << w.epsilon << " (max entrywise error)\n";
+  if (w.width_upper != 0 && w.width_upper == w.width_lower)
+    t << "smallest width within epsilon: d_k = " << w.width_upper << " (certified both ways)\n";
+  else if (w.width_upper != 0)
+    t << "smallest width within epsilon: " << w.width_lower << " <= d_k <= " << w.width_upper << " ("
+      << (w.width_lower > 1 ? "every d_k below " + std::to_string(w.width_lower) + " is proven to miss"
+                            : "no width is proven to miss")
+      << "; a certified witness at " << w.width_upper << ")\n";
+  else if (w.width_lower > w.max_dk)
+    t << "no head of width <= " << w.max_dk << " comes within epsilon (every one is proven to miss)\n";
+  else
+    t << "smallest width within epsilon: >= " << w.width_lower << "; no certified witness within epsilon up to d_k = "
+      << w.max_dk << " (raise --max-dk, or the gap between the bounds is the honest answer)\n";
+  t << "  d_k   error_lower <= E* <= error_upper   (certified)\n";
+  for (const WidthProfileEntry& e : w.profile)
+    t << "  " << e.dk << (e.dk < 10 ? "     " : e.dk < 100 ? "    " : "   ") << format_lower_bound(e.error_lower)
+      << " <= E* <= " << format_upper_bound(e.error_upper) << "\n";
+  if (!a.optimise)
+    t << "  upper bounds from the " << (masked ? "masked completion's fit" : "log-domain starts")
+      << " only (--no-search); the optimiser may lower them\n";
+  else
+    t << "  seed " << a.seed
+      << " (optimiser restarts, run only where the answer was open; the bounds are certified whatever the seed)\n";
+  return t.str();
+}
+
+}  // namespace attnrank
