@@ -5,6 +5,7 @@
 #include <attnrank/attention/detail/certified_head.hpp>
 #include <attnrank/attention/multi_head_attention.hpp>
 #include <attnrank/numbers/detail/parallel.hpp>
+#include <attnrank/numbers/balls.hpp>
 
 #include <cmath>
 #include <string>
@@ -74,53 +75,6 @@ HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMa
 }
 
 }  // namespace detail
-
-ScaleBounds ScaleBounds::exactly(double s) {
-  if (!(std::isfinite(s) && s > 0))
-    throw input_error("the scale must be a positive finite number (got " + std::to_string(s) + ")");
-  return {s, s};
-}
-
-ScaleBounds ScaleBounds::inverse_sqrt(Index d) {
-  if (d < 1) throw input_error("1/sqrt(d) needs d >= 1 (got " + std::to_string(d) + ")");
-  // 1 / sqrt(d) lies between 1 / sqrt_up(d) rounded down and 1 / sqrt_down(d) rounded up.
-  double root_lo, root_hi;
-  ScaleBounds s;
-  {
-    DownwardRounding down;
-    root_lo = std::sqrt(static_cast<double>(d));
-    detail::rounding_barrier(root_lo);
-  }
-  {
-    UpwardRounding up;
-    root_hi = std::sqrt(static_cast<double>(d));
-    detail::rounding_barrier(root_hi);
-    s.hi = 1.0 / root_lo;
-    detail::rounding_barrier(s.hi);
-  }
-  {
-    DownwardRounding down;
-    s.lo = 1.0 / root_hi;
-    detail::rounding_barrier(s.lo);
-  }
-  return s;
-}
-
-BoundsMatrix scale_bounds(const BoundsMatrix& S, const ScaleBounds& scale) {
-  BoundsMatrix out;
-  // x s over s in [lo, hi] with lo > 0: largest at hi when x >= 0, at lo when x < 0.
-  {
-    UpwardRounding up;
-    out.hi = (S.hi.array() >= 0).select(S.hi.array() * scale.hi, S.hi.array() * scale.lo).matrix();
-    detail::rounding_barrier(out.hi);
-  }
-  {
-    DownwardRounding down;
-    out.lo = (S.lo.array() >= 0).select(S.lo.array() * scale.lo, S.lo.array() * scale.hi).matrix();
-    detail::rounding_barrier(out.lo);
-  }
-  return out;
-}
 
 BoundsMatrix certified_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
                                  const ScaleBounds& scale, const Mask* mask) {

@@ -3,6 +3,7 @@
 
 #include <attnrank/numbers/detail/infinity.hpp>
 #include <attnrank/numbers/detail/vector_exp.hpp>
+#include <attnrank/numbers/scaling.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -137,31 +138,9 @@ BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask, I
 }
 
 BoundsMatrix certified_scaled_scores(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K) {
-  BoundsMatrix S = certified_product_bounds(Q, Eigen::MatrixXd(K.transpose()));
-  const double d = static_cast<double>(Q.cols());
+  const BoundsMatrix S = certified_product_bounds(Q, Eigen::MatrixXd(K.transpose()));
   if (Q.cols() == 1) return S;
-  double root_lo, root_hi;
-  {
-    DownwardRounding down;
-    root_lo = std::sqrt(d);
-    detail::rounding_barrier(root_lo);
-  }
-  {
-    UpwardRounding up;
-    root_hi = std::sqrt(d);
-    detail::rounding_barrier(root_hi);
-    // hi / r over r in [root_lo, root_hi]: largest at root_lo when hi >= 0, else at root_hi.
-    for (Index j = 0; j < S.hi.cols(); ++j)
-      for (Index i = 0; i < S.hi.rows(); ++i) S.hi(i, j) = S.hi(i, j) / (S.hi(i, j) >= 0 ? root_lo : root_hi);
-    detail::rounding_barrier(S.hi);
-  }
-  {
-    DownwardRounding down;
-    for (Index j = 0; j < S.lo.cols(); ++j)
-      for (Index i = 0; i < S.lo.rows(); ++i) S.lo(i, j) = S.lo(i, j) / (S.lo(i, j) >= 0 ? root_hi : root_lo);
-    detail::rounding_barrier(S.lo);
-  }
-  return S;
+  return scale_bounds(S, ScaleBounds::inverse_sqrt(Q.cols()));
 }
 
 double max_abs_difference_upper(const BoundsMatrix& P, const BoundsMatrix& T) {

@@ -7,6 +7,7 @@
 #include <attnrank/linalg/product.hpp>
 
 #include <attnrank/linalg/detail/dense_decompositions.hpp>
+#include <attnrank/numbers/balls.hpp>
 
 #include <cmath>
 #include <limits>

@@ -227,50 +227,6 @@ CertifiedRank certified_rank(const Matrix<Interval>& A) {
   return out;
 }
 
-BallMatrix to_ball(const Matrix<Rational>& A) {
-  BallMatrix b{Eigen::MatrixXd(A.rows(), A.cols()), Eigen::MatrixXd(A.rows(), A.cols())};
-  Rational diff;
-  mpfr_t t;
-  mpfr_init2(t, 64);
-  for (Eigen::Index i = 0; i < A.rows(); ++i)
-    for (Eigen::Index j = 0; j < A.cols(); ++j) {
-      const double m = scalar_traits<double>::from_rational(A(i, j));
-      b.mid(i, j) = m;
-      if (!std::isfinite(m)) {
-        b.rad(i, j) = INFINITY;
-        continue;
-      }
-      diff = A(i, j) - to_rational(m);
-      mpfr_set_q(t, diff.backend().data(), MPFR_RNDA);
-      b.rad(i, j) = std::fabs(mpfr_get_d(t, MPFR_RNDA));
-    }
-  mpfr_clear(t);
-  return b;
-}
-
-BallMatrix to_ball(const Matrix<Interval>& A) {
-  BallMatrix b{Eigen::MatrixXd(A.rows(), A.cols()), Eigen::MatrixXd(A.rows(), A.cols())};
-  mpfr_t lo, hi, d;
-  mpfr_inits2(64, lo, hi, d, static_cast<mpfr_ptr>(nullptr));
-  for (Eigen::Index i = 0; i < A.rows(); ++i)
-    for (Eigen::Index j = 0; j < A.cols(); ++j) {
-      mpfr_set_prec(lo, mpfi_get_prec(A(i, j).backend().data()));
-      mpfr_set_prec(hi, mpfi_get_prec(A(i, j).backend().data()));
-      mpfr_set_prec(d, mpfi_get_prec(A(i, j).backend().data()));
-      mpfi_get_left(lo, A(i, j).backend().data());
-      mpfi_get_right(hi, A(i, j).backend().data());
-      const double m = approx_midpoint(A(i, j));  // any double will do: the radius covers the rest
-      b.mid(i, j) = m;
-      mpfr_sub_d(hi, hi, m, MPFR_RNDU);  // hi - m, up
-      mpfr_d_sub(lo, m, lo, MPFR_RNDU);  // m - lo, up
-      mpfr_max(d, hi, lo, MPFR_RNDU);
-      b.rad(i, j) = std::isfinite(m) ? mpfr_get_d(d, MPFR_RNDU) : INFINITY;
-      if (b.rad(i, j) < 0) b.rad(i, j) = 0;
-    }
-  mpfr_clears(lo, hi, d, static_cast<mpfr_ptr>(nullptr));
-  return b;
-}
-
 CertifiedRank certified_rank(const Matrix<Rational>& A, unsigned bits) {
   require_precision_bits(bits);
   if (bits <= 53) {

@@ -1,10 +1,12 @@
 // Certified singular values of attnrank/linalg/certified_svd.hpp.
+#include <attnrank/numbers/detail/infinity.hpp>
 #include <attnrank/linalg/certified_svd.hpp>
 
 #include <attnrank/linalg/numeric_rank.hpp>
 #include <attnrank/linalg/product.hpp>
 
 #include <attnrank/linalg/detail/dense_decompositions.hpp>
+#include <attnrank/numbers/balls.hpp>
 
 #include <algorithm>
 #include <cfenv>
@@ -16,7 +18,7 @@ namespace attnrank {
 namespace {
 
 using Eigen::Index;
-constexpr double inf = std::numeric_limits<double>::infinity();
+using detail::inf;
 
 void require_finite(const BallMatrix& M, Index k) {
   if (M.mid.rows() != M.rad.rows() || M.mid.cols() != M.rad.cols())

@@ -1,6 +1,7 @@
 // Certified logarithms at double speed: numbers/certified_log.hpp states the
 // method and its proof.
 #include <attnrank/numbers/certified_log.hpp>
+#include <attnrank/numbers/detail/infinity.hpp>
 #include <attnrank/numbers/detail/vector_exp.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 
@@ -15,7 +16,7 @@
 namespace attnrank {
 namespace {
 
-constexpr double inf = std::numeric_limits<double>::infinity();
+using detail::inf;
 constexpr double up_factor = 1.0 + 0x1p-50;    // 1 + 8u, exact
 constexpr double down_factor = 1.0 - 0x1p-50;  // 1 - 8u, exact
 constexpr double smallest_checked = 0x1p-1000, largest_checked = 0x1p1000;

@@ -3,6 +3,7 @@
 #include <attnrank/reach/detail/approximate_certificate.hpp>
 
 #include <attnrank/io/detail/json_fields.hpp>
+#include <attnrank/numbers/detail/infinity.hpp>
 #include <attnrank/io/json.hpp>
 #include <attnrank/linalg/exact_rank.hpp>
 #include <attnrank/reach/detail/certificate_parts.hpp>
@@ -47,7 +48,6 @@ json approximate_claims(const ApproxBounds& b, std::optional<double> epsilon) {
 
 double checked_eta_norm(const Matrix<Rational>& A, const std::vector<Index>& rows, const std::vector<Index>& cols,
                         double eps) {
-  constexpr double inf = std::numeric_limits<double>::infinity();
   if (!(eps >= 0) || !std::isfinite(eps)) return inf;
   const Rational e = to_rational(eps);
   const std::size_t r = rows.size(), c = cols.size();

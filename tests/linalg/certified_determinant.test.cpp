@@ -4,6 +4,7 @@
 
 #include <attnrank/linalg/certified_determinant.hpp>
 #include <attnrank/linalg/exact_rank.hpp>
+#include <attnrank/numbers/balls.hpp>
 
 #include <cmath>
 #include <limits>

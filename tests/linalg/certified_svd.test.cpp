@@ -6,6 +6,7 @@
 #include "rank_support.hpp"
 
 #include <attnrank/linalg/certified_svd.hpp>
+#include <attnrank/numbers/balls.hpp>
 
 #include <Eigen/SVD>
 

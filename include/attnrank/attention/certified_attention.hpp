@@ -19,21 +19,9 @@
 
 #include <attnrank/attention/mask.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
+#include <attnrank/numbers/scaling.hpp>
 
 namespace attnrank {
-
-/// A positive scale factor s known to lie in [lo, hi].
-struct ScaleBounds {
-  double lo = 1, hi = 1;
-
-  /// Exactly s (a positive finite double; input_error otherwise).
-  static ScaleBounds exactly(double s);
-  /// 1 / sqrt(d) for d >= 1, rounded outward (exact when d is a power of 4).
-  static ScaleBounds inverse_sqrt(Eigen::Index d);
-};
-
-/// Bounds of s X for every X within `S` and s within `scale`, rounded outward.
-BoundsMatrix scale_bounds(const BoundsMatrix& S, const ScaleBounds& scale);
 
 /// Bounds of softmax(s Q K^T) V for the double matrices Q (N_q x d), K (N_k x d)
 /// and V (N_k x d_v), with `mask` (N_q = N_k, of the mask's size) or without

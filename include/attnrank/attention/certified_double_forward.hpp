@@ -10,7 +10,7 @@
 //
 // Inputs are taken exactly: double weights and embeddings as the dyadic
 // rationals they store; rational ones (decimals read from text) as the double
-// balls that contain them (linalg/certified_rank.hpp's to_ball), so the trace
+// balls that contain them (numbers/balls.hpp's to_ball), so the trace
 // encloses the exact layer of the rationals themselves. A bound that overflows
 // becomes infinite or NaN, never a wrong finite number: `finite()` says whether
 // every output bound is finite, and the CLI prints no digit from any other.

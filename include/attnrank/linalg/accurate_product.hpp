@@ -26,6 +26,7 @@
 // Used by the certified determinant and rank for matrices too ill-conditioned for
 // one double preconditioner (docs/rank.md, "Ill-conditioned matrices").
 
+#include <attnrank/numbers/balls.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 #include <attnrank/numbers/tiers.hpp>
 
@@ -33,28 +34,11 @@
 
 namespace attnrank {
 
-/// The real matrices X with |X - (hi + lo)| <= rad entrywise, hi + lo taken as an
-/// exact (unevaluated) sum of doubles. rad >= 0.
-struct DoubleDoubleBall {
-  Eigen::MatrixXd hi, lo, rad;
-};
-
 /// Encloses A B for point matrices of doubles.
 std::optional<DoubleDoubleBall> accurate_product(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
 /// Encloses A X for every X in the ball.
 std::optional<DoubleDoubleBall> accurate_product(const Eigen::MatrixXd& A, const DoubleDoubleBall& X);
 /// Encloses X B for every X in the ball.
 std::optional<DoubleDoubleBall> accurate_product(const DoubleDoubleBall& X, const Eigen::MatrixXd& B);
-
-/// The double ball around a double-double ball: mid = hi + lo rounded to nearest,
-/// rad grown (upward) by what that rounding dropped.
-BallMatrix to_ball(const DoubleDoubleBall& X);
-
-/// A double-double ball around exact rationals: hi + lo within about 2^-106 |q|
-/// of q with |lo| <= ulp(hi) / 2 (hi is q's nearest double but perhaps at a tie),
-/// rad >= |q - hi - lo|, and rad = 0 when hi + lo is q. Entries
-/// beyond the double range (or so small that hi + lo would be subnormal) give
-/// std::nullopt.
-std::optional<DoubleDoubleBall> to_double_double_ball(const Matrix<Rational>& A);
 
 }  // namespace attnrank

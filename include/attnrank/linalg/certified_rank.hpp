@@ -19,6 +19,7 @@
 // Not guaranteed: that lower is the rank. Near-singular minors fail the test and
 // lower drops; more precision (`bits`) can raise it, never make it wrong.
 
+#include <attnrank/numbers/balls.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 #include <attnrank/error.hpp>
 #include <attnrank/numbers/scalar_traits.hpp>
@@ -80,10 +81,5 @@ inline void require_precision_bits(unsigned bits) {
                       ", " + std::to_string(max_precision_bits) + "]");
 }
 
-/// The smallest double ball around each rational entry (nearest double, radius
-/// rounded up); entries beyond the double range give infinite radii.
-BallMatrix to_ball(const Matrix<Rational>& A);
-/// The ball around each interval entry (its midpoint to double, radius up).
-BallMatrix to_ball(const Matrix<Interval>& A);
 
 }  // namespace attnrank

@@ -76,20 +76,36 @@ class EigenSingleThreaded {
 };
 }  // namespace detail
 
+/// While alive: this thread's FPU rounds in direction `Mode` (FE_UPWARD,
+/// FE_DOWNWARD, FE_TONEAREST), and the mode it had is restored on exit. The one
+/// set-and-restore of the rounding mode: every other scope is built on it. For a
+/// thread of one's own (a worker of a directed product); RoundingScope below
+/// also keeps Eigen from handing the work to threads that round to nearest.
+template <int Mode>
+class ThreadRounding {
+ public:
+  ThreadRounding() : saved_mode_(std::fegetround()) { std::fesetround(Mode); }
+  ~ThreadRounding() { std::fesetround(saved_mode_); }
+  ThreadRounding(const ThreadRounding&) = delete;
+  ThreadRounding& operator=(const ThreadRounding&) = delete;
+
+ private:
+  int saved_mode_;
+};
+
 /// While alive: the FPU rounds in direction `Mode` (FE_UPWARD, FE_DOWNWARD) on
 /// this thread, and Eigen computes on the calling thread only (for every
 /// thread, while any such scope is alive): another thread would round to nearest.
 template <int Mode>
 class RoundingScope {
  public:
-  RoundingScope() : saved_mode_(std::fegetround()) { std::fesetround(Mode); }
-  ~RoundingScope() { std::fesetround(saved_mode_); }
+  RoundingScope() = default;
   RoundingScope(const RoundingScope&) = delete;
   RoundingScope& operator=(const RoundingScope&) = delete;
 
  private:
-  detail::EigenSingleThreaded single_;
-  int saved_mode_;
+  detail::EigenSingleThreaded single_;  // first: Eigen is single-threaded before the mode changes
+  ThreadRounding<Mode> mode_;
 };
 
 /// Upper bounds: every operation rounds toward +infinity while alive.
@@ -140,8 +156,7 @@ inline BoundsMatrix directed_pair(const Eigen::MatrixXd& L, const Eigen::MatrixX
   // Each half sets the mode of the thread it runs on and restores it after, so a
   // pooled (OpenMP) thread goes back to its owner's rounding.
   const auto half = [&](bool upper) {
-    const int saved = std::fegetround();
-    std::fesetround(FE_UPWARD);
+    const ThreadRounding<FE_UPWARD> rounding;
     try {
       Eigen::MatrixXd& target = upper ? out.hi : out.lo;
       if (upper) {
@@ -155,7 +170,6 @@ inline BoundsMatrix directed_pair(const Eigen::MatrixXd& L, const Eigen::MatrixX
     } catch (...) {
       (upper ? failure_hi : failure_lo) = std::current_exception();
     }
-    std::fesetround(saved);
   };
   const bool big = !serial_directed_products && static_cast<double>(L.rows()) * static_cast<double>(L.cols()) * static_cast<double>(R.cols()) >= 4e6;
 #if defined(_OPENMP)
@@ -199,15 +213,13 @@ inline void upward_product(Eigen::MatrixXd& out, const Eigen::MatrixXd& L, const
   const Eigen::Index half = R.cols() / 2;
   std::exception_ptr failure;
   std::thread worker([&] {
-    const int saved = std::fegetround();
-    std::fesetround(FE_UPWARD);
+    const ThreadRounding<FE_UPWARD> rounding;
     try {
       out.rightCols(R.cols() - half).noalias() += L * R.rightCols(R.cols() - half);
       rounding_barrier(out);
     } catch (...) {
       failure = std::current_exception();
     }
-    std::fesetround(saved);
   });
   out.leftCols(half).noalias() += L * R.leftCols(half);
   worker.join();
@@ -255,16 +267,6 @@ inline BoundsMatrix certified_product_bounds(const BallMatrix& A, const BallMatr
     detail::upward_product(spread, A.rad, reach, !b_point);
   }
   return detail::directed_pair(A.mid, B.mid, spread);
-}
-
-/// The ball that contains the bounds [lo, hi].
-inline BallMatrix to_ball(const BoundsMatrix& b) {
-  BallMatrix out;
-  out.mid = 0.5 * (b.lo + b.hi);  // any double in between will do
-  UpwardRounding up;
-  out.rad = (b.hi - out.mid).cwiseMax(out.mid - b.lo);
-  detail::rounding_barrier(out.rad);
-  return out;
 }
 
 /// Upper bound of the infinity norm (max row sum of |x|) over the bounds.

@@ -18,6 +18,7 @@
 #include <attnrank/error.hpp>
 #include <attnrank/numbers/scalar_traits.hpp>
 #include <attnrank/numbers/tiers.hpp>
+#include <attnrank/numbers/balls.hpp>
 
 #include <algorithm>
 #include <cmath>
