@@ -7,6 +7,9 @@
 
 #include <attnrank/numbers/tiers.hpp>
 
+#include <atomic>
+#include <thread>
+
 using namespace attnrank;
 
 namespace {
@@ -86,4 +89,32 @@ TEST_CASE("attnrank::approx_midpoint: the nearest double to the midpoint", "[pro
     if (std::isfinite(m) && lo <= hi) RC_ASSERT(lo <= m && m <= hi);
     RC_ASSERT(approx_midpoint_real(x) == lower_bound(scalar_traits<Interval>::center(x)));
   });
+}
+
+TEST_CASE("attnrank::PrecisionScope in several threads", "[unit][threads]") {
+  // Boost's default precision is one process-wide value: scopes at different
+  // precisions in two threads must not see each other's.
+  const unsigned rest = Interval::default_precision();
+  std::atomic<int> wrong{0};
+  const auto worker = [&](unsigned bits) {
+    for (int round = 0; round < 200; ++round) {
+      const PrecisionScope outer(bits);
+      const Interval x = Interval(1) / 3;
+      if (mpfi_get_prec(x.backend().data()) < static_cast<mpfr_prec_t>(bits)) ++wrong;
+      {
+        const PrecisionScope inner(bits * 2);  // nested, at another precision
+        const Interval y = Interval(1) / 7;
+        if (mpfi_get_prec(y.backend().data()) < static_cast<mpfr_prec_t>(bits * 2)) ++wrong;
+      }
+      const Interval z = Interval(2) / 3;  // the outer scope's precision again
+      const mpfr_prec_t pz = mpfi_get_prec(z.backend().data());
+      if (pz < static_cast<mpfr_prec_t>(bits) || pz >= static_cast<mpfr_prec_t>(bits * 2)) ++wrong;
+    }
+  };
+  std::thread a(worker, 64u), b(worker, 200u), c(worker, 64u);
+  a.join();
+  b.join();
+  c.join();
+  CHECK(wrong == 0);
+  CHECK(Interval::default_precision() == rest);  // back at rest once no scope is open
 }

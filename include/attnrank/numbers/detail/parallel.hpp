@@ -11,10 +11,13 @@
 // Threads read shared inputs and write disjoint rows; MPFR keeps its flags,
 // exponent range and constant caches per thread (Debian builds it thread-safe),
 // and each worker frees its caches before it ends. Boost's default precision is
-// one global value, read (never written) by the workers: callers must not change
-// it from another thread while a computation runs, as before.
+// one global value, read by the workers: a worker of a caller inside a
+// PrecisionScope belongs to that caller's share of the precision gate
+// (numbers/tiers.hpp), so its own scopes do not wait for the caller.
 //
 // ATTNRANK_THREADS=k (environment) caps the threads at k; 1 turns threading off.
+
+#include <attnrank/numbers/tiers.hpp>
 
 #include <mpfr.h>
 
@@ -61,8 +64,10 @@ void for_row_blocks(long rows, double operations, const Body& body) {
     }
   };
   std::vector<std::thread> workers;
+  const bool inside_scope = !precision_stack.empty() || precision_worker;
   for (long p = 1; p < parts; ++p)
-    workers.emplace_back([&block, p] {
+    workers.emplace_back([&block, p, inside_scope] {
+      precision_worker = inside_scope;
       block(p);
       mpfr_free_cache();  // this thread's constant caches (log 2, pi, ...)
     });
@@ -83,7 +88,9 @@ void run_side_by_side(const Beside& beside, const Here& here) {
     return;
   }
   std::exception_ptr failure_beside, failure_here;
-  std::thread worker([&] {
+  const bool inside_scope = !precision_stack.empty() || precision_worker;
+  std::thread worker([&, inside_scope] {
+    precision_worker = inside_scope;
     try {
       beside();
     } catch (...) {

@@ -1,0 +1,34 @@
+"""Typing stubs of the attnrank package (docs/python.md). Every function returns the
+document of the matching ``attnrank COMMAND --json`` (docs/schema/) as Python objects."""
+from typing import Any, Dict, List, Literal, Optional, Sequence, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from ._attnrank import ExactMatrix
+
+Exact = Union[npt.ArrayLike, Sequence[Sequence[Any]], ExactMatrix]
+MaskArg = Union[None, Literal["causal", "none"], npt.ArrayLike]
+Tensor = Any  # a NumPy array or a torch.Tensor of 2 to 4 dimensions
+Document = Dict[str, Any]
+
+__all__: List[str]
+
+def exact_matrix(value: Exact, name: str = ...) -> ExactMatrix: ...
+def reach(A: Exact, d_k: int, *, epsilon: Optional[float] = ..., mask: MaskArg = ..., x: Optional[Exact] = ...,
+          bits: int = ..., seed: int = ..., full_floor: bool = ...) -> Document: ...
+def check_certificate(A: Exact, certificate: Dict[str, Any], *, mask: MaskArg = ...,
+                      x: Optional[Exact] = ...) -> Document: ...
+def width(A: Exact, epsilon: float, *, max_dk: Optional[int] = ..., mask: MaskArg = ..., seed: int = ...,
+          search: bool = ...) -> Document: ...
+def rank(M: Exact, mode: Literal["exact", "certified", "numeric"] = ..., *, bits: int = ...,
+         tol: Optional[float] = ..., top: Optional[int] = ...) -> Document: ...
+def det(M: Exact, mode: Literal["exact", "certified"] = ..., *, bits: int = ..., digits: int = ...) -> Document: ...
+def svd(M: Exact, top: Optional[int] = ..., *, gaps: bool = ...) -> Document: ...
+def layer(x: Exact, wq: Exact, wk: Exact, wv: Exact, wo: Exact, heads: int, *,
+          tier: Literal["double", "certified-double", "mp", "interval"] = ..., digits: Optional[int] = ...,
+          mask: Union[MaskArg, Sequence[MaskArg]] = ..., bits: Optional[int] = ...) -> Document: ...
+def check_kernel(q: Tensor, k: Tensor, v: Tensor, candidate: Tensor, reference: Optional[Tensor] = ..., *,
+                 mask: MaskArg = ..., scale: Optional[float] = ..., fallback: Literal["auto", "never", "always"] = ...,
+                 bits: Optional[int] = ..., max_error: Optional[float] = ...) -> Document: ...
+def from_torch(module: Any) -> Dict[str, Any]: ...
