@@ -57,6 +57,7 @@ void add_reach_command(CLI::App& app, Run& run) {
   struct Options {
     std::string target, certificate, check, x, svg, mask = "none";
     ReachQuestion question;
+    RefineFlags refine;
     double epsilon = -1;
     bool json = false;
   };
@@ -73,6 +74,7 @@ void add_reach_command(CLI::App& app, Run& run) {
   cmd->add_option("--mask", opt->mask,
                   "causal, none, or a file of 0s and 1s (1: the query may attend): decide for a masked head, whose "
                   "masked scores are -inf (the target must be 0 exactly there)");
+  add_refine_options(cmd, opt->refine);
   cmd->add_flag("--full-floor", q.full_floor, "Always bound the whole floor, not only what the verdict needs");
   cmd->add_option("--certificate", opt->certificate, "Also write the certificate (JSON) to this file");
   cmd->add_option("--check", opt->check, "Re-verify a certificate file against TARGET (with the --x X and --mask M it was made for) instead of deciding");
@@ -95,6 +97,7 @@ void add_reach_command(CLI::App& app, Run& run) {
     }
     if (dk_option->count() == 0) throw input_error("--dk is required (the head width to decide)");
     if (epsilon_option->count() > 0) q.epsilon = opt->epsilon;
+    q.refine = refine_options(opt->refine, RefinePolicy::automatic, run, "refining error_upper");
     const ReachAnalysis r = analyze_reach(A, q);
     if (!opt->certificate.empty()) write_text_file(opt->certificate, r.certificate.dump(1) + "\n");
     if (!opt->svg.empty()) write_text_file(opt->svg, reach_svg(A, q.mask, r));

@@ -1,6 +1,10 @@
 // The attnrank command line (run.hpp).
 #include "run.hpp"
 
+#include <unistd.h>
+
+#include <iostream>
+
 #include "commands.hpp"
 
 #include <attnrank/error.hpp>
@@ -10,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cctype>
 #include <new>
 #include <vector>
@@ -137,8 +142,48 @@ std::optional<Mask> Run::read_mask(const std::string& argument, Eigen::Index n, 
   return read_mask_argument(argument, n, what, limits);
 }
 
+std::function<void(const SearchProgress&)> Run::search_progress(const std::string& what) {
+  if (!progress) return {};
+  return [this, what](const SearchProgress& p) {
+    std::ostream* to = progress;
+    progress_shown = true;
+    *to << "\rattnrank: " << what << ": " << p.evaluations << " evaluations, best max error ~" << p.approx_best
+        << " (uncertified), " << static_cast<long>(p.elapsed_seconds * 10) / 10.0 << " s";
+    if (p.time_limit_seconds) *to << " of " << *p.time_limit_seconds << " s";
+    *to << "   " << std::flush;
+  };
+}
+
+void add_refine_options(CLI::App* cmd, RefineFlags& flags) {
+    cmd->add_flag("--refine", flags.refine,
+                  "Run the optimiser (L-BFGS restarts) to sharpen the upper bounds, within --time-limit (default: "
+                  "reach runs it only when the cheap band leaves --epsilon undecided; width never)");
+  cmd->add_option("--time-limit", flags.time_limit,
+                  "Seconds the optimiser may run in all (0: no limit; the result is then reproducible from --seed)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            char* end = nullptr;
+            const double t = std::strtod(v.c_str(), &end);
+            if (end == v.c_str() || *end != '\0' || !std::isfinite(t) || t < 0)
+              return "'" + v + "' is not a number of seconds >= 0 (0: no limit)";
+            return "";
+          },
+          "SECONDS"))
+      ->capture_default_str();
+}
+
+RefineOptions refine_options(const RefineFlags& flags, RefinePolicy without_refine, Run& run, const std::string& what) {
+  RefineOptions o;
+  o.policy = flags.refine ? RefinePolicy::always : without_refine;
+  if (flags.time_limit > 0) o.time_limit = flags.time_limit;
+  else o.time_limit.reset();
+  o.on_progress = run.search_progress(what);
+  return o;
+}
+
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   Run state;
+  if (&err == &std::cerr && isatty(2)) state.progress = &err;
   CLI::App app{"attnrank: trustworthy numerics of multi-head attention (exact, certified, numeric)", "attnrank"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "attnrank 0.1.0");
@@ -167,6 +212,10 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   }
   std::vector<const char*> args(argv, argv + argc);
   if (argc == 3 && std::string(argv[1]) == "help") args = {argv[0], argv[2], "--help"};  // help COMMAND
+  // A progress line is cleared before anything else goes to stderr.
+  const auto clear_progress = [&] {
+    if (state.progress_shown) err << "\r\033[K" << std::flush;
+  };
   try {
     if (args.size() > 1 && args[1][0] != '-') {
       try {
@@ -182,15 +231,19 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     err << "attnrank: " << e.what() << hint << "\nRun 'attnrank --help' for usage.\n";
     return 2;
   } catch (const input_error& e) {
+    clear_progress();
     err << "attnrank: " << e.what() << "\n";
     return 2;
   } catch (const std::bad_alloc&) {
+    clear_progress();
     err << out_of_memory_message() << "\n";
     return 1;
   } catch (const std::exception& e) {
+    clear_progress();
     err << "attnrank: internal error: " << e.what() << "\n";
     return 1;
   }
+  clear_progress();
   for (const std::string& note : state.notes) err << "attnrank: note: " << note << "\n";
   out << state.out << std::flush;
   return state.exit_code;

@@ -6,11 +6,13 @@
 // The command line only parses, calls the library's analyses (attnrank/analysis.hpp)
 // and prints their one text or JSON writer.
 
+#include <attnrank/analysis/refinement.hpp>
 #include <attnrank/attention/mask.hpp>
 #include <attnrank/io/parse.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -26,6 +28,9 @@ struct Run {
   ParseLimits limits;   ///< ParseLimits' defaults, the dimensions set by --max-size N
   InputNotes notes;     ///< what the readers noticed, printed on stderr as "attnrank: note: ..."
   int exit_code = 0;    ///< 3: check-kernel's --max-error proven exceeded
+  /// Where progress lines of long work go: stderr when it is a terminal, else nowhere.
+  std::ostream* progress = nullptr;
+  bool progress_shown = false;  ///< a progress line is on the terminal (cleared before the output)
 
   /// A matrix argument in any form attnrank reads (a spec like diag:3:0.8,
   /// text, .npy, a safetensors tensor, "-" for standard input).
@@ -36,6 +41,8 @@ struct Run {
   /// A document of an analysis, as indented JSON text with a final newline.
   void print(const nlohmann::json& document) { out = document.dump(2) + "\n"; }
   void print(std::string text) { out = std::move(text); }
+  /// The optimiser's progress callback for `what` (empty when no progress is shown).
+  std::function<void(const SearchProgress&)> search_progress(const std::string& what);
 };
 
 }  // namespace attnrank::cli

@@ -52,6 +52,7 @@ void add_width_command(CLI::App& app, Run& run) {
   struct Options {
     std::string target, svg, mask = "none";
     WidthQuestion question;
+    RefineFlags refine;
     long max_dk = 0;
     bool json = false, no_search = false;
   };
@@ -62,7 +63,8 @@ void add_width_command(CLI::App& app, Run& run) {
   cmd->add_option("--max-dk", opt->max_dk, "Largest width to try (default: min(n, 16))");
   cmd->add_option("--seed", opt->question.seed, "Seed of the optimiser's restarts (printed)");
   cmd->add_flag("--no-search", opt->no_search,
-                "Skip the optimiser: the bracket from the log-domain starts alone (fast; the upper bounds may be looser)");
+                "The bracket from the log-domain starts alone, whatever else is asked (the default; kept for scripts)");
+  add_refine_options(cmd, opt->refine);
   cmd->add_option("--mask", opt->mask,
                   "causal, none, or a file of 0s and 1s (1: the query may attend): widths of a masked head (the target "
                   "must be 0 exactly at the masked positions)");
@@ -74,7 +76,9 @@ void add_width_command(CLI::App& app, Run& run) {
     WidthQuestion q = opt->question;
     q.target_name = opt->target;
     q.max_dk = opt->max_dk;
-    q.optimise = !opt->no_search;
+    if (opt->no_search && opt->refine.refine) throw input_error("--no-search and --refine ask opposite things; pass one");
+    q.refine = refine_options(opt->refine, opt->no_search ? RefinePolicy::never : RefinePolicy::automatic, run,
+                              "searching the open widths");
     q.mask = run.read_mask(opt->mask, A.rows(), opt->target);
     const WidthAnalysis w = analyze_width(A, q);
     if (!opt->svg.empty()) write_text_file(opt->svg, width_svg(w.result, opt->target));

@@ -187,6 +187,14 @@ py::object released(Analyse&& analyse) {
   return to_python(document);
 }
 
+/// refine: None automatic, True always, False never; time_limit: seconds, None for none.
+RefineOptions refine_options(std::optional<bool> refine, std::optional<double> time_limit) {
+  RefineOptions o;
+  o.policy = !refine ? RefinePolicy::automatic : *refine ? RefinePolicy::always : RefinePolicy::never;
+  o.time_limit = time_limit;
+  return o;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_attnrank, m) {
@@ -222,8 +230,10 @@ PYBIND11_MODULE(_attnrank, m) {
   m.def(
       "reach",
       [](const Matrix<Rational>& A, Eigen::Index dk, std::optional<double> epsilon, std::optional<Mask> mask,
-         std::optional<Matrix<Rational>> x, unsigned bits, std::uint64_t seed, bool full_floor) {
+         std::optional<Matrix<Rational>> x, unsigned bits, std::uint64_t seed, bool full_floor, std::optional<bool> refine,
+         std::optional<double> time_limit) {
         ReachQuestion q;
+        q.refine = refine_options(refine, time_limit);
         q.dk = dk;
         q.epsilon = epsilon;
         q.mask = std::move(mask);
@@ -236,7 +246,7 @@ PYBIND11_MODULE(_attnrank, m) {
         return released([&] { return to_json(analyze_reach(A, q)); });
       },
       py::arg("A"), py::arg("d_k"), py::arg("epsilon"), py::arg("mask"), py::arg("x"), py::arg("bits"), py::arg("seed"),
-      py::arg("full_floor"));
+      py::arg("full_floor"), py::arg("refine"), py::arg("time_limit"));
   m.def(
       "check_certificate",
       [](const Matrix<Rational>& A, const py::object& certificate, std::optional<Mask> mask,
@@ -248,11 +258,12 @@ PYBIND11_MODULE(_attnrank, m) {
   m.def(
       "width",
       [](const Matrix<Rational>& A, double epsilon, Eigen::Index max_dk, std::optional<Mask> mask, std::uint64_t seed,
-         bool optimise) {
-        WidthQuestion q{epsilon, max_dk, std::move(mask), seed, optimise, "A"};
+         bool refine, std::optional<double> time_limit) {
+        WidthQuestion q{epsilon, max_dk, std::move(mask), seed, refine_options(refine, time_limit), "A"};
         return released([&] { return to_json(analyze_width(A, q)); });
       },
-      py::arg("A"), py::arg("epsilon"), py::arg("max_dk"), py::arg("mask"), py::arg("seed"), py::arg("optimise"));
+      py::arg("A"), py::arg("epsilon"), py::arg("max_dk"), py::arg("mask"), py::arg("seed"), py::arg("refine"),
+      py::arg("time_limit"));
   m.def(
       "rank",
       [](const Matrix<Rational>& M, const std::string& mode, unsigned bits, std::optional<double> tol, Eigen::Index top) {

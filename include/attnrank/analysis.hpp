@@ -11,6 +11,7 @@
 #include <attnrank/analysis/layer_analysis.hpp>
 #include <attnrank/analysis/rank_analysis.hpp>
 #include <attnrank/analysis/reach_analysis.hpp>
+#include <attnrank/analysis/refinement.hpp>
 #include <attnrank/analysis/svd_analysis.hpp>
 #include <attnrank/analysis/text_matrix.hpp>
 #include <attnrank/analysis/width_analysis.hpp>

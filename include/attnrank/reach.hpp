@@ -10,6 +10,7 @@
 #include <attnrank/reach/free.hpp>
 #include <attnrank/reach/masked.hpp>
 #include <attnrank/reach/approximate.hpp>
+#include <attnrank/reach/search_monitor.hpp>
 #include <attnrank/reach/embeddings.hpp>
 #include <attnrank/reach/certificate.hpp>
 #include <attnrank/reach/embeddings_certificate.hpp>

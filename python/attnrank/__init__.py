@@ -81,7 +81,16 @@ def _mask(mask, n):
     return _core.mask_from_matrix(exact_matrix(mask, "mask"))
 
 
-def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floor=False):
+def _time_limit(seconds):
+    if seconds is None:
+        return None
+    t = float(seconds)
+    if not (t > 0 and t != float("inf")):
+        raise ValueError(f"time_limit: {seconds!r} is not a positive number of seconds (None: no limit)")
+    return t
+
+
+def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floor=False, refine=None, time_limit=2.0):
     """Can a head of width ``d_k`` produce the attention pattern ``A`` exactly?
 
     Returns ``attnrank reach --json`` as a dict. ``verdict`` is "reachable" or
@@ -91,12 +100,17 @@ def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floo
     on the error of the witness head (``witness_Q``, ``witness_K``, NumPy arrays).
     ``error_lower <= E* <= error_upper`` (proven both ways) bound the best error of any
     head of width d_k, computed up to n = 512 or when ``epsilon`` asks, which also gives
-    ``epsilon_verdict`` ("within", "not_within", "undecided"). ``mask`` ("causal", "none"
-    or a 0/1 array) asks the masked question; ``x`` fixes the embeddings (Q = x W^Q).
-    ``bits`` is the precision of the floor's lower bound, ``seed`` the optimiser's."""
+    ``epsilon_verdict`` ("within", "not_within", "undecided"). By default they are the
+    cheap band (error_upper from the log-domain start); the optimiser sharpens
+    error_upper when ``refine=True``, or when ``epsilon`` is left undecided (``refine=None``,
+    the default), within ``time_limit`` seconds (None: no limit, reproducible from
+    ``seed``); ``refine=False`` never runs it. ``refinement`` says what ran. ``mask``
+    ("causal", "none" or a 0/1 array) asks the masked question; ``x`` fixes the
+    embeddings (Q = x W^Q). ``bits`` is the precision of the floor's lower bound."""
     a = exact_matrix(A, "A")
     return _core.reach(a, int(d_k), None if epsilon is None else float(epsilon), _mask(mask, a.shape[0]),
-                       None if x is None else exact_matrix(x, "x"), int(bits), int(seed), bool(full_floor))
+                       None if x is None else exact_matrix(x, "x"), int(bits), int(seed), bool(full_floor),
+                       None if refine is None else bool(refine), _time_limit(time_limit))
 
 
 def check_certificate(A, certificate, *, mask=None, x=None):
@@ -108,15 +122,17 @@ def check_certificate(A, certificate, *, mask=None, x=None):
     return _core.check_certificate(a, certificate, _mask(mask, a.shape[0]), None if x is None else exact_matrix(x, "x"))
 
 
-def width(A, epsilon, *, max_dk=None, mask=None, seed=1, search=True):
+def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=False, time_limit=2.0):
     """The smallest head width whose best head comes within ``epsilon`` of ``A``:
     ``width_lower <= w* <= width_upper``, proven (every width below width_lower misses
     epsilon; at width_upper a certified witness is within it; ``width_upper`` is None
     when no width up to ``max_dk``, default min(n, 16), has one). ``profile`` lists each
-    width's proven band on E*. ``search=False`` skips the optimiser (fast, looser)."""
+    width's proven band on E*. By default the bracket comes from the log-domain starts
+    (fast); ``refine=True`` runs the optimiser where it is open, within ``time_limit``
+    seconds (None: no limit, reproducible from ``seed``). ``refinement`` says what ran."""
     a = exact_matrix(A, "A")
     return _core.width(a, float(epsilon), 0 if max_dk is None else int(max_dk), _mask(mask, a.shape[0]), int(seed),
-                       bool(search))
+                       bool(refine), _time_limit(time_limit))
 
 
 def rank(M, mode="exact", *, bits=53, tol=None, top=None):

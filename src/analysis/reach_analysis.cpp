@@ -97,6 +97,7 @@ ReachAnalysis analyze_reach(const Matrix<Rational>& A, const ReachQuestion& q) {
   if (q.epsilon && !(*q.epsilon >= 0 && *q.epsilon <= 1))
     throw input_error("--epsilon " + std::to_string(*q.epsilon) +
                       " is outside [0, 1] (attention weights lie in [0, 1])");
+  validate(q.refine);
   ReachAnalysis out;
   out.n = A.rows();
   out.dk = q.dk;
@@ -113,13 +114,18 @@ ReachAnalysis analyze_reach(const Matrix<Rational>& A, const ReachQuestion& q) {
   ApproxOptions ao;
   ao.bits = std::max(q.bits, 64u);
   ao.seed = q.seed;
-  ao.optimise = q.optimise;
   const bool bound_error = q.error_bounds == ErrorBoundsPolicy::always ||
                            (q.error_bounds == ErrorBoundsPolicy::automatic &&
                             (q.epsilon || A.rows() <= q.error_bounds_size_limit));
   const ApproxBounds* approx = nullptr;
-  const auto run_bounds = [&](auto&& compute) {
-    if (bound_error) approx = &out.approx.emplace(compute());
+  // The cheap band first; the optimiser when the policy says so (refinement.hpp).
+  const auto needs_refinement = [&](const ApproxBounds& cheap) {
+    return q.epsilon && epsilon_verdict(cheap, *q.epsilon) == EpsilonVerdict::undecided;
+  };
+  const auto run_bounds = [&](const std::function<ApproxBounds(const ApproxOptions&)>& compute) {
+    if (bound_error)
+      approx = &out.approx.emplace(refined_bounds(ao, q.refine, compute, needs_refinement,
+                                                  "run because the cheap band left epsilon undecided", out.refinement));
   };
 
   if (q.mask) {
@@ -128,13 +134,13 @@ ReachAnalysis analyze_reach(const Matrix<Rational>& A, const ReachQuestion& q) {
     if (q.x) {
       naming_x(q.x_name, [&] {
         out.masked_embeddings = reach_with_embeddings(A, *q.x, q.dk, mask, o);
-        run_bounds([&] { return approx_error_bounds(A, *q.x, q.dk, mask, ao); });
+        run_bounds([&](const ApproxOptions& o) { return approx_error_bounds(A, *q.x, q.dk, mask, o); });
         return 0;
       });
       out.certificate = make_masked_embeddings_certificate(A, *q.x, mask, *out.masked_embeddings, approx, q.epsilon);
     } else {
       out.masked = reach(A, q.dk, mask, o);
-      run_bounds([&] { return approx_error_bounds(A, q.dk, mask, ao); });
+      run_bounds([&](const ApproxOptions& o) { return approx_error_bounds(A, q.dk, mask, o); });
       out.certificate = make_masked_reach_certificate(A, mask, *out.masked, approx, q.epsilon);
     }
   } else {
@@ -142,13 +148,13 @@ ReachAnalysis analyze_reach(const Matrix<Rational>& A, const ReachQuestion& q) {
     if (q.x) {
       naming_x(q.x_name, [&] {
         out.embeddings = reach_with_embeddings(A, *q.x, q.dk, o);
-        run_bounds([&] { return approx_error_bounds(A, *q.x, q.dk, ao); });
+        run_bounds([&](const ApproxOptions& o) { return approx_error_bounds(A, *q.x, q.dk, o); });
         return 0;
       });
       out.certificate = make_embeddings_certificate(A, *q.x, *out.embeddings, approx, q.epsilon);
     } else {
       out.free = reach(A, q.dk, o);
-      run_bounds([&] { return approx_error_bounds(A, q.dk, ao); });
+      run_bounds([&](const ApproxOptions& o) { return approx_error_bounds(A, q.dk, o); });
       out.certificate = make_reach_certificate(A, *out.free, approx, q.epsilon);
     }
   }

@@ -146,9 +146,15 @@ std::string narrate(const ReachAnalysis& r) {
   return s.str();
 }
 
+/// How a bound's witness error was certified, from the bits it records.
+std::string certified_how(unsigned bits) {
+  return bits == 53 ? "in doubles with directed rounding" : "in MPFI (" + std::to_string(bits) + " bits)";
+}
+
 /// error_lower <= E* <= error_upper with their proofs, in words.
 std::string bounds_lines(const ReachAnalysis& r, const ApproxBounds& b) {
   const bool masked = r.is_masked(), embeddings = r.on_embeddings();
+  const unsigned bits = embeddings ? b.weights_error_bits : b.witness.error_bits;
   std::ostringstream s;
   s << "how close: " << format_lower_bound(b.error_lower) << " <= E* <= " << format_upper_bound(b.error_upper)
     << " (certified both ways), E* = the smallest max |" << (masked ? "masked " : "")
@@ -157,17 +163,23 @@ std::string bounds_lines(const ReachAnalysis& r, const ApproxBounds& b) {
   if (!std::isfinite(b.error_upper)) {
     s << "  upper: none proven (no witness's error could be bounded: X beyond the double range leaves no double "
          "weights)\n";
+  } else if (!r.refinement.ran) {
+    s << "  upper: "
+      << (masked ? (embeddings ? "the free masked witness at width min(d_k, rank X) mapped through X"
+                               : "the masked witness above")
+                 : (embeddings ? "the log-domain start (truncated SVD of log(A) C) mapped through X's pseudo-inverse"
+                               : "the log-domain start (truncated SVD of log(A) C)"))
+      << ", its error certified " << certified_how(bits) << "\n";
   } else if (masked) {
     s << "  upper: " << (embeddings ? "optimised head weights on X" : "an optimised masked witness")
       << " (L-BFGS on the masked softmax from "
       << (embeddings ? "the free masked witness at width min(d_k, rank X) mapped through X" : "the witness above")
-      << ", seed " << r.seed << "), its error certified "
-      << (embeddings ? "in MPFI" : "in doubles with directed rounding")
+      << ", seed " << r.seed << "), its error certified " << certified_how(bits)
       << (b.start_error > b.error_upper ? " (the start alone: " + format_upper_bound(b.start_error) + ")" : "") << "\n";
   } else {
     s << "  upper: " << (embeddings ? "optimised head weights on X" : "an optimised witness")
       << " (L-BFGS from the log-domain and floored-target starts and seeded restarts, seed " << r.seed
-      << "), its error certified in MPFI"
+      << "), its error certified " << certified_how(bits)
       << (b.start_error > b.error_upper ? " (the SVD start alone: " + format_upper_bound(b.start_error) + ")" : "")
       << "\n";
   }
@@ -175,7 +187,7 @@ std::string bounds_lines(const ReachAnalysis& r, const ApproxBounds& b) {
   if (masked && b.error_lower > 0)
     s << (embeddings ? " (at width min(d_k, rank X))" : "")
       << " (inside the allowed set: every entry it uses exceeds epsilon, so none is masked)";
-  s << "\n";
+  s << "\n" << refinement_line(r.refinement);
   return s.str();
 }
 
@@ -216,7 +228,7 @@ json to_json(const ReachAnalysis& r) {
   }
   if (!r.hint().empty()) j["hint"] = r.hint();
   if (r.zeros_causal) j["note"] = causal_note;
-  // The witness heads: the optimised one when the error bounds ran, else the decision's.
+  // The witness heads: the error bounds' one when they ran, else the decision's.
   if (r.on_embeddings()) {
     const EmbeddingsReach* e = r.embeddings ? &*r.embeddings : nullptr;
     j["x_full_row_rank"] = e ? e->x_full_row_rank : r.masked_embeddings->x_full_row_rank;
@@ -231,6 +243,7 @@ json to_json(const ReachAnalysis& r) {
     j["error_lower"] = lower_bound_json(b->error_lower);
     j["error_upper"] = upper_bound_json(b->error_upper);
     j["error_lower_reason"] = b->lower_reason;
+    j["refinement"] = to_json(r.refinement);
     j["seed"] = r.seed;
     if (r.on_embeddings()) {
       j["witness_W_Q"] = matrix_json(b->WQ);

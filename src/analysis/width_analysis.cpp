@@ -19,14 +19,20 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
   if (max_dk < 1 || max_dk > n)
     throw input_error("--max-dk " + std::to_string(q.max_dk) + " is out of range: 1 <= max d_k <= n = " +
                       std::to_string(n));
+  validate(q.refine);
+  // Every width at once: the starts' bracket answers in about the time of one
+  // SVD, while a search rarely settles a width whose start misses epsilon by
+  // much, so it runs only when asked; approx_width then searches only where the
+  // bracket is open, and the monitor bounds it.
+  SearchMonitor monitor(q.refine.time_limit, q.refine.on_progress);
   ApproxOptions o;
   o.seed = q.seed;
-  o.optimise = q.optimise;
+  o.optimise = q.refine.policy == RefinePolicy::always;
+  o.monitor = &monitor;
   WidthAnalysis out;
   out.n = n;
   out.target_name = q.target_name;
   out.seed = q.seed;
-  out.optimise = q.optimise;
   if (q.mask) {
     validate_masked_target(A, *q.mask, q.target_name);
     out.mask_name = q.mask->name();
@@ -34,6 +40,18 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
   } else {
     out.result = approx_width(A, q.epsilon, max_dk, o);
   }
+  Refinement& r = out.refinement;
+  r.time_limit = q.refine.time_limit;
+  r.evaluations = monitor.evaluations();
+  r.ran = r.evaluations > 0;
+  r.time_limit_reached = monitor.deadline_reached();
+  r.improved_upper = out.result.width_upper != out.result.start_width_upper;
+  const bool open = out.result.start_width_upper == 0 || out.result.start_width_upper > out.result.width_lower;
+  r.reason = !open ? "not needed: the starts settle the bracket"
+             : q.refine.policy == RefinePolicy::never ? "not run (--no-search)"
+             : !o.optimise ? "not asked: --refine searches the open widths within --time-limit"
+             : r.ran       ? "run where the starts left the bracket open"
+                           : "asked, but no search could start";
   return out;
 }
 
@@ -51,7 +69,8 @@ nlohmann::json to_json(const WidthAnalysis& a) {
                         {"width_lower", w.width_lower},
                         {"width_upper", w.width_upper == 0 ? json(nullptr) : json(w.width_upper)},
                         {"seed", a.seed},
-                        {"optimised", a.optimise},
+                        {"optimised", a.refinement.ran},
+                        {"refinement", to_json(a.refinement)},
                         {"profile", profile}},
                        "width");
 }
@@ -78,12 +97,16 @@ std::string to_text(const WidthAnalysis& a) {
   for (const WidthProfileEntry& e : w.profile)
     t << "  " << e.dk << (e.dk < 10 ? "     " : e.dk < 100 ? "    " : "   ") << format_lower_bound(e.error_lower)
       << " <= E* <= " << format_upper_bound(e.error_upper) << "\n";
-  if (!a.optimise)
+  const Refinement& r = a.refinement;
+  if (!r.ran)
     t << "  upper bounds from the " << (masked ? "masked completion's fit" : "log-domain starts")
-      << " only (--no-search); the optimiser may lower them\n";
+      << " (cheap band; optimiser " << r.reason << ")\n";
   else
-    t << "  seed " << a.seed
-      << " (optimiser restarts, run only where the answer was open; the bounds are certified whatever the seed)\n";
+    t << "  seed " << a.seed << " (optimiser restarts, " << r.reason << ", "
+      << time_limit_words(r)
+      << "; the bounds are certified whatever the seed)\n";
+  if (r.time_limit_reached)
+    t << "  the optimiser stopped at the time limit: a larger --time-limit (0: none) may lower width_upper\n";
   return t.str();
 }
 

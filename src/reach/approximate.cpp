@@ -165,10 +165,11 @@ Eigen::VectorXd weights_start(const Witness& w, const Embeddings& e, Index dk) {
   return x;
 }
 
-/// How the upper bound's witnesses are certified: in MPFI at the options' bits
-/// (what certificates and their checker use), or in doubles with directed
-/// rounding (attention/certified_softmax.hpp: as certified, far faster; width).
-enum class Certification { mpfi, doubles };
+/// How the upper bound's witnesses are certified: as producers state them
+/// (stated_witness_error: doubles with directed rounding, MPFI at the options'
+/// bits where that bound is mostly rounding slack or overflows), or in doubles
+/// only (width's many witnesses).
+enum class Certification { stated, doubles };
 
 /// max |softmax(Q K^T / sqrt(d_k)) - T| in doubles: uncertified, a few ulps from the truth.
 double approx_witness_error(const Eigen::MatrixXd& T, const Witness& w) {
@@ -186,14 +187,15 @@ void upper_bound(Context& c, Index dk, const ApproxOptions& o, Certification how
   std::vector<Witness> free_starts;
   for (const TruncatedSvd& svd : c.start_svds(o.optimise)) free_starts.push_back(start_at(svd, std::min(dk, n)));
   const auto certify_free = [&](Witness& w) {
-    if (how == Certification::mpfi) {
-      w.error_bits = bits;
-      w.max_abs_error = certified_witness_error(A, w.Q, w.K, bits);
+    if (how == Certification::stated) {  // the stated route: doubles, MPFI where they are mostly slack
+      w.max_abs_error = stated_witness_error(A, w.Q, w.K, bits, w.error_bits, &c.bounds);
     } else {
       w.error_bits = 53;  // doubles and directed rounding
       w.max_abs_error = fast_certified_witness_error(c.bounds, w.Q, w.K);
     }
   };
+
+
   std::vector<Eigen::VectorXd> starts;
   if (!emb) {
     for (const Witness& w : free_starts) starts.push_back(pack(w));
@@ -280,7 +282,7 @@ ApproxBounds bounds_at(Context& c, Index dk, const ApproxOptions& o, Certificati
 ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Index dk, const ApproxOptions& o) {
   validate(A, dk);
   Context c(A, dk, dk + 1);
-  return bounds_at(c, dk, o, Certification::mpfi);
+  return bounds_at(c, dk, o, Certification::stated);
 }
 
 ApproxBounds approx_error_bounds(const Matrix<Rational>& A, const Matrix<Rational>& X, Index dk,
@@ -290,7 +292,7 @@ ApproxBounds approx_error_bounds(const Matrix<Rational>& A, const Matrix<Rationa
   if (e.X.allFinite()) e.pinv = e.X.completeOrthogonalDecomposition().pseudoInverse();
   e.rank = A.rows() - exact_kernel_basis(Matrix<Rational>(X.transpose())).cols();  // exact: N^T X = 0 spans the rest
   Context c(A, dk, std::min(dk, e.rank) + 1, &e);
-  return bounds_at(c, dk, o, Certification::mpfi);
+  return bounds_at(c, dk, o, Certification::stated);
 }
 
 EpsilonVerdict epsilon_verdict(const ApproxBounds& b, double epsilon) {
@@ -411,6 +413,7 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
     out.profile.push_back({dk, b.error_lower, b.error_upper});
   }
   detail::settle_width(out);
+  out.start_width_upper = out.width_upper;
   // Then the search, where it can lower width_upper; each result certified in doubles.
   if (o.optimise)
     detail::search_open_widths(out, [&](Index dk) {

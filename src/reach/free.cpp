@@ -14,6 +14,27 @@
 #include <tuple>
 
 namespace attnrank {
+double stated_witness_error(const Matrix<Rational>& A, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
+                            unsigned mpfi_bits, unsigned& bits, const BoundsMatrix* target_bounds) {
+  const double fast = target_bounds ? fast_certified_witness_error(*target_bounds, Q, K)
+                                    : fast_certified_witness_error(normalized_target_bounds(A), Q, K);
+  bits = 53;
+  if (std::isfinite(fast) && !(fast < witness_error_mpfi_below)) return fast;
+  const unsigned precise_bits = std::max(mpfi_bits, 64u);
+  const double precise = certified_witness_error(A, Q, K, precise_bits);
+  if (precise < fast || !std::isfinite(fast)) {
+    bits = precise_bits;
+    return precise;
+  }
+  return fast;
+}
+
+bool witness_error_within(const Matrix<Rational>& A, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
+                          unsigned bits, double stated) {
+  if (fast_certified_witness_error(normalized_target_bounds(A), Q, K) <= stated) return true;
+  return certified_witness_error(A, Q, K, std::max(bits, 64u)) <= stated;
+}
+
 namespace detail {
 
 using Eigen::Index;
@@ -258,8 +279,7 @@ ReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const ReachOptions
       res.witness = std::move(w);
     } else {
       Witness w = truncated_witness(L, dk);
-      w.error_bits = std::max(o.bits, 64u);
-      w.max_abs_error = certified_witness_error(A, w.Q, w.K, w.error_bits);
+      w.max_abs_error = stated_witness_error(A, w.Q, w.K, o.bits, w.error_bits);
       res.witness = std::move(w);
     }
   }

@@ -157,6 +157,7 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
     w.profile.push_back({dk, b.error_lower, b.error_upper});
   }
   detail::settle_width(w);
+  w.start_width_upper = w.width_upper;
   if (options.optimise) {
     const Matrix<Rational> positive = detail::allowed_zeros_replaced(A, mask);
     detail::search_open_widths(w, [&](Index dk) {

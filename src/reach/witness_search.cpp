@@ -16,15 +16,17 @@ namespace {
 
 using Eigen::Index;
 
-/// Thrown by the surrogate when the evaluation budget is spent: ends the run.
+/// Thrown by the surrogate when the evaluation budget is spent or the monitor's
+/// deadline has passed: ends the run.
 struct BudgetSpent {};
 
 /// The surrogate as LBFGSpp calls it (see surrogate_value), keeping the point
 /// with the smallest max |D| it has seen: the optimiser is not trusted to end there.
 class Surrogate {
  public:
-  Surrogate(const Eigen::MatrixXd& T, Index dk, const Eigen::MatrixXd* X, const Mask* mask, double tau, long& budget)
-      : T_(T), X_(X), mask_(mask), dk_(dk), tau_(tau), budget_(budget) {}
+  Surrogate(const Eigen::MatrixXd& T, Index dk, const Eigen::MatrixXd* X, const Mask* mask, double tau, long& budget,
+            SearchMonitor* monitor)
+      : T_(T), X_(X), mask_(mask), dk_(dk), tau_(tau), budget_(budget), monitor_(monitor) {}
 
   double operator()(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
     if (budget_-- <= 0) throw BudgetSpent{};
@@ -33,6 +35,11 @@ class Surrogate {
     if (std::isfinite(worst) && worst < best_error_) {
       best_error_ = worst;
       best_ = x;
+    }
+    // After the point is kept: a deadline never loses the evaluation that met it.
+    if (monitor_ && monitor_->evaluation(worst)) {
+      budget_ = 0;
+      throw BudgetSpent{};
     }
     return f;
   }
@@ -47,6 +54,7 @@ class Surrogate {
   Index dk_;
   double tau_;
   long& budget_;
+  SearchMonitor* monitor_;
   double best_error_ = inf;
   Eigen::VectorXd best_;
 };
@@ -55,7 +63,8 @@ class Surrogate {
 /// times colder than the last (the temperature follows the max error). Returns
 /// the point with the smallest max error seen (x if none better).
 Eigen::VectorXd optimise(const Eigen::MatrixXd& T, Index dk, const Eigen::MatrixXd* X, const Mask* mask,
-                         const Eigen::VectorXd& x, int max_iterations, long& budget, double& best_error) {
+                         const Eigen::VectorXd& x, int max_iterations, long& budget, double& best_error,
+                         SearchMonitor* monitor) {
   LBFGSpp::LBFGSParam<double> param;
   param.max_iterations = max_iterations;
   param.epsilon = 1e-12;
@@ -73,7 +82,7 @@ Eigen::VectorXd optimise(const Eigen::MatrixXd& T, Index dk, const Eigen::Matrix
     const double tau = stage == 0 ? 0.0 : scale * scale / std::pow(8.0, stage);
     if (stage > 0 && !(tau > 0)) break;
     if (budget <= 0) break;
-    Surrogate f(T, dk, X, mask, tau, budget);
+    Surrogate f(T, dk, X, mask, tau, budget, monitor);
     LBFGSpp::LBFGSSolver<double, LBFGSpp::LineSearchNocedalWright> solver(param);
     // A line search that cannot progress throws; the run then starts afresh
     // (memory cleared) from the best point, while that still helps.
@@ -167,10 +176,10 @@ Eigen::VectorXd search_witness(const Eigen::MatrixXd& T, Index dk, const Eigen::
   Eigen::VectorXd best_x;
   double best_error = inf;
   for (const Eigen::VectorXd& x : starts) {
-    if (budget <= 0) break;
+    if (budget <= 0 || (o.monitor && o.monitor->past_deadline())) break;
     if (!x.allFinite()) continue;
     double run_error = inf;
-    Eigen::VectorXd y = optimise(T, dk, X, mask, x, o.max_iterations, budget, run_error);
+    Eigen::VectorXd y = optimise(T, dk, X, mask, x, o.max_iterations, budget, run_error, o.monitor);
     if (y.allFinite() && run_error < best_error) {
       best_error = run_error;
       best_x = std::move(y);

@@ -38,7 +38,7 @@ TEST_CASE("attnrank::analyze_reach", "[property]") {
     const bool masked = *rc::gen::arbitrary<bool>();
     ReachQuestion q;
     q.dk = dk;
-    q.optimise = false;  // the starts only: the law is about the choice, not the search
+    q.refine.policy = RefinePolicy::never;  // the starts only: the law is about the choice, not the search
     if (masked) q.mask = Mask::causal(n);
     Matrix<Rational> A = gen_target(n, *rc::gen::inRange<Eigen::Index>(1, n + 1));
     if (masked) A = masked_power_target(gen_low_rank_exponents(n, 2), *q.mask);
@@ -69,7 +69,7 @@ TEST_CASE("attnrank::analyze_reach", "[property]") {
     const auto n = *rc::gen::inRange<Eigen::Index>(2, 6);
     ReachQuestion q;
     q.dk = 1;
-    q.optimise = false;
+    q.refine.policy = RefinePolicy::never;
     const nlohmann::json free = to_json(analyze_reach(gen_target(n, 1), q));
     q.mask = Mask::causal(n);
     const nlohmann::json masked = to_json(analyze_reach(masked_power_target(gen_low_rank_exponents(n, 1), *q.mask), q));
@@ -89,7 +89,7 @@ TEST_CASE("attnrank::analyze_reach", "[property]") {
     const auto n = *rc::gen::inRange<Eigen::Index>(2, 6);
     ReachQuestion q;
     q.dk = *rc::gen::inRange<Eigen::Index>(1, n + 1);
-    q.optimise = false;
+    q.refine.policy = RefinePolicy::never;
     if (*rc::gen::arbitrary<bool>()) q.mask = Mask::causal(n);
     const Matrix<Rational> A = q.mask ? masked_power_target(gen_low_rank_exponents(n, 2), *q.mask) : gen_target(n, 2);
     const ReachAnalysis r = analyze_reach(A, q);
@@ -103,7 +103,7 @@ TEST_CASE("attnrank::analyze_reach", "[property]") {
       for (Eigen::Index j = 0; j < 5; ++j) A(i, j) = i == j ? Rational(3, 5) : Rational(1, 10);
     ReachQuestion q;
     q.dk = 1;
-    q.optimise = false;
+    q.refine.policy = RefinePolicy::never;
     q.error_bounds_size_limit = 4;
     CHECK_FALSE(analyze_reach(A, q).approx);
     CHECK(to_json(analyze_reach(A, q)).contains("error_upper") == false);
@@ -167,7 +167,7 @@ TEST_CASE("attnrank::analyze_width, analyze_rank, analyze_svd: their writers", "
     WidthQuestion q;
     q.epsilon = 0;
     q.max_dk = 2;
-    q.optimise = false;
+    q.refine.policy = RefinePolicy::never;
     const WidthAnalysis none = analyze_width(A, q);
     CHECK(none.result.width_upper == 0);
     CHECK(to_json(none)["width_upper"].is_null());

@@ -88,6 +88,7 @@ runs = [
     ["reach", "diag:3:0.8", "--dk", "1"], ["reach", "diag:3:0.8", "--dk", "2", "--certificate", cert],
     ["reach", "diag:3:0.8", "--check", cert],
     ["reach", "diag:3:0.8", "--dk", "1", "--epsilon", "0.1"], ["reach", f"{data}/previous-token.csv", "--dk", "2"],
+    ["reach", "diag:6:0.7", "--dk", "2"], ["reach", "diag:6:0.7", "--dk", "2", "--refine", "--time-limit", "0"],
     ["reach", f"{data}/causal-8.csv", "--dk", "4"],
     ["reach", f"{data}/causal-8.csv", "--mask", "causal", "--dk", "3"],
     ["reach", f"{data}/causal-8.csv", "--mask", "causal", "--dk", "4", "--epsilon", "0.01", "--certificate", causal_cert],
@@ -166,6 +167,8 @@ variants = {
     f"reach {zero_free} --dk 1": lambda d: d["zero_entry"] == {"row": 1, "column": 3},
     f"reach {zero_causal} --mask causal --dk 1": lambda d: d["zero_entry"] == {"row": 3, "column": 1},
     "reach diag:600:0.5 --dk 1": lambda d: "error_upper" not in d,
+    "reach diag:6:0.7 --dk 2": lambda d: not d["refinement"]["ran"],
+    "reach diag:6:0.7 --dk 2 --refine --time-limit 0": lambda d: d["refinement"]["ran"] and d["refinement"]["time_limit"] is None,
     "rank hilbert:6 --mode numeric": lambda d: "rank_lower" not in d and "approx_rank_lower" in d,
     "example": lambda d: d["schema"] == "attnrank/example/1",
 }

@@ -305,3 +305,28 @@ def test_certificates_round_trip_and_a_wrong_one_is_rejected():
     assert attnrank.check_certificate(a, cert)["valid"] is True
     with pytest.raises(ValueError, match="certificate"):
         attnrank.check_certificate(np.array([[0.5, 0.5, 0], [0.2, 0.3, 0.5], [0.1, 0.2, 0.7]]) + 0.1, cert)
+
+
+def test_the_default_band_is_cheap_and_refine_only_narrows_it():
+    rng = np.random.default_rng(SEED)
+    a = pattern(12, rng)
+    cheap = attnrank.reach(a, 2)
+    assert not cheap["refinement"]["ran"]
+    refined = attnrank.reach(a, 2, refine=True, time_limit=None)
+    assert refined["refinement"]["ran"] and refined["refinement"]["time_limit"] is None
+    assert float(refined["error_lower"]) >= float(cheap["error_lower"])
+    assert float(refined["error_upper"]) <= float(cheap["error_upper"])
+    # epsilon inside the cheap band: the optimiser runs by itself, refine=False keeps it off
+    lo, hi = float(cheap["error_lower"]), float(cheap["error_upper"])
+    middle = (lo + hi) / 2
+    assert attnrank.reach(a, 2, epsilon=middle)["refinement"]["ran"]
+    assert not attnrank.reach(a, 2, epsilon=middle, refine=False)["refinement"]["ran"]
+    w = attnrank.width(a, 0.05)
+    assert not w["refinement"]["ran"]
+    wr = attnrank.width(a, 0.05, refine=True, time_limit=None)
+    assert wr["width_lower"] == w["width_lower"]
+    if w["width_upper"] is not None:
+        assert wr["width_upper"] <= w["width_upper"]
+    for bad in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="time_limit"):
+            attnrank.reach(a, 2, time_limit=bad)

@@ -12,6 +12,7 @@
 // `best_error` is the smallest certified witness error the pipeline holds.
 // Nothing here is global: two analyses run side by side in two threads.
 
+#include <attnrank/analysis/refinement.hpp>
 #include <attnrank/attention/mask.hpp>
 #include <attnrank/reach/approximate.hpp>
 #include <attnrank/reach/embeddings.hpp>
@@ -43,7 +44,9 @@ struct ReachQuestion {
   std::uint64_t seed = 1;                ///< the optimiser's restarts (ApproxOptions::seed)
   ErrorBoundsPolicy error_bounds = ErrorBoundsPolicy::automatic;
   Eigen::Index error_bounds_size_limit = 512;
-  bool optimise = true;                  ///< ApproxOptions::optimise for the error bounds
+  /// When the optimiser sharpens error_upper (analysis/refinement.hpp): by default
+  /// only when epsilon is asked and the cheap band leaves it undecided, for 2 s.
+  RefineOptions refine;
   /// Names for messages and reports: the target and X as the user gave them.
   std::string target_name = "target", x_name = "X";
 };
@@ -62,6 +65,8 @@ struct ReachAnalysis {
   std::optional<MaskedEmbeddingsReach> masked_embeddings;
   /// error_lower <= E* <= error_upper, when the policy ran them.
   std::optional<ApproxBounds> approx;
+  /// Whether the optimiser refined them, and within what budget.
+  Refinement refinement;
   std::optional<double> epsilon;
   std::uint64_t seed = 1;
   Eigen::Index error_bounds_size_limit = 512;

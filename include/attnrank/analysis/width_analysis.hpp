@@ -10,6 +10,7 @@
 // a proven band on E*. width_upper is absent (JSON null) when no width up to
 // max_dk has a certified witness within epsilon.
 
+#include <attnrank/analysis/refinement.hpp>
 #include <attnrank/attention/mask.hpp>
 #include <attnrank/reach/approximate.hpp>
 
@@ -26,7 +27,9 @@ struct WidthQuestion {
   Eigen::Index max_dk = 0;    ///< largest width tried; 0: min(n, 16)
   std::optional<Mask> mask;   ///< widths of a masked head
   std::uint64_t seed = 1;     ///< the optimiser's restarts
-  bool optimise = true;       ///< false: the log-domain starts only (fast; looser upper bounds)
+  /// The bracket from the starts is the default answer (automatic, never); with
+  /// always (--refine) the search runs where it is open, within refine.time_limit.
+  RefineOptions refine;
   std::string target_name = "target";
 };
 
@@ -34,7 +37,7 @@ struct WidthAnalysis {
   Eigen::Index n = 0;
   std::string target_name, mask_name = "none";
   std::uint64_t seed = 1;
-  bool optimise = true;
+  Refinement refinement;
   WidthResult result;  ///< epsilon, max_dk, the bracket and the profile
 };
 

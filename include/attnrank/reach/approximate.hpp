@@ -23,6 +23,7 @@
 
 #include <attnrank/linalg/certified_svd.hpp>
 #include <attnrank/reach/free.hpp>
+#include <attnrank/reach/search_monitor.hpp>
 
 #include <Eigen/Core>
 
@@ -47,6 +48,9 @@ struct ApproxOptions {
   /// false: no search, the log-domain and floored starts only (fast; the upper
   /// bounds are those of the starts).
   bool optimise = true;
+  /// The searches' wall-clock budget and progress, shared by every copy of these
+  /// options (nullptr: the evaluation budget alone ends a search). Not owned.
+  SearchMonitor* monitor = nullptr;
 };
 
 /// The proof of error_lower (empty when error_lower is 0): the rows R and
@@ -108,6 +112,8 @@ struct WidthProfileEntry {
 struct WidthResult {
   double epsilon = 0;
   Eigen::Index width_lower = 1, width_upper = 0, max_dk = 0;
+  /// width_upper from the starts alone, before any search (0: none within epsilon).
+  Eigen::Index start_width_upper = 0;
   std::vector<WidthProfileEntry> profile;
 };
 

@@ -116,6 +116,23 @@ double certified_witness_error(const Matrix<Rational>& A, const Eigen::MatrixXd&
 /// is not finite or a bound overflows.
 double fast_certified_witness_error(const BoundsMatrix& target, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K);
 
+/// The certified error of a double witness as producers state it: in doubles with
+/// directed rounding (fast_certified_witness_error: a few ulps looser than MPFI,
+/// some 30 times faster at n = 512); in MPFI at max(mpfi_bits, 64) as well where
+/// that bound is below witness_error_mpfi_below (a near-exact witness, whose bound
+/// is mostly rounding slack that MPFI removes) or not finite; the smaller is kept.
+/// `bits` receives the route of the bound returned: 53 for doubles, else MPFI's.
+/// `target_bounds`: normalized_target_bounds(A), when the caller has it.
+inline constexpr double witness_error_mpfi_below = 1e-9;
+double stated_witness_error(const Matrix<Rational>& A, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
+                            unsigned mpfi_bits, unsigned& bits, const BoundsMatrix* target_bounds = nullptr);
+
+/// What a checker re-proves for a stated error: true when either route (doubles
+/// with directed rounding, or MPFI at max(bits, 64)) bounds the witness's error by
+/// `stated`. Either is a proof; the cheap one is tried first.
+bool witness_error_within(const Matrix<Rational>& A, const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
+                          unsigned bits, double stated);
+
 /// The same for an exact (rational) witness, all in MPFI at `bits`.
 double certified_witness_error(const Matrix<Rational>& A, const Matrix<Rational>& Q, const Matrix<Rational>& K,
                                unsigned bits);

@@ -1,0 +1,70 @@
+#pragma once
+// When the optimiser sharpens error_upper, and on what budget: one policy for
+// reach, width and scan. The default answers fast: the cheap certified band
+// (error_lower from certified singular values, error_upper from the SVD or
+// completion start, certified) always; the L-BFGS search only when asked, or when
+// the question needs it and the cheap band cannot settle it, within a time limit.
+//
+// Guarantee: refinement never weakens a bound. The refined band is the cheap one
+// intersected with the search's (the larger proven lower bound, the smaller
+// certified upper bound), so it lies inside the cheap band; every bound the
+// default leaves out is one flag away (--refine, --time-limit).
+
+#include <attnrank/reach/approximate.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace attnrank {
+
+enum class RefinePolicy {
+  automatic,  ///< only when the question needs it (reach: epsilon left undecided; width: the bracket open)
+  always,     ///< --refine
+  never,      ///< the cheap band only, whatever the question
+};
+
+struct RefineOptions {
+  RefinePolicy policy = RefinePolicy::automatic;
+  /// Wall-clock seconds for all of an analysis' searches together (nullopt: none,
+  /// the evaluation budget alone, and the result is reproducible from the seed).
+  std::optional<double> time_limit = 2.0;
+  /// Progress while the search runs (the CLI prints it on stderr when that is a terminal).
+  std::function<void(const SearchProgress&)> on_progress;
+};
+
+/// What refinement did, for the result and its report.
+struct Refinement {
+  bool ran = false;
+  std::string reason;                 ///< why it ran, or why not
+  std::optional<double> time_limit;   ///< as asked
+  bool time_limit_reached = false;    ///< the search stopped at the limit: more time may sharpen error_upper
+  bool improved_upper = false;        ///< the search lowered error_upper below the cheap start's
+  long evaluations = 0;
+};
+
+/// input_error unless the time limit is positive and finite (or absent).
+void validate(const RefineOptions& options);
+
+/// The cheap band and the refined one as one proven band: the larger error_lower
+/// (with its proof) and the smaller error_upper (with its witness).
+ApproxBounds intersect_bands(const ApproxBounds& cheap, ApproxBounds refined);
+
+/// Runs compute(options) once with the optimiser off; then, when `refine(cheap)`
+/// says so, again with it on under a SearchMonitor for options.time_limit, and
+/// intersects the two. `reason` receives why refinement did or did not run.
+ApproxBounds refined_bounds(const ApproxOptions& base, const RefineOptions& options,
+                            const std::function<ApproxBounds(const ApproxOptions&)>& compute,
+                            const std::function<bool(const ApproxBounds&)>& needs_refinement,
+                            const std::string& needs_reason, Refinement& report);
+
+/// {"ran", "reason", "time_limit", "time_limit_reached", "improved"} (improved: the search lowered the upper bound).
+nlohmann::json to_json(const Refinement& r);
+/// "time limit 2 s" or "no time limit".
+std::string time_limit_words(const Refinement& r);
+/// One line for the text reports: what the band is made of and how to get further.
+std::string refinement_line(const Refinement& r);
+
+}  // namespace attnrank

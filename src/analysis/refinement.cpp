@@ -1,0 +1,96 @@
+// The refinement policy (analysis/refinement.hpp).
+#include <attnrank/analysis/refinement.hpp>
+
+#include <attnrank/numbers/decimal.hpp>
+
+#include <cmath>
+#include <sstream>
+
+namespace attnrank {
+
+void validate(const RefineOptions& o) {
+  if (o.time_limit && !(std::isfinite(*o.time_limit) && *o.time_limit > 0))
+    throw input_error("--time-limit " + std::to_string(*o.time_limit) +
+                      " is not a positive number of seconds (0 on the command line means no limit)");
+}
+
+ApproxBounds intersect_bands(const ApproxBounds& cheap, ApproxBounds refined) {
+  if (cheap.error_lower > refined.error_lower) {
+    refined.error_lower = cheap.error_lower;
+    refined.lower_proof = cheap.lower_proof;
+    refined.lower_reason = cheap.lower_reason;
+  }
+  if (cheap.error_upper < refined.error_upper) {
+    refined.error_upper = cheap.error_upper;
+    refined.witness = cheap.witness;
+    refined.WQ = cheap.WQ;
+    refined.WK = cheap.WK;
+    refined.weights_error_bits = cheap.weights_error_bits;
+  }
+  refined.start_error = std::min(cheap.start_error, refined.start_error);
+  return refined;
+}
+
+ApproxBounds refined_bounds(const ApproxOptions& base, const RefineOptions& options,
+                            const std::function<ApproxBounds(const ApproxOptions&)>& compute,
+                            const std::function<bool(const ApproxBounds&)>& needs_refinement,
+                            const std::string& needs_reason, Refinement& report) {
+  ApproxOptions cheap_options = base;
+  cheap_options.optimise = false;
+  cheap_options.monitor = nullptr;
+  ApproxBounds cheap = compute(cheap_options);
+  report = Refinement{};
+  report.time_limit = options.time_limit;
+  switch (options.policy) {
+    case RefinePolicy::never: report.reason = "not run: not asked"; return cheap;
+    case RefinePolicy::always: report.reason = "asked (--refine)"; break;
+    case RefinePolicy::automatic:
+      if (!needs_refinement(cheap)) {
+        report.reason = "not run: the question needs no sharper bound (--refine runs it)";
+        return cheap;
+      }
+      report.reason = needs_reason;
+      break;
+  }
+  SearchMonitor monitor(options.time_limit, options.on_progress);
+  ApproxOptions refine_options = base;
+  refine_options.optimise = true;
+  refine_options.monitor = &monitor;
+  ApproxBounds refined = intersect_bands(cheap, compute(refine_options));
+  report.ran = true;
+  report.time_limit_reached = monitor.deadline_reached();
+  report.evaluations = monitor.evaluations();
+  report.improved_upper = refined.error_upper < cheap.error_upper;
+  return refined;
+}
+
+nlohmann::json to_json(const Refinement& r) {
+  return {{"ran", r.ran},
+          {"reason", r.reason},
+          {"time_limit", r.time_limit ? nlohmann::json(*r.time_limit) : nlohmann::json(nullptr)},
+          {"time_limit_reached", r.time_limit_reached},
+          {"improved", r.improved_upper}};
+}
+
+std::string time_limit_words(const Refinement& r) {
+  if (!r.time_limit) return "no time limit";
+  std::ostringstream o;
+  o << "time limit " << *r.time_limit << " s";
+  return o.str();
+}
+
+std::string refinement_line(const Refinement& r) {
+  std::ostringstream s;
+  if (!r.ran) {
+    s << "  band: cheap (error_upper is the start's certified error; optimiser " << r.reason << ")\n";
+  } else {
+    s << "  band: refined (optimiser " << r.reason << ", " << time_limit_words(r) << "; "
+      << (r.improved_upper ? "it lowered error_upper" : "it did not improve on the start") << ")";
+    if (r.time_limit_reached)
+      s << "\n  the optimiser stopped at the time limit: a larger --time-limit (0: none) may sharpen error_upper";
+    s << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace attnrank

@@ -1,0 +1,190 @@
+// attnrank/analysis/refinement.hpp and reach/search_monitor.hpp: the default
+// answers with the cheap certified band; refinement (asked, or needed by epsilon)
+// only narrows it, within its time limit; the monitor's deadline stops a search
+// without making its bound wrong.
+#include "mask_support.hpp"
+#include "support.hpp"
+
+#include <attnrank/analysis.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+using namespace attnrank;
+using attnrank::test::gen_low_rank_exponents;
+using attnrank::test::input_error_message;
+using attnrank::test::masked_power_target;
+
+namespace {
+
+/// Targets where the band is wide and the search matters: softmax-like 2^M with M
+/// of full rank, or of low rank plus one perturbed entry (nearly reachable).
+Matrix<Rational> gen_open_target(Eigen::Index n, const Mask& mask) {
+  Matrix<Integer> M = gen_low_rank_exponents(n, *rc::gen::inRange<Eigen::Index>(1, n + 1));
+  M(0, n - 1) += *rc::gen::inRange(-3, 4);
+  return masked_power_target(M, mask);
+}
+
+}  // namespace
+
+TEST_CASE("attnrank::intersect_bands", "[unit]") {
+  ApproxBounds cheap, refined;
+  cheap.error_lower = 0.2;
+  cheap.lower_reason = "cheap proof";
+  cheap.error_upper = 0.5;
+  cheap.witness.max_abs_error = 0.5;
+  refined.error_lower = 0.1;
+  refined.lower_reason = "search's proof";
+  refined.error_upper = 0.3;
+  refined.witness.max_abs_error = 0.3;
+  const ApproxBounds both = intersect_bands(cheap, refined);
+  CHECK(both.error_lower == 0.2);
+  CHECK(both.lower_reason == "cheap proof");  // each bound travels with its own proof
+  CHECK(both.error_upper == 0.3);
+  CHECK(both.witness.max_abs_error == 0.3);
+  refined.error_upper = 0.7;  // a search that did worse than the start keeps the start
+  refined.witness.max_abs_error = 0.7;
+  CHECK(intersect_bands(cheap, refined).error_upper == 0.5);
+  CHECK(intersect_bands(cheap, refined).witness.max_abs_error == 0.5);
+}
+
+TEST_CASE("attnrank::analyze_reach refinement", "[property]") {
+  rc::prop("the refined band lies inside the cheap band, free and masked", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(2, 8);
+    const bool masked = *rc::gen::arbitrary<bool>();
+    const Mask mask = masked ? Mask::causal(n) : Mask::full(n);
+    const Matrix<Rational> A = gen_open_target(n, mask);
+    ReachQuestion q;
+    q.dk = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+    if (masked) q.mask = mask;
+    q.seed = *rc::gen::inRange<std::uint64_t>(1, 1000);
+    q.refine.policy = RefinePolicy::never;
+    const ReachAnalysis cheap = analyze_reach(A, q);
+    q.refine.policy = RefinePolicy::always;
+    q.refine.time_limit.reset();  // reproducible: the evaluation budget alone
+    const ReachAnalysis refined = analyze_reach(A, q);
+    RC_ASSERT(cheap.approx && refined.approx);
+    RC_ASSERT(!cheap.refinement.ran);
+    RC_ASSERT(refined.refinement.ran);
+    RC_ASSERT(refined.approx->error_lower >= cheap.approx->error_lower);
+    RC_ASSERT(refined.approx->error_upper <= cheap.approx->error_upper);
+    RC_ASSERT(refined.approx->error_lower <= refined.approx->error_upper);
+    RC_ASSERT(refined.refinement.improved_upper == (refined.approx->error_upper < cheap.approx->error_upper));
+    // The witness the certificate carries is the one error_upper describes.
+    if (!masked) RC_ASSERT(refined.approx->witness.max_abs_error == refined.approx->error_upper);
+  });
+
+  rc::prop("by default the optimiser runs only when epsilon is asked and the cheap band leaves it undecided", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(2, 8);
+    const Matrix<Rational> A = gen_open_target(n, Mask::full(n));
+    ReachQuestion q;
+    q.dk = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+    const ReachAnalysis plain = analyze_reach(A, q);
+    RC_ASSERT(plain.approx.has_value());
+    RC_ASSERT(!plain.refinement.ran);
+    // An epsilon inside the cheap band is undecided by it: the optimiser runs.
+    const double lo = plain.approx->error_lower, hi = plain.approx->error_upper;
+    if (hi > lo * 1.01 && hi > 1e-12) {
+      q.epsilon = lo + 0.5 * (hi - lo);
+      RC_ASSERT(analyze_reach(A, q).refinement.ran);
+    }
+    // An epsilon the cheap band decides does not run it.
+    q.epsilon = std::min(1.0, hi * 1.5 + 1e-9);
+    if (hi <= *q.epsilon) RC_ASSERT(!analyze_reach(A, q).refinement.ran);
+  });
+}
+
+TEST_CASE("attnrank::analyze_reach time limit", "[unit]") {
+  // A target no head of width 2 makes, large enough that the search runs for a while.
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> e(-6, 6);
+  const Eigen::Index n = 48;
+  Matrix<Integer> M(n, n);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j < n; ++j) M(i, j) = e(rng);
+  const Matrix<Rational> A = masked_power_target(M, Mask::full(n));
+  ReachQuestion q;
+  q.dk = 2;
+  q.refine.policy = RefinePolicy::never;
+  const ReachAnalysis cheap = analyze_reach(A, q);
+  q.refine.policy = RefinePolicy::always;
+  q.refine.time_limit = 0.02;
+  const ReachAnalysis limited = analyze_reach(A, q);
+  CHECK(limited.refinement.ran);
+  CHECK(limited.refinement.time_limit_reached);
+  CHECK(limited.refinement.evaluations > 0);
+  // Still a proven band, inside the cheap one; the certification after the stop is all that remains.
+  CHECK(limited.approx->error_lower >= cheap.approx->error_lower);
+  CHECK(limited.approx->error_upper <= cheap.approx->error_upper);
+  const std::string text = to_text(limited);
+  CHECK(text.find("stopped at the time limit") != std::string::npos);
+  CHECK(to_json(limited)["refinement"]["time_limit_reached"] == true);
+}
+
+TEST_CASE("attnrank::RefineOptions validation", "[unit]") {
+  Matrix<Rational> A(3, 3);
+  A << Rational(4, 5), Rational(1, 10), Rational(1, 10), Rational(1, 10), Rational(4, 5), Rational(1, 10),
+      Rational(1, 10), Rational(1, 10), Rational(4, 5);
+  for (double bad : {0.0, -1.0, std::nan(""), double(INFINITY)}) {
+    ReachQuestion q;
+    q.refine.time_limit = bad;
+    CHECK(input_error_message([&] { analyze_reach(A, q); }).find("--time-limit") != std::string::npos);
+    WidthQuestion w;
+    w.epsilon = 0.1;
+    w.refine.time_limit = bad;
+    CHECK(input_error_message([&] { analyze_width(A, w); }).find("--time-limit") != std::string::npos);
+  }
+}
+
+TEST_CASE("attnrank::analyze_width refinement", "[property]") {
+  rc::prop("the default is the starts' bracket; the asked search only narrows it", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(3, 9);
+    const Matrix<Rational> A = gen_open_target(n, Mask::full(n));
+    WidthQuestion q;
+    q.epsilon = *rc::gen::element(0.01, 0.05, 0.2);
+    const WidthAnalysis starts = analyze_width(A, q);  // automatic: no search
+    RC_ASSERT(!starts.refinement.ran);
+    q.refine.policy = RefinePolicy::always;
+    q.refine.time_limit.reset();
+    const WidthAnalysis searched = analyze_width(A, q);
+    RC_ASSERT(searched.result.width_lower == starts.result.width_lower);  // the lower bounds do not search
+    if (starts.result.width_upper != 0)
+      RC_ASSERT(searched.result.width_upper != 0 && searched.result.width_upper <= starts.result.width_upper);
+    RC_ASSERT(searched.result.start_width_upper == starts.result.width_upper);
+    for (std::size_t k = 0; k < starts.result.profile.size(); ++k)
+      RC_ASSERT(searched.result.profile[k].error_upper <= starts.result.profile[k].error_upper);
+    const bool open = starts.result.width_upper == 0 || starts.result.width_upper > starts.result.width_lower;
+    if (!open) RC_ASSERT(!searched.refinement.ran);
+  });
+}
+
+TEST_CASE("attnrank::SearchMonitor", "[unit]") {
+  SECTION("without a time limit it never stops a search") {
+    SearchMonitor m;
+    for (int k = 0; k < 1000; ++k) CHECK_FALSE(m.evaluation(0.5));
+    CHECK(m.evaluations() == 1000);
+    CHECK_FALSE(m.deadline_reached());
+  }
+  SECTION("past its deadline every evaluation stops the search, and stays stopped") {
+    SearchMonitor m(1e-6);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    CHECK(m.evaluation(0.5));
+    CHECK(m.past_deadline());
+    CHECK(m.deadline_reached());
+  }
+  SECTION("progress is reported at most about four times a second, with the best error seen") {
+    int calls = 0;
+    double best = 1;
+    SearchMonitor m(std::nullopt, [&](const SearchProgress& p) {
+      ++calls;
+      best = p.approx_best;
+    });
+    const auto start = std::chrono::steady_clock::now();
+    double e = 1;
+    while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(600)) m.evaluation(e *= 0.999);
+    CHECK(calls >= 1);
+    CHECK(calls <= 3);
+    CHECK(best < 1);
+  }
+}
