@@ -29,14 +29,13 @@ void add_rank_command(CLI::App& app, Run& run) {
       ->check(CLI::Range(1L, max_spec_size));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &run] {
-    const Matrix<Rational> A = run.read(opt->matrix);
     RankQuestion q;
     q.mode = parse_rank_mode(opt->mode);
     q.bits = opt->bits;
     if (opt->tol >= 0) q.tolerance = opt->tol;
     q.top = opt->top;
     q.matrix_name = opt->matrix;
-    const RankAnalysis r = analyze_rank(A, q);
+    const RankAnalysis r = analyze_rank_argument(opt->matrix, q, run.limits, &run.notes);
     if (opt->json) run.print(to_json(r));
     else run.print(to_text(r));
   });

@@ -20,10 +20,9 @@ void add_svd_command(CLI::App& app, Run& run) {
   cmd->add_flag("--gaps", opt->gaps, "Also report certified separations sigma_i - sigma_(i+1) >= gap");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, top, &run] {
-    const Matrix<Rational> A = run.read(opt->matrix);
     SvdQuestion q{std::nullopt, opt->gaps, opt->matrix};
     if (top->count() > 0) q.top = opt->top;
-    const SvdAnalysis s = analyze_svd(A, q);
+    const SvdAnalysis s = analyze_svd_argument(opt->matrix, q, run.limits, &run.notes);
     if (opt->json) run.print(to_json(s));
     else run.print(to_text(s));
   });

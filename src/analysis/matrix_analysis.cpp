@@ -5,6 +5,8 @@
 #include <attnrank/analysis/svd_analysis.hpp>
 
 #include <attnrank/analysis/document.hpp>
+#include <attnrank/io/double_tensor.hpp>
+#include <attnrank/io/matrix_spec.hpp>
 #include <attnrank/numbers/decimal.hpp>
 
 #include <cmath>
@@ -60,12 +62,34 @@ const char* to_string(RankMode m) {
   return m == RankMode::exact ? "exact" : m == RankMode::certified ? "certified" : "numeric";
 }
 
-RankAnalysis analyze_rank(const Matrix<Rational>& A, const RankQuestion& q) {
+namespace {
+
+void check_rank_options(const RankQuestion& q) {
   if (q.mode != RankMode::numeric && (q.top > 0 || q.tolerance))
     throw input_error("--top and --tol belong to --mode numeric");
   if (q.mode != RankMode::certified && q.bits != 53) throw input_error("--bits belongs to --mode certified");
   if (q.tolerance && !(*q.tolerance >= 0 && std::isfinite(*q.tolerance)))
     throw input_error("tolerance " + std::to_string(*q.tolerance) + " is not a finite number >= 0");
+}
+
+/// The rationals the doubles denote; input_error naming a NaN or infinite entry.
+Matrix<Rational> exact_of(const Eigen::MatrixXd& A, const std::string& name) {
+  Matrix<Rational> out(A.rows(), A.cols());
+  for (Eigen::Index j = 0; j < A.cols(); ++j)
+    for (Eigen::Index i = 0; i < A.rows(); ++i) {
+      if (!std::isfinite(A(i, j)))
+        throw input_error(name + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + " is " +
+                              std::to_string(A(i, j)) + ", not a finite number",
+                          name, i + 1, j + 1);
+      out(i, j) = Rational(A(i, j));
+    }
+  return out;
+}
+
+}  // namespace
+
+RankAnalysis analyze_rank(const Matrix<Rational>& A, const RankQuestion& q) {
+  check_rank_options(q);
   RankAnalysis out;
   out.mode = q.mode;
   out.rows = A.rows();
@@ -94,6 +118,24 @@ RankAnalysis analyze_rank(const Matrix<Rational>& A, const RankQuestion& q) {
     }
   }
   return out;
+}
+
+RankAnalysis analyze_rank(const Eigen::MatrixXd& A, const RankQuestion& q) {
+  if (q.mode != RankMode::certified || q.bits > 53 || !A.allFinite()) return analyze_rank(exact_of(A, q.matrix_name), q);
+  check_rank_options(q);
+  RankAnalysis out;
+  out.mode = q.mode;
+  out.rows = A.rows();
+  out.cols = A.cols();
+  out.certified = certified_rank(A);
+  return out;
+}
+
+RankAnalysis analyze_rank_argument(const std::string& argument, const RankQuestion& q, const ParseLimits& limits,
+                                   InputNotes* notes) {
+  if (q.mode == RankMode::certified && q.bits <= 53)
+    if (const std::optional<Eigen::MatrixXd> d = read_binary_doubles(argument, limits)) return analyze_rank(*d, q);
+  return analyze_rank(read_matrix_argument(argument, limits, notes), q);
 }
 
 json to_json(const RankAnalysis& r) {
@@ -247,15 +289,19 @@ std::string to_text(const DetAnalysis& d) {
   return s.str();
 }
 
-SvdAnalysis analyze_svd(const Matrix<Rational>& A, const SvdQuestion& q) {
-  const Eigen::Index p = std::min(A.rows(), A.cols());
+namespace {
+
+/// analyze_svd on the balls of its data (what both overloads certify on).
+SvdAnalysis analyze_svd_balls(const BallMatrix& A, const SvdQuestion& q) {
+  const Eigen::Index rows = A.mid.rows(), cols = A.mid.cols();
+  const Eigen::Index p = std::min(rows, cols);
   const Eigen::Index top = q.top.value_or(p);
   if (top < 1 || top > p)
     throw input_error("--top " + std::to_string(top) + " is out of range: " + q.matrix_name + " is " +
-                      std::to_string(A.rows()) + " x " + std::to_string(A.cols()) + ", so 1 <= K <= " + std::to_string(p));
+                      std::to_string(rows) + " x " + std::to_string(cols) + ", so 1 <= K <= " + std::to_string(p));
   SvdAnalysis out;
-  out.rows = A.rows();
-  out.cols = A.cols();
+  out.rows = rows;
+  out.cols = cols;
   out.top = top;
   out.gaps = q.gaps;
   out.matrix_name = q.matrix_name;
@@ -269,6 +315,21 @@ SvdAnalysis analyze_svd(const Matrix<Rational>& A, const SvdQuestion& q) {
   }
   out.gap_lower = certified_gaps(out.values);
   return out;
+}
+
+}  // namespace
+
+SvdAnalysis analyze_svd(const Matrix<Rational>& A, const SvdQuestion& q) { return analyze_svd_balls(to_ball(A), q); }
+
+SvdAnalysis analyze_svd(const Eigen::MatrixXd& A, const SvdQuestion& q) {
+  if (!A.allFinite()) return analyze_svd(exact_of(A, q.matrix_name), q);  // exact_of names the entry
+  return analyze_svd_balls(BallMatrix{A, Eigen::MatrixXd::Zero(A.rows(), A.cols())}, q);
+}
+
+SvdAnalysis analyze_svd_argument(const std::string& argument, const SvdQuestion& q, const ParseLimits& limits,
+                                 InputNotes* notes) {
+  if (const std::optional<Eigen::MatrixXd> d = read_binary_doubles(argument, limits)) return analyze_svd(*d, q);
+  return analyze_svd(read_matrix_argument(argument, limits, notes), q);
 }
 
 json to_json(const SvdAnalysis& s) {

@@ -6,6 +6,7 @@
 #include <attnrank/io/safetensors.hpp>
 
 #include <cmath>
+#include <fstream>
 
 namespace attnrank {
 namespace {
@@ -99,6 +100,22 @@ DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& 
     }
   out.matrices.push_back(std::move(d));
   return out;
+}
+
+std::optional<Eigen::MatrixXd> read_binary_doubles(const std::string& argument, const ParseLimits& limits) {
+  if (argument == "-" || argument.find('[') != std::string::npos) return std::nullopt;
+  if (!split_safetensors_argument(argument)) {
+    std::ifstream in(argument, std::ios::binary);
+    char magic[6] = {};
+    if (!in.read(magic, sizeof magic) || !is_npy(std::string_view(magic, sizeof magic))) return std::nullopt;
+  }
+  try {
+    DoubleTensor t = read_double_tensor(argument, limits);
+    if (t.shape.size() != 2 || t.matrices.size() != 1) return std::nullopt;
+    return std::move(t.matrices.front());
+  } catch (const input_error&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace attnrank

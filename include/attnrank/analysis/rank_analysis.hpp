@@ -6,6 +6,7 @@
 // bounds are named approx_rank_lower / approx_rank_upper, never the names of
 // proven bounds). One JSON writer and one text writer serve the CLI and Python.
 
+#include <attnrank/io/parse.hpp>
 #include <attnrank/linalg/certified_rank.hpp>
 #include <attnrank/linalg/exact_rank.hpp>
 #include <attnrank/linalg/numeric_rank.hpp>
@@ -44,6 +45,17 @@ struct RankAnalysis {
 
 /// input_error on options that do not belong to the mode, or a bad top.
 RankAnalysis analyze_rank(const Matrix<Rational>& A, const RankQuestion& q);
+
+/// The same for doubles, each the exact real it denotes: the same answer as for
+/// those rationals. The certified mode at <= 53 bits works on them directly (it
+/// encloses its data in double balls anyway); the other modes take the rationals.
+RankAnalysis analyze_rank(const Eigen::MatrixXd& A, const RankQuestion& q);
+
+/// Reads a matrix argument (io/matrix_spec.hpp) the cheapest way that gives the
+/// same answer: a binary array straight into doubles when the certified mode at
+/// <= 53 bits runs (read_binary_doubles), exact rationals otherwise; then answers.
+RankAnalysis analyze_rank_argument(const std::string& argument, const RankQuestion& q, const ParseLimits& limits = {},
+                                   InputNotes* notes = nullptr);
 
 nlohmann::json to_json(const RankAnalysis& r);  ///< "attnrank/rank/1"
 std::string to_text(const RankAnalysis& r);

@@ -5,6 +5,7 @@
 // be proven finite is JSON null (the text says "inf"); a gap not proven positive
 // is null ("not separated"). One JSON writer and one text writer.
 
+#include <attnrank/io/parse.hpp>
 #include <attnrank/linalg/certified_svd.hpp>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +33,15 @@ struct SvdAnalysis {
 /// input_error on top outside [1, min(rows, cols)], or an entry beyond the
 /// double range (named by row and column).
 SvdAnalysis analyze_svd(const Matrix<Rational>& A, const SvdQuestion& q);
+
+/// The same for doubles, each the exact real it denotes (balls of radius 0).
+SvdAnalysis analyze_svd(const Eigen::MatrixXd& A, const SvdQuestion& q);
+
+/// Reads a matrix argument straight into doubles when it is a binary array
+/// (read_binary_doubles), as exact rationals otherwise, and answers: the same
+/// answer either way, since the singular values are certified on double balls.
+SvdAnalysis analyze_svd_argument(const std::string& argument, const SvdQuestion& q, const ParseLimits& limits = {},
+                                 InputNotes* notes = nullptr);
 
 nlohmann::json to_json(const SvdAnalysis& s);  ///< "attnrank/svd/1"
 std::string to_text(const SvdAnalysis& s);

@@ -14,6 +14,7 @@
 
 #include <Eigen/Core>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,5 +35,13 @@ struct DoubleTensor {
 /// array are returned as they are.
 DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits = {},
                                 NonFiniteElements nonfinite = NonFiniteElements::refuse);
+
+/// A matrix argument that names a 2-D binary array of finite floats or small
+/// integers (an .npy file, a safetensors tensor) read straight into doubles,
+/// each the exact real the file stores: the same numbers read_matrix gives as
+/// rationals, without making them. Anything else (text, specs, selections,
+/// other shapes, any input problem) gives nullopt: the exact reader then reads
+/// it and reports what is wrong in its own words.
+std::optional<Eigen::MatrixXd> read_binary_doubles(const std::string& argument, const ParseLimits& limits = {});
 
 }  // namespace attnrank
