@@ -133,8 +133,23 @@ RankAnalysis analyze_rank(const Eigen::MatrixXd& A, const RankQuestion& q) {
 
 RankAnalysis analyze_rank_argument(const std::string& argument, const RankQuestion& q, const ParseLimits& limits,
                                    InputNotes* notes) {
-  if (q.mode == RankMode::certified && q.bits <= 53)
+  if (q.mode == RankMode::certified && q.bits <= 53) {
     if (const std::optional<Eigen::MatrixXd> d = read_binary_doubles(argument, limits)) return analyze_rank(*d, q);
+    // Decimal text: its one-ulp balls prove full rank as the exact route's first
+    // test would; when they do not, the exact route's double-double balls may.
+    InputNotes seen;
+    if (const std::optional<BallMatrix> b = read_plain_decimal_balls(argument, limits, &seen))
+      if (std::optional<CertifiedRank> full = certified_full_rank_by_one_stage(*b)) {
+        check_rank_options(q);
+        if (notes) notes->insert(notes->end(), seen.begin(), seen.end());
+        RankAnalysis out;
+        out.mode = q.mode;
+        out.rows = b->mid.rows();
+        out.cols = b->mid.cols();
+        out.certified = std::move(*full);
+        return out;
+      }
+  }
   return analyze_rank(read_matrix_argument(argument, limits, notes), q);
 }
 

@@ -6,6 +6,7 @@
 #include <attnrank/io/safetensors.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 namespace attnrank {
@@ -113,6 +114,21 @@ std::optional<Eigen::MatrixXd> read_binary_doubles(const std::string& argument, 
     DoubleTensor t = read_double_tensor(argument, limits);
     if (t.shape.size() != 2 || t.matrices.size() != 1) return std::nullopt;
     return std::move(t.matrices.front());
+  } catch (const input_error&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<BallMatrix> read_plain_decimal_balls(const std::string& argument, const ParseLimits& limits,
+                                                   InputNotes* notes) {
+  if (argument == "-" || argument.find('[') != std::string::npos || split_safetensors_argument(argument))
+    return std::nullopt;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(argument, ec)) return std::nullopt;  // a spec, or the exact reader's error
+  try {
+    const std::string bytes = read_text_file(argument, limits);
+    if (is_npy(bytes)) return std::nullopt;
+    return parse_plain_decimal_balls(bytes, argument, limits, notes);
   } catch (const input_error&) {
     return std::nullopt;
   }

@@ -9,11 +9,15 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <tuple>
 
 namespace attnrank {
 namespace {
@@ -304,8 +308,12 @@ Rational parse_rational(std::string_view raw, const ParseLimits& limits) {
   return parse_decimal(text, limits);
 }
 
-Matrix<Rational> parse_matrix(std::string_view text, const std::string& source, const ParseLimits& limits,
-                              InputNotes* notes) {
+/// The matrix text grammar (parse.hpp) once, for every kind of cell: `read_cell`
+/// turns a cell into a T (throwing input_error with a reason), `cell_bits` says
+/// how many bits it holds (for limits.max_total_bits).
+template <class T, class ReadCell, class CellBits>
+Matrix<T> parse_cells(std::string_view text, const std::string& source, const ParseLimits& limits, InputNotes* notes,
+                      ReadCell&& read_cell, CellBits&& cell_bits) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   if (is_npy(text))
     throw input_error(source + ": an .npy file, not text (read it with read_matrix, which recognises it)");
@@ -315,7 +323,7 @@ Matrix<Rational> parse_matrix(std::string_view text, const std::string& source, 
   const auto note = [&](const std::string& what) {
     if (notes) notes->push_back(source + ": " + what);
   };
-  std::vector<std::vector<Rational>> rows;
+  std::vector<std::vector<T>> rows;
   std::vector<std::string_view> cells;
   std::size_t first_width_line = 0, line_no = 0, cell_count = 0, total_bits = 0;
   char sep = 0;               // detected from the first data line
@@ -356,7 +364,7 @@ Matrix<Rational> parse_matrix(std::string_view text, const std::string& source, 
         continue;
       }
     }
-    std::vector<Rational> row;
+    std::vector<T> row;
     for (std::size_t k = index_column ? 1 : 0; k < cells.size(); ++k) {
       const std::size_t column = k + 1;
       try {
@@ -364,7 +372,7 @@ Matrix<Rational> parse_matrix(std::string_view text, const std::string& source, 
           throw input_error("'" + shown(cells[k]) +
                             "' has a decimal comma; attnrank reads decimal points only (0.5, not 0,5): "
                             "export with '.' as the decimal separator");
-        row.push_back(parse_rational(cells[k], limits));
+        row.push_back(read_cell(cells[k]));
       } catch (const input_error& e) {
         std::string hint;
         if (sep != ';' && decimal_comma(cells[k])) hint = " (a decimal comma? attnrank reads 0.5, not 0,5)";
@@ -373,8 +381,7 @@ Matrix<Rational> parse_matrix(std::string_view text, const std::string& source, 
       }
       if (++cell_count > limits.max_cells)
         throw input_error(source + ": more than " + std::to_string(limits.max_cells) + " cells");
-      total_bits += mpz_sizeinbase(mpq_numref(row.back().backend().data()), 2) +
-                    mpz_sizeinbase(mpq_denref(row.back().backend().data()), 2);
+      total_bits += cell_bits(row.back());
       if (total_bits > limits.max_total_bits)
         throw input_error(source + ": line " + std::to_string(line_no) + ": the numbers so far need more than " +
                           std::to_string(limits.max_total_bits) + " bits in all (ParseLimits::max_total_bits)");
@@ -394,11 +401,78 @@ Matrix<Rational> parse_matrix(std::string_view text, const std::string& source, 
     rows.push_back(std::move(row));
   }
   if (rows.empty()) throw input_error(source + ": no matrix rows (the input is empty or only comments)");
-  Matrix<Rational> m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows.front().size()));
+  Matrix<T> m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows.front().size()));
   for (std::size_t i = 0; i < rows.size(); ++i)
     for (std::size_t j = 0; j < rows[i].size(); ++j)
       m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = std::move(rows[i][j]);
   return m;
+}
+
+Matrix<Rational> parse_matrix(std::string_view text, const std::string& source, const ParseLimits& limits,
+                              InputNotes* notes) {
+  return parse_cells<Rational>(
+      text, source, limits, notes, [&](std::string_view cell) { return parse_rational(cell, limits); },
+      [](const Rational& q) {
+        return mpz_sizeinbase(mpq_numref(q.backend().data()), 2) + mpz_sizeinbase(mpq_denref(q.backend().data()), 2);
+      });
+}
+
+namespace {
+
+/// A cell that is not a plain decimal the fast path encloses: the exact reader takes over.
+struct NotPlainDecimal {};
+
+/// [mid - rad, mid + rad] around a plain decimal ("-12", "0.8", "1.5e-3"): mid is
+/// its nearest double (std::from_chars, correctly rounded), rad one ulp of mid
+/// (twice what the rounding can lose), 0 for an integer below 2^53 (exact).
+/// Anything else, or a value near the ends of the double range, is NotPlainDecimal.
+std::pair<double, double> plain_decimal_ball(std::string_view raw) {
+  const std::string_view text = trim(raw);
+  if (text.empty() || text.size() > 64) throw NotPlainDecimal{};
+  std::size_t k = text[0] == '-' || text[0] == '+' ? 1 : 0;
+  if (k == text.size() || text[k] == '-' || text[k] == '+') throw NotPlainDecimal{};
+  const std::size_t digits_begin = k;
+  while (k < text.size() && text[k] >= '0' && text[k] <= '9') ++k;
+  const bool integer = k == text.size() && k > digits_begin && k - digits_begin <= 15;
+  for (char c : text.substr(digits_begin))
+    if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+')) throw NotPlainDecimal{};
+  const char* first = text.data() + (text[0] == '+' ? 1 : 0);
+  double x = 0;
+  const auto [end, ec] = std::from_chars(first, text.data() + text.size(), x);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(x)) throw NotPlainDecimal{};
+  if (integer) return {x, 0.0};  // at most 15 digits: below 2^53, exactly a double
+  const double a = std::fabs(x);
+  if (a != 0 && (a < 0x1p-1000 || a > 0x1p1000)) throw NotPlainDecimal{};
+  if (a == 0) {  // a decimal that reads as 0 is 0 only if every digit is
+    for (char c : text) {
+      if (c == 'e' || c == 'E') break;
+      if (c >= '1' && c <= '9') throw NotPlainDecimal{};
+    }
+    return {0.0, 0.0};
+  }
+  return {x, std::nextafter(a, INFINITY) - a};
+}
+
+}  // namespace
+
+std::optional<BallMatrix> parse_plain_decimal_balls(std::string_view text, const std::string& source,
+                                                    const ParseLimits& limits, InputNotes* notes) {
+  InputNotes seen;
+  try {
+    const Matrix<std::pair<double, double>> cells = parse_cells<std::pair<double, double>>(
+        text, source, limits, &seen, plain_decimal_ball, [](const std::pair<double, double>&) { return 64; });
+    BallMatrix out;
+    out.mid.resize(cells.rows(), cells.cols());
+    out.rad.resize(cells.rows(), cells.cols());
+    for (Eigen::Index j = 0; j < cells.cols(); ++j)
+      for (Eigen::Index i = 0; i < cells.rows(); ++i) std::tie(out.mid(i, j), out.rad(i, j)) = cells(i, j);
+    if (notes) notes->insert(notes->end(), seen.begin(), seen.end());
+    return out;
+  } catch (const NotPlainDecimal&) {
+    return std::nullopt;
+  } catch (const input_error&) {
+    return std::nullopt;
+  }
 }
 
 std::string read_text_file(const std::string& path, const ParseLimits& limits) {

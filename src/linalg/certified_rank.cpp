@@ -200,6 +200,16 @@ CertifiedRank certified_rank(const BallMatrix& A, bool try_two_stages) {
   return out;
 }
 
+std::optional<CertifiedRank> certified_full_rank_by_one_stage(const BallMatrix& A) {
+  detail::require_finite_ball(A);
+  CertifiedRank out;
+  out.method = "directed-rounding";
+  out.bits = 53;
+  out.upper = std::min(A.mid.rows(), A.mid.cols());
+  if (out.upper == 0 || !detail::full_rank_by_one_stage(A, out)) return std::nullopt;
+  return out;
+}
+
 CertifiedRank certified_rank(const Eigen::MatrixXd& A) {
   return certified_rank(BallMatrix{A, Eigen::MatrixXd::Zero(A.rows(), A.cols())});
 }

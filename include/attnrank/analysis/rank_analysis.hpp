@@ -52,8 +52,11 @@ RankAnalysis analyze_rank(const Matrix<Rational>& A, const RankQuestion& q);
 RankAnalysis analyze_rank(const Eigen::MatrixXd& A, const RankQuestion& q);
 
 /// Reads a matrix argument (io/matrix_spec.hpp) the cheapest way that gives the
-/// same answer: a binary array straight into doubles when the certified mode at
-/// <= 53 bits runs (read_binary_doubles), exact rationals otherwise; then answers.
+/// same bounds, and answers. When the certified mode at <= 53 bits runs: a binary
+/// array straight into doubles (read_binary_doubles); decimal text into one-ulp
+/// balls (read_plain_decimal_balls), kept when they prove full rank by the
+/// one-stage test (the exact route's first test; the bounds are then n = n);
+/// otherwise, and for every other mode, exact rationals.
 RankAnalysis analyze_rank_argument(const std::string& argument, const RankQuestion& q, const ParseLimits& limits = {},
                                    InputNotes* notes = nullptr);
 

@@ -44,4 +44,10 @@ DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& 
 /// it and reports what is wrong in its own words.
 std::optional<Eigen::MatrixXd> read_binary_doubles(const std::string& argument, const ParseLimits& limits = {});
 
+/// A matrix argument that names a text file of plain decimals, enclosed in
+/// double balls (parse_plain_decimal_balls); nullopt for anything else. Notes
+/// are appended only when it succeeds.
+std::optional<BallMatrix> read_plain_decimal_balls(const std::string& argument, const ParseLimits& limits = {},
+                                                   InputNotes* notes = nullptr);
+
 }  // namespace attnrank

@@ -16,8 +16,10 @@
 // for "1,5,2". Everything but the comma format is stated in a note.
 
 #include <attnrank/error.hpp>
+#include <attnrank/numbers/directed_rounding.hpp>
 #include <attnrank/numbers/tiers.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +59,16 @@ Rational parse_rational(std::string_view text, const ParseLimits& limits = {});
 /// Appends what it detected to `notes` when given.
 Matrix<Rational> parse_matrix(std::string_view text, const std::string& source, const ParseLimits& limits = {},
                               InputNotes* notes = nullptr);
+
+/// Matrix text whose every cell is a plain decimal (digits, a point, an
+/// exponent: what NumPy's savetxt and most tools write), enclosed cell by cell in
+/// double balls without making rationals: mid the nearest double, rad one ulp of
+/// it (0 for integers of up to 15 digits). Guarantee: each decimal lies in its
+/// ball. nullopt for anything else (a fraction, a value near the ends of the double
+/// range, any input problem): read_matrix then reads it exactly and names what is
+/// wrong. For analyses that certify on double balls and need no more.
+std::optional<BallMatrix> parse_plain_decimal_balls(std::string_view text, const std::string& source,
+                                                    const ParseLimits& limits = {}, InputNotes* notes = nullptr);
 
 /// The whole file as bytes ("-": standard input): a regular file larger than
 /// limits.max_file_bytes is refused before it is read; pipes and devices are read

@@ -52,6 +52,11 @@ struct CertifiedRank {
 /// construction (a row-centred log, C 1 = 0) skip it, since it cannot succeed there.
 CertifiedRank certified_rank(const BallMatrix& A, bool try_two_stages = true);
 
+/// Full rank of a square ball by the one-stage test alone (the cheapest proof):
+/// lower = upper = n with that proof, or nullopt when it fails (certified_rank
+/// may then still prove more). Throws input_error on NaN or infinite entries.
+std::optional<CertifiedRank> certified_full_rank_by_one_stage(const BallMatrix& A);
+
 /// Rank bounds of a matrix of doubles, each taken as the exact real it denotes.
 CertifiedRank certified_rank(const Eigen::MatrixXd& A);
 
