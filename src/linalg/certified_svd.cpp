@@ -153,20 +153,56 @@ std::vector<double> remainder_upper_bounds(const BallMatrix& M, const Triplets& 
   const Eigen::MatrixXd U = t.U.leftCols(k);
   const Eigen::MatrixXd W = t.V.leftCols(k) * t.s.head(k).asDiagonal();
   const BoundsMatrix P = certified_product_bounds(U, Eigen::MatrixXd(W.transpose()));
-  BoundsMatrix R;
+  const BoundsMatrix GW = certified_product_bounds(Eigen::MatrixXd(W.transpose()), W);
+  // |R| entrywise, in one pass over M and P without storing R (four n x n
+  // temporaries were half the certification at n = 2048): R lies in
+  // [-(P.hi - mid + rad), mid + rad - P.lo], both rounded up.
+  const Index m = M.mid.rows(), n = M.mid.cols();
+  double frobenius2 = 0, r2 = inf;
   {
     UpwardRounding up;
-    R.hi = M.mid + M.rad - P.lo;  // rounded up: >= every X - U W^T
-    R.lo = P.hi - M.mid + M.rad;  // rounded up, negated below: <= every X - U W^T
-    detail::rounding_barrier(R.hi);
-    detail::rounding_barrier(R.lo);
-    R.lo = -R.lo;
+    Eigen::VectorXd row_sums = Eigen::VectorXd::Zero(m);
+    double max_col = 0;
+    bool finite = true;
+    for (Index j = 0; j < n; ++j) {
+      double col = 0;
+      for (Index i = 0; i < m; ++i) {
+        const double hi = M.mid(i, j) + M.rad(i, j) - P.lo(i, j);
+        const double neg_lo = P.hi(i, j) - M.mid(i, j) + M.rad(i, j);
+        const double x = std::max(std::abs(hi), std::abs(neg_lo));
+        frobenius2 += x * x;
+        col += x;
+        row_sums(i) += x;
+        finite = finite && std::isfinite(x);
+      }
+      max_col = std::max(max_col, col);
+    }
+    detail::rounding_barrier(frobenius2);
+    if (finite) {
+      double frobenius = std::sqrt(frobenius2), mixed = std::sqrt(row_sums.maxCoeff() * max_col);
+      detail::rounding_barrier(frobenius);
+      detail::rounding_barrier(mixed);
+      r2 = std::min(frobenius, mixed);  // ||R||_2 <= both (norm2_upper's two bounds)
+    } else {
+      frobenius2 = inf;
+    }
   }
-  const double r2 = norm2_upper(R);
-  // u_t^T R w_t <= c_t, for every R in the bounds.
-  const BoundsMatrix Y = certified_product_bounds(to_ball(R), W);  // R W
+  // u_t^T R w_t <= c_t for every R: R W = X W - U (W^T W) with X in the ball M,
+  // so Y = [X W] - U [W^T W] encloses it without forming R.
+  const BoundsMatrix XW = certified_product_bounds(M, W);
+  const BoundsMatrix UG = certified_product_bounds(U, to_ball(GW));
+  BoundsMatrix Y;
+  {
+    DownwardRounding down;
+    Y.lo = XW.lo - UG.hi;
+    detail::rounding_barrier(Y.lo);
+  }
+  {
+    UpwardRounding up;
+    Y.hi = XW.hi - UG.lo;
+    detail::rounding_barrier(Y.hi);
+  }
   const BoundsMatrix GU = certified_product_bounds(Eigen::MatrixXd(U.transpose()), U);
-  const BoundsMatrix GW = certified_product_bounds(Eigen::MatrixXd(W.transpose()), W);
   Eigen::MatrixXd D = Eigen::MatrixXd::Zero(k, k);
   {
     UpwardRounding up;
@@ -176,12 +212,6 @@ std::vector<double> remainder_upper_bounds(const BallMatrix& M, const Triplets& 
   const double ew = norm2_upper(minus_point(GW, D));
   std::vector<double> upper(static_cast<std::size_t>(k), inf);
   UpwardRounding up;
-  double frobenius2 = 0;
-  for (Index j = 0; j < R.lo.cols(); ++j)
-    for (Index i = 0; i < R.lo.rows(); ++i) {
-      const double x = std::max(std::abs(R.lo(i, j)), std::abs(R.hi(i, j)));
-      frobenius2 += x * x;
-    }
   double cross = 0, gram = 0;  // sum over t >= i of c_t, and over s, t >= i of the Gram products
   const double root_a = std::sqrt(1 + a);
   for (Index i = k - 1; i >= 0; --i) {
