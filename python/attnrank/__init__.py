@@ -122,14 +122,20 @@ def check_certificate(A, certificate, *, mask=None, x=None):
     return _core.check_certificate(a, certificate, _mask(mask, a.shape[0]), None if x is None else exact_matrix(x, "x"))
 
 
-def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=False, time_limit=2.0):
+def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=False, time_limit=2.0, search=None):
     """The smallest head width whose best head comes within ``epsilon`` of ``A``:
     ``width_lower <= w* <= width_upper``, proven (every width below width_lower misses
     epsilon; at width_upper a certified witness is within it; ``width_upper`` is None
     when no width up to ``max_dk``, default min(n, 16), has one). ``profile`` lists each
     width's proven band on E*. By default the bracket comes from the log-domain starts
     (fast); ``refine=True`` runs the optimiser where it is open, within ``time_limit``
-    seconds (None: no limit, reproducible from ``seed``). ``refinement`` says what ran."""
+    seconds (None: no limit, reproducible from ``seed``). ``refinement`` says what ran.
+    ``search`` is the old name of ``refine`` (deprecated)."""
+    if search is not None:
+        import warnings
+        warnings.warn("width(search=...) is now width(refine=...); the default is the starts' bracket",
+                      DeprecationWarning, stacklevel=2)
+        refine = bool(search)
     a = exact_matrix(A, "A")
     return _core.width(a, float(epsilon), 0 if max_dk is None else int(max_dk), _mask(mask, a.shape[0]), int(seed),
                        bool(refine), _time_limit(time_limit))

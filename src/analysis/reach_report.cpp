@@ -169,7 +169,9 @@ std::string bounds_lines(const ReachAnalysis& r, const ApproxBounds& b) {
                                : "the masked witness above")
                  : (embeddings ? "the log-domain start (truncated SVD of log(A) C) mapped through X's pseudo-inverse"
                                : "the log-domain start (truncated SVD of log(A) C)"))
-      << ", its error certified " << certified_how(bits) << "\n";
+      << (b.start_error > b.error_upper ? ", improved by a short search of fixed work" : "") << ", its error certified "
+      << certified_how(bits)
+      << (b.start_error > b.error_upper ? " (the start alone: " + format_upper_bound(b.start_error) + ")" : "") << "\n";
   } else if (masked) {
     s << "  upper: " << (embeddings ? "optimised head weights on X" : "an optimised masked witness")
       << " (L-BFGS on the masked softmax from "

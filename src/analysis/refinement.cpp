@@ -14,6 +14,18 @@ void validate(const RefineOptions& o) {
                       " is not a positive number of seconds (0 on the command line means no limit)");
 }
 
+ApproxOptions cheap_search(ApproxOptions o) {
+  o.optimise = true;
+  o.restarts = 0;
+  o.floored_starts = false;
+  o.max_evaluations = 0;
+  o.search_flops = cheap_search_flops;
+  o.min_evaluations = 0;
+  o.skip_below = 10;  // a handful of evaluations rarely helps and costs as much as the rest
+  o.monitor = nullptr;
+  return o;
+}
+
 ApproxBounds intersect_bands(const ApproxBounds& cheap, ApproxBounds refined) {
   if (cheap.error_lower > refined.error_lower) {
     refined.error_lower = cheap.error_lower;
@@ -35,9 +47,7 @@ ApproxBounds refined_bounds(const ApproxOptions& base, const RefineOptions& opti
                             const std::function<ApproxBounds(const ApproxOptions&)>& compute,
                             const std::function<bool(const ApproxBounds&)>& needs_refinement,
                             const std::string& needs_reason, Refinement& report) {
-  ApproxOptions cheap_options = base;
-  cheap_options.optimise = false;
-  cheap_options.monitor = nullptr;
+  ApproxOptions cheap_options = cheap_search(base);
   ApproxBounds cheap = compute(cheap_options);
   report = Refinement{};
   report.time_limit = options.time_limit;
@@ -82,7 +92,7 @@ std::string time_limit_words(const Refinement& r) {
 std::string refinement_line(const Refinement& r) {
   std::ostringstream s;
   if (!r.ran) {
-    s << "  band: cheap (error_upper is the start's certified error; optimiser " << r.reason << ")\n";
+    s << "  band: cheap (the start and a short search of fixed work; optimiser " << r.reason << ")\n";
   } else {
     s << "  band: refined (optimiser " << r.reason << ", " << time_limit_words(r) << "; "
       << (r.improved_upper ? "it lowered error_upper" : "it did not improve on the start") << ")";

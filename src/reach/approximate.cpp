@@ -185,7 +185,7 @@ void upper_bound(Context& c, Index dk, const ApproxOptions& o, Certification how
   const unsigned bits = std::max(o.bits, 64u);
   const Embeddings* emb = c.emb;
   std::vector<Witness> free_starts;
-  for (const TruncatedSvd& svd : c.start_svds(o.optimise)) free_starts.push_back(start_at(svd, std::min(dk, n)));
+  for (const TruncatedSvd& svd : c.start_svds(o.optimise && o.floored_starts)) free_starts.push_back(start_at(svd, std::min(dk, n)));
   const auto certify_free = [&](Witness& w) {
     if (how == Certification::stated) {  // the stated route: doubles, MPFI where they are mostly slack
       w.max_abs_error = stated_witness_error(A, w.Q, w.K, bits, w.error_bits, &c.bounds);

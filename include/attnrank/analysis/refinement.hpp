@@ -2,8 +2,11 @@
 // When the optimiser sharpens error_upper, and on what budget: one policy for
 // reach, width and scan. The default answers fast: the cheap certified band
 // (error_lower from certified singular values, error_upper from the SVD or
-// completion start, certified) always; the L-BFGS search only when asked, or when
-// the question needs it and the cheap band cannot settle it, within a time limit.
+// completion start after a short search of fixed work, cheap_search_flops, so
+// that it is reproducible and costs at most about a tenth of a second) always;
+// the full L-BFGS search (restarts, floored starts, 100 times the work) only when
+// asked, or when the question needs it and the cheap band cannot settle it,
+// within a time limit.
 //
 // Guarantee: refinement never weakens a bound. The refined band is the cheap one
 // intersected with the search's (the larger proven lower bound, the smaller
@@ -44,6 +47,12 @@ struct Refinement {
   bool improved_upper = false;        ///< the search lowered error_upper below the cheap start's
   long evaluations = 0;
 };
+
+/// The cheap band's search: the log-domain (or completion) start alone, no
+/// restarts, about this many flops (a few evaluations at n = 512, thousands at
+/// n = 16), no clock.
+inline constexpr double cheap_search_flops = 2.5e8;
+ApproxOptions cheap_search(ApproxOptions options);
 
 /// input_error unless the time limit is positive and finite (or absent).
 void validate(const RefineOptions& options);

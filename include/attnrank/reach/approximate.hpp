@@ -42,9 +42,17 @@ struct ApproxOptions {
   int max_iterations = 200;       ///< L-BFGS iterations per stage
   int bisection_steps = 24;       ///< bisection steps for error_lower below min Â (one certified SVD)
   int bisection_steps_above = 8;  ///< and above it, per threshold (each step may need a new certified SVD)
-  /// Surrogate evaluations in all (each about 6 n^2 d_k flops); 0: about 2.5e10
-  /// flops' worth, between 50 and 20000. Later starts run only while some is left.
+  /// Surrogate evaluations in all (each about 6 n^2 d_k flops); 0: about
+  /// search_flops' worth, between min_evaluations and 20000. Later starts run only
+  /// while some is left. The budget counts work, not time: the search is
+  /// reproducible from the seed (SearchMonitor adds a wall-clock limit).
   long max_evaluations = 0;
+  double search_flops = 2.5e10;
+  long min_evaluations = 50;
+  /// No search at all when the budget comes to fewer evaluations than this.
+  long skip_below = 0;
+  /// The floored-target starts (two more truncated SVDs) besides the log-domain one.
+  bool floored_starts = true;
   /// false: no search, the log-domain and floored starts only (fast; the upper
   /// bounds are those of the starts).
   bool optimise = true;
