@@ -21,6 +21,7 @@ void add_width_command(CLI::App& app, Run& run);
 void add_sweep_command(CLI::App& app, Run& run);
 void add_appendix_command(CLI::App& app, Run& run);
 void add_check_kernel_command(CLI::App& app, Run& run);
+void add_scan_command(CLI::App& app, Run& run);
 
 /// --refine and --time-limit S (0: none) on a command.
 struct RefineFlags {

@@ -184,6 +184,7 @@ RefineOptions refine_options(const RefineFlags& flags, RefinePolicy without_refi
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   Run state;
   if (&err == &std::cerr && isatty(2)) state.progress = &err;
+  state.stream = &out;
   CLI::App app{"attnrank: trustworthy numerics of multi-head attention (exact, certified, numeric)", "attnrank"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "attnrank 0.1.0");
@@ -202,6 +203,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   add_sweep_command(app, state);
   add_appendix_command(app, state);
   add_check_kernel_command(app, state);
+  add_scan_command(app, state);
   require_decimal_options(app);
   std::string context = "attnrank";
   for (int i = 1; i < argc && context.size() < 200; ++i) context += std::string(" ") + argv[i];
@@ -221,7 +223,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       try {
         app.get_subcommand(args[1]);
       } catch (const CLI::OptionNotFound&) {
-        throw input_error("unknown command '" + std::string(args[1]) + "' (commands: example, layer, rank, det, reach, svd, width, sweep, appendix, check-kernel; attnrank help lists them)");
+        throw input_error("unknown command '" + std::string(args[1]) + "' (commands: example, layer, rank, det, reach, svd, width, sweep, appendix, check-kernel, scan; attnrank help lists them)");
       }
     }
     app.parse(static_cast<int>(args.size()), args.data());

@@ -30,6 +30,9 @@ struct Run {
   int exit_code = 0;    ///< 3: check-kernel's --max-error proven exceeded
   /// Where progress lines of long work go: stderr when it is a terminal, else nowhere.
   std::ostream* progress = nullptr;
+  /// stdout itself, for output streamed while the command runs (scan --jsonl);
+  /// everything else goes through `out`.
+  std::ostream* stream = nullptr;
   bool progress_shown = false;  ///< a progress line is on the terminal (cleared before the output)
 
   /// A matrix argument in any form attnrank reads (a spec like diag:3:0.8,

@@ -298,6 +298,40 @@ PYBIND11_MODULE(_attnrank, m) {
       py::arg("x"), py::arg("wq"), py::arg("wk"), py::arg("wv"), py::arg("wo"), py::arg("heads"), py::arg("tier"),
       py::arg("digits"), py::arg("bits"), py::arg("masks"));
   m.def(
+      "scan",
+      [](const py::array_t<double, py::array::c_style | py::array::forcecast>& heads,
+         const std::vector<std::vector<std::size_t>>& index, const std::vector<std::size_t>& shape,
+         std::optional<Eigen::Index> dk, std::optional<double> epsilon, std::optional<Mask> mask, Eigen::Index max_dk,
+         unsigned jobs, std::uint64_t seed, std::optional<bool> refine, std::optional<double> time_limit,
+         const std::string& name) {
+        if (heads.ndim() != 3) throw input_error(name + ": heads must be stacked as (heads, n, n)");
+        HeadStack stack;
+        stack.name = name;
+        stack.shape = shape;
+        stack.index = index;
+        const auto count = static_cast<std::size_t>(heads.shape(0));
+        const Eigen::Index rows = heads.shape(1), cols = heads.shape(2);
+        using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+        for (std::size_t t = 0; t < count; ++t)
+          stack.patterns.emplace_back(Eigen::Map<const RowMajor>(heads.data(static_cast<py::ssize_t>(t), 0, 0), rows, cols));
+        ScanQuestion q;
+        q.dk = dk;
+        q.epsilon = epsilon;
+        q.mask = std::move(mask);
+        q.max_dk = max_dk;
+        q.jobs = jobs;
+        q.seed = seed;
+        q.refine = refine_options(refine, time_limit);
+        return released([&] {
+          const std::vector<HeadScan> done = analyze_scan(stack, q);
+          json list = json::array();
+          for (const HeadScan& h : done) list.push_back(to_json(h));
+          return list;
+        });
+      },
+      py::arg("heads"), py::arg("index"), py::arg("shape"), py::arg("d_k"), py::arg("epsilon"), py::arg("mask"),
+      py::arg("max_dk"), py::arg("jobs"), py::arg("seed"), py::arg("refine"), py::arg("time_limit"), py::arg("name"));
+  m.def(
       "check_kernel",
       [](NamedTensor q, NamedTensor k, NamedTensor v, NamedTensor candidate, std::optional<NamedTensor> reference,
          std::optional<Mask> mask, std::optional<double> scale, const std::string& fallback, unsigned bits,

@@ -23,7 +23,7 @@ import numpy as _np
 from . import _attnrank as _core
 
 __all__ = ["reach", "check_certificate", "width", "rank", "det", "svd", "layer", "check_kernel", "from_torch",
-           "exact_matrix"]
+           "exact_matrix", "scan"]
 
 
 def _exact_text(value):
@@ -260,3 +260,65 @@ def from_torch(module):
     else:
         wq, wk, wv = t(module.q_proj_weight), t(module.k_proj_weight), t(module.v_proj_weight)
     return {"wq": wq, "wk": wk, "wv": wv, "wo": t(module.out_proj.weight), "heads": module.num_heads}
+
+
+def _head_stack(tensor):
+    """A NumPy array or torch tensor (..., n, n) as float64 heads (exact for every
+    float and integer dtype NumPy and torch have) with each head's leading index."""
+    if _is_torch(tensor):
+        t = tensor.detach().cpu()
+        if str(t.dtype) == "torch.bfloat16":  # float32 holds every bfloat16 exactly
+            t = t.float()
+        tensor = t.numpy()
+    array = _np.asarray(tensor)
+    if array.dtype.kind not in "fiub":
+        raise ValueError(f"tensor: a float or integer array is needed, not dtype {array.dtype}")
+    if array.ndim < 2:
+        raise ValueError(f"tensor: shape {array.shape} has {array.ndim} dimensions; a scan needs (..., n, n)")
+    if array.dtype.kind in "iu" and array.size and _np.abs(array).max() > 2 ** 53:
+        raise ValueError("tensor: integers beyond 2^53 are not all doubles")
+    lead = array.shape[:-2]
+    heads = _np.ascontiguousarray(array.reshape((-1,) + array.shape[-2:]), dtype=_np.float64)
+    index = [list(i) for i in _np.ndindex(*lead)] if lead else [[]]
+    return heads, index, list(array.shape)
+
+
+def _scan_heads(heads, index, shape, d_k, epsilon, mask, max_dk, jobs, seed, refine, time_limit):
+    """The local scan of some heads (what each Dask task runs on its worker)."""
+    n = heads.shape[-1]
+    return _core.scan(heads, index, shape, None if d_k is None else int(d_k),
+                      None if epsilon is None else float(epsilon), _mask(mask, n), 0 if max_dk is None else int(max_dk),
+                      0 if jobs is None else int(jobs), int(seed), None if refine is None else bool(refine),
+                      _time_limit(time_limit), "tensor")
+
+
+def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, max_dk=None, seed=1, refine=None,
+         time_limit=2.0, heads_per_task=1):
+    """Every head of ``tensor`` (NumPy array or torch tensor of shape (..., n, n): layers,
+    heads, prompts...), each asked what ``attnrank scan`` asks: the floor bounds, with
+    ``d_k`` the verdict and the certified band error_lower <= E* <= error_upper at that
+    width, with ``epsilon`` the certified band width_lower <= w* <= width_upper on the
+    smallest width within epsilon. Returns one dict per head in index order, with the
+    keys of ``attnrank scan --json``'s heads ("index" holds the leading indices).
+
+    Without ``client`` the heads run on ``jobs`` threads here (default: every core),
+    with the GIL released. With ``client`` a ``dask.distributed.Client``, the heads are
+    submitted to its cluster, ``heads_per_task`` per task (each worker imports attnrank
+    and computes its heads), and gathered in index order; the library itself never
+    needs Dask. ``refine`` and ``time_limit`` (seconds per question of a head) are
+    ``reach``'s."""
+    heads, index, shape = _head_stack(tensor)
+    _time_limit(time_limit)  # the same checks as the local path, before anything is sent
+    if epsilon is not None and not (0 <= float(epsilon) <= 1):
+        raise ValueError(f"epsilon: {epsilon} is outside [0, 1]")
+    options = (d_k, epsilon, mask, max_dk, jobs, seed, refine, time_limit)
+    if client is None:
+        return _scan_heads(heads, index, shape, *options)
+    step = max(1, int(heads_per_task))
+    chunks = [(heads[k:k + step], index[k:k + step]) for k in range(0, len(index), step)]
+    worker_options = (d_k, epsilon, mask, max_dk, 1, seed, refine, time_limit)  # one thread per task
+    futures = [client.submit(_scan_heads, h, i, shape, *worker_options, pure=False) for h, i in chunks]
+    out = []
+    for part in client.gather(futures):
+        out.extend(part)
+    return out

@@ -15,11 +15,13 @@ namespace {
 /// Every matrix of an array of `shape` at `data` with `strides`.
 void read_matrices(DoubleTensor& out, const unsigned char* data, const ElementType& type,
                    const std::vector<std::ptrdiff_t>& strides, const std::string& source, const ParseLimits& limits,
-                   NonFiniteElements nonfinite) {
+                   NonFiniteElements nonfinite, std::size_t max_dims) {
   const std::vector<std::size_t>& shape = out.shape;
-  if (shape.size() < 2 || shape.size() > 4)
+  if (shape.size() < 2 || shape.size() > max_dims)
     throw input_error(source + ": shape " + shape_text(shape) + " has " + std::to_string(shape.size()) +
-                      " dimensions; an attention tensor has 2 to 4: (N, d), (H, N, d) or (B, H, N, d)");
+                      (max_dims == 4 ? " dimensions; an attention tensor has 2 to 4: (N, d), (H, N, d) or (B, H, N, d)"
+                                     : " dimensions; a stack of matrices has 2 to " + std::to_string(max_dims) +
+                                           ": (..., N, N)"));
   std::size_t count = 1, cells = 1;
   for (std::size_t k = 0; k < shape.size(); ++k) {
     if (shape[k] == 0) throw input_error(source + ": the array is empty (shape " + shape_text(shape) + ")");
@@ -61,7 +63,10 @@ std::vector<std::size_t> DoubleTensor::leading_index(std::size_t t) const {
   return index;
 }
 
-DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits, NonFiniteElements nonfinite) {
+namespace {
+
+DoubleTensor read_tensor(const std::string& argument, const ParseLimits& limits, NonFiniteElements nonfinite,
+                         std::size_t max_dims) {
   DoubleTensor out;
   if (const auto st = split_safetensors_argument(argument)) {
     const std::string bytes = read_text_file(st->path, limits);
@@ -71,7 +76,7 @@ DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& 
         out.shape = e.shape;
         out.dtype = e.type.name;
         read_matrices(out, reinterpret_cast<const unsigned char*>(bytes.data()) + e.begin, e.type,
-                      byte_strides(e.shape, e.type.bytes, false), st->path + ":" + e.name, limits, nonfinite);
+                      byte_strides(e.shape, e.type.bytes, false), st->path + ":" + e.name, limits, nonfinite, max_dims);
         return out;
       }
     (void)parse_safetensors(bytes, st->path, st->rest, {}, limits);  // throws: lists the tensors the file has
@@ -84,7 +89,7 @@ DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& 
     out.shape = h.shape;
     out.dtype = h.type.name;
     read_matrices(out, reinterpret_cast<const unsigned char*>(bytes.data()) + h.data_offset, h.type,
-                  byte_strides(h.shape, h.type.bytes, h.fortran_order), source, limits, nonfinite);
+                  byte_strides(h.shape, h.type.bytes, h.fortran_order), source, limits, nonfinite, max_dims);
     return out;
   }
   const Matrix<Rational> m = parse_matrix(bytes, source, limits);
@@ -101,6 +106,16 @@ DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& 
     }
   out.matrices.push_back(std::move(d));
   return out;
+}
+
+}  // namespace
+
+DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits, NonFiniteElements nonfinite) {
+  return read_tensor(argument, limits, nonfinite, 4);
+}
+
+DoubleTensor read_matrix_stack(const std::string& argument, const ParseLimits& limits) {
+  return read_tensor(argument, limits, NonFiniteElements::refuse, max_stack_dimensions);
 }
 
 std::optional<Eigen::MatrixXd> read_binary_doubles(const std::string& argument, const ParseLimits& limits) {

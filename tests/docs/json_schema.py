@@ -69,7 +69,14 @@ qk = rng.standard_normal((6, 1)) @ rng.standard_normal((1, 6))
 e = np.exp(qk - qk.max(axis=1, keepdims=True))
 np.save(rounded, e / e.sum(axis=1, keepdims=True))
 
+stack = os.path.join(work, "stack.npy")  # a (2, 2, 5, 5) stack of patterns, one with a zero entry
+g = rng.standard_normal((2, 2, 5, 5))
+heads = np.exp(g) / np.exp(g).sum(axis=-1, keepdims=True)
+heads[1, 1, 0, 2] = 0
+np.save(stack, heads)
+
 runs = [
+    ["scan", stack], ["scan", stack, "--dk", "2", "--epsilon", "0.05"],
     ["svd", big], ["svd", "diag:3:1", "--gaps"], ["svd", "hilbert:4"],
     ["width", "diag:4:0.7", "--epsilon", "0", "--max-dk", "2", "--no-search"],
     ["layer", *weights, "--tier", "double", "--mask", "causal", "--mask", "none"],
@@ -171,6 +178,9 @@ variants = {
     "reach diag:6:0.7 --dk 2 --refine --time-limit 0": lambda d: d["refinement"]["ran"] and d["refinement"]["time_limit"] is None,
     "rank hilbert:6 --mode numeric": lambda d: "rank_lower" not in d and "approx_rank_lower" in d,
     "example": lambda d: d["schema"] == "attnrank/example/1",
+    f"scan {stack}": lambda d: any(h["zero_entry"] for h in d["heads"]) and "verdict" not in d["heads"][0],
+    f"scan {stack} --dk 2 --epsilon 0.05": lambda d: all("width_upper" in h and "epsilon_verdict" in h
+                                                          for h in d["heads"] if not h["zero_entry"]),
 }
 for name, holds in variants.items():
     if name not in docs or not holds(docs[name]):

@@ -36,6 +36,12 @@ struct DoubleTensor {
 DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits = {},
                                 NonFiniteElements nonfinite = NonFiniteElements::refuse);
 
+/// The same for a stack of matrices of any leading dimensions, (..., N, d) with
+/// 2 to max_stack_dimensions dimensions (layer, head, batch, prompt...), as a scan
+/// of a model's attention reads it.
+inline constexpr std::size_t max_stack_dimensions = 8;
+DoubleTensor read_matrix_stack(const std::string& argument, const ParseLimits& limits = {});
+
 /// A matrix argument that names a 2-D binary array of finite floats or small
 /// integers (an .npy file, a safetensors tensor) read straight into doubles,
 /// each the exact real the file stores: the same numbers read_matrix gives as

@@ -1,0 +1,83 @@
+#pragma once
+// Every head of a model at once: a stack of attention patterns (..., n, n) --
+// layers x heads, prompts, several files -- each slice asked the reach and width
+// questions on a pool of threads, results handed back as heads finish.
+//
+// Guarantee: each head's numbers are those of analyze_reach and analyze_width on
+// that slice alone (the same policy: the cheap certified band by default, the
+// optimiser only when asked or when epsilon needs it, within the per-head time
+// limit), so floor_lower <= floor <= floor_upper, error_lower <= E* <= error_upper
+// at d_k, and width_lower <= w* <= width_upper are proven for that slice. A head
+// whose search stopped at its time limit says so and keeps the bounds it has; no
+// head is dropped. Heads run side by side; nothing is shared between them.
+
+#include <attnrank/analysis/refinement.hpp>
+#include <attnrank/attention/mask.hpp>
+#include <attnrank/reach/free.hpp>
+
+#include <Eigen/Core>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnrank {
+
+/// The heads to scan: n x n patterns with their place in the stack.
+struct HeadStack {
+  std::vector<std::size_t> shape;  ///< the whole stack's shape, (..., n, n); several files: (files, ...)
+  std::vector<std::vector<std::size_t>> index;  ///< each head's leading indices, in C order
+  std::vector<Eigen::MatrixXd> patterns;        ///< each head's pattern (exact doubles)
+  std::string name;                             ///< for messages and the report
+};
+
+struct ScanQuestion {
+  std::optional<Eigen::Index> dk;       ///< the verdict and error band at this width
+  std::optional<double> epsilon;        ///< the minimal width band (and epsilon_verdict at d_k)
+  std::optional<Mask> mask;             ///< every head is masked so (n must match)
+  Eigen::Index max_dk = 0;              ///< the widths tried for epsilon; 0: min(n, 16)
+  unsigned jobs = 0;                    ///< threads; 0: every core
+  std::uint64_t seed = 1;
+  /// Per head: the optimiser's policy and time limit (refinement.hpp).
+  RefineOptions refine;
+};
+
+/// One head's answer.
+struct HeadScan {
+  std::vector<std::size_t> index;
+  Eigen::Index n = 0;
+  bool zero_entry = false;              ///< a zero entry outside the mask: no finite scores produce it
+  Eigen::Index floor_lower = 0, floor_upper = 0;
+  std::optional<Verdict> verdict;       ///< with d_k
+  std::optional<double> error_lower, error_upper;  ///< at d_k (n <= 512, or with epsilon)
+  std::optional<std::string> epsilon_verdict;      ///< with d_k and epsilon
+  std::optional<Eigen::Index> width_lower;         ///< with epsilon
+  std::optional<Eigen::Index> width_upper;         ///< with epsilon; nullopt: none up to max_dk
+  Eigen::Index max_dk = 0;
+  bool refined = false;                 ///< the optimiser ran for this head
+  bool time_limit_reached = false;      ///< ... and stopped at the limit: more time may sharpen
+  double seconds = 0;                   ///< wall time of this head
+};
+
+/// The heads of `stack` read as above: input_error naming the slice (its index)
+/// when a pattern is not square, not finite, has a row that does not sum to a
+/// positive number, or does not fit the mask; nothing is computed then.
+void validate(const HeadStack& stack, const ScanQuestion& q);
+
+/// Scans every head, `jobs` at a time; `on_head` is called (from the worker
+/// threads, one call at a time) as each head finishes, in completion order. The
+/// result holds every head in stack order. input_error as validate.
+std::vector<HeadScan> analyze_scan(const HeadStack& stack, const ScanQuestion& q,
+                                   const std::function<void(const HeadScan&)>& on_head = {});
+
+/// One head as a JSON object (one line of --jsonl): "index", "n", "floor_lower", ...
+nlohmann::json to_json(const HeadScan& h);
+/// The whole scan ("attnrank/scan/1", docs/schema/scan.schema.json).
+nlohmann::json scan_document(const HeadStack& stack, const ScanQuestion& q, const std::vector<HeadScan>& heads);
+/// A table for people: one line per head.
+std::string scan_text(const HeadStack& stack, const ScanQuestion& q, const std::vector<HeadScan>& heads);
+
+}  // namespace attnrank

@@ -1,0 +1,242 @@
+// Every head of a stack, on a pool of threads (analysis/scan_analysis.hpp).
+#include <attnrank/analysis/scan_analysis.hpp>
+
+#include <attnrank/analysis/document.hpp>
+#include <attnrank/analysis/reach_analysis.hpp>
+#include <attnrank/analysis/width_analysis.hpp>
+#include <attnrank/reach/masked.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace attnrank {
+namespace {
+
+std::string index_text(const std::vector<std::size_t>& index) {
+  std::string s = "[";
+  for (std::size_t k = 0; k < index.size(); ++k) {
+    if (k) s += ',';
+    s += std::to_string(index[k]);
+  }
+  s += ']';
+  return s;
+}
+
+std::string slice_name(const HeadStack& stack, std::size_t t) {
+  std::string name = stack.name;
+  if (!stack.index[t].empty()) name += index_text(stack.index[t]);
+  return name;
+}
+
+/// The rationals a slice's doubles denote; input_error (naming the slice) on a
+/// shape that is not square or an entry that is not finite.
+Matrix<Rational> exact_slice(const HeadStack& stack, std::size_t t) {
+  const Eigen::MatrixXd& P = stack.patterns[t];
+  const std::string name = slice_name(stack, t);
+  if (P.rows() != P.cols())
+    throw input_error(name + ": the pattern is " + std::to_string(P.rows()) + " x " + std::to_string(P.cols()) +
+                      ", not square (a scan asks about n x n attention patterns: the last two dimensions)");
+  Matrix<Rational> A(P.rows(), P.cols());
+  for (Eigen::Index j = 0; j < P.cols(); ++j)
+    for (Eigen::Index i = 0; i < P.rows(); ++i) {
+      if (!std::isfinite(P(i, j)))
+        throw input_error(name + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + " is " +
+                              std::to_string(P(i, j)) + ", not a finite number",
+                          name, i + 1, j + 1);
+      A(i, j) = Rational(P(i, j));
+    }
+  return A;
+}
+
+HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q) {
+  const auto start = std::chrono::steady_clock::now();
+  const Matrix<Rational> A = exact_slice(stack, t);
+  const std::string name = slice_name(stack, t);
+  HeadScan h;
+  h.index = stack.index[t];
+  h.n = A.rows();
+  ReachQuestion rq;
+  rq.dk = std::min<Eigen::Index>(q.dk.value_or(1), h.n);
+  rq.mask = q.mask;
+  rq.full_floor = true;  // the floor itself, not only what one width needs
+  rq.seed = q.seed;
+  rq.refine = q.refine;
+  rq.error_bounds = q.dk ? ErrorBoundsPolicy::automatic : ErrorBoundsPolicy::never;
+  if (q.dk) rq.epsilon = q.epsilon;
+  rq.target_name = name;
+  const ReachAnalysis r = analyze_reach(A, rq);
+  h.zero_entry = r.has_zero_entry();
+  if (!h.zero_entry) {
+    h.floor_lower = r.floor_lower();
+    h.floor_upper = r.floor_upper();
+  }
+  if (q.dk) h.verdict = r.verdict();
+  if (r.approx) {
+    h.error_lower = r.approx->error_lower;
+    h.error_upper = r.approx->error_upper;
+    if (q.epsilon) h.epsilon_verdict = to_string(epsilon_verdict(*r.approx, *q.epsilon));
+  }
+  h.refined = r.refinement.ran;
+  h.time_limit_reached = r.refinement.time_limit_reached;
+  if (q.epsilon) {
+    WidthQuestion wq;
+    wq.epsilon = *q.epsilon;
+    wq.max_dk = q.max_dk == 0 ? 0 : std::min(q.max_dk, h.n);
+    wq.mask = q.mask;
+    wq.seed = q.seed;
+    wq.refine = q.refine;
+    wq.target_name = name;
+    const WidthAnalysis w = analyze_width(A, wq);
+    h.width_lower = w.result.width_lower;
+    if (w.result.width_upper != 0) h.width_upper = w.result.width_upper;
+    h.max_dk = w.result.max_dk;
+    h.refined = h.refined || w.refinement.ran;
+    h.time_limit_reached = h.time_limit_reached || w.refinement.time_limit_reached;
+  }
+  h.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return h;
+}
+
+}  // namespace
+
+void validate(const HeadStack& stack, const ScanQuestion& q) {
+  if (stack.patterns.empty()) throw input_error(stack.name + ": no heads to scan");
+  if (stack.index.size() != stack.patterns.size())
+    throw input_error(stack.name + ": " + std::to_string(stack.index.size()) + " indices for " +
+                      std::to_string(stack.patterns.size()) + " heads");
+  if (q.epsilon && !(*q.epsilon >= 0 && *q.epsilon <= 1))
+    throw input_error("--epsilon " + std::to_string(*q.epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
+  validate(q.refine);
+  for (std::size_t t = 0; t < stack.patterns.size(); ++t) {
+    const Matrix<Rational> A = exact_slice(stack, t);
+    const std::string name = slice_name(stack, t);
+    validate_target(A, name);
+    if (q.mask) validate_masked_target(A, *q.mask, name);
+    if (q.dk && (*q.dk < 1 || *q.dk > A.rows()))
+      throw input_error("--dk " + std::to_string(*q.dk) + " is out of range for " + name + ": 1 <= d_k <= n = " +
+                        std::to_string(A.rows()));
+  }
+}
+
+std::vector<HeadScan> analyze_scan(const HeadStack& stack, const ScanQuestion& q,
+                                   const std::function<void(const HeadScan&)>& on_head) {
+  validate(stack, q);
+  const std::size_t count = stack.patterns.size();
+  std::vector<HeadScan> out(count);
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned jobs = static_cast<unsigned>(std::min<std::size_t>(q.jobs ? q.jobs : cores, count));
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex report;  // guards on_head and failure
+  std::exception_ptr failure;
+  const auto work = [&] {
+    for (std::size_t t; !failed.load() && (t = next++) < count;) {
+      try {
+        HeadScan h = scan_head(stack, t, q);
+        const std::lock_guard<std::mutex> lock(report);
+        out[t] = std::move(h);
+        if (on_head) on_head(out[t]);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(report);
+        if (!failure) failure = std::current_exception();
+        failed.store(true);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned k = 1; k < jobs; ++k) pool.emplace_back(work);
+  work();
+  for (std::thread& th : pool) th.join();
+  if (failure) std::rethrow_exception(failure);
+  return out;
+}
+
+nlohmann::json to_json(const HeadScan& h) {
+  using nlohmann::json;
+  json j{{"index", h.index}, {"n", h.n}, {"zero_entry", h.zero_entry}};
+  j["floor_lower"] = h.zero_entry ? json(nullptr) : json(h.floor_lower);
+  j["floor_upper"] = h.zero_entry ? json(nullptr) : json(h.floor_upper);
+  if (h.verdict) j["verdict"] = to_string(*h.verdict);
+  if (h.error_lower) {
+    j["error_lower"] = lower_bound_json(*h.error_lower);
+    j["error_upper"] = upper_bound_json(*h.error_upper);
+  }
+  if (h.epsilon_verdict) j["epsilon_verdict"] = *h.epsilon_verdict;
+  if (h.width_lower) {
+    j["width_lower"] = *h.width_lower;
+    j["width_upper"] = h.width_upper ? json(*h.width_upper) : json(nullptr);
+    j["max_d_k"] = h.max_dk;
+  }
+  j["refined"] = h.refined;
+  j["time_limit_reached"] = h.time_limit_reached;
+  j["seconds"] = h.seconds;
+  return j;
+}
+
+nlohmann::json scan_document(const HeadStack& stack, const ScanQuestion& q, const std::vector<HeadScan>& heads) {
+  using nlohmann::json;
+  json list = json::array();
+  for (const HeadScan& h : heads) list.push_back(to_json(h));
+  return json_document({{"source", stack.name},
+                        {"shape", stack.shape},
+                        {"d_k", q.dk ? json(*q.dk) : json(nullptr)},
+                        {"epsilon", q.epsilon ? json(*q.epsilon) : json(nullptr)},
+                        {"mask", q.mask ? q.mask->name() : std::string("none")},
+                        {"seed", q.seed},
+                        {"refinement", {{"policy", q.refine.policy == RefinePolicy::always  ? "always"
+                                                   : q.refine.policy == RefinePolicy::never ? "never"
+                                                                                            : "automatic"},
+                                        {"time_limit_per_head",
+                                         q.refine.time_limit ? json(*q.refine.time_limit) : json(nullptr)}}},
+                        {"heads", list}},
+                       "scan");
+}
+
+std::string scan_text(const HeadStack& stack, const ScanQuestion& q, const std::vector<HeadScan>& heads) {
+  std::ostringstream s;
+  s << "scan of " << stack.name << ": " << heads.size() << " heads";
+  if (q.mask) s << ", mask " << q.mask->name();
+  if (q.dk) s << ", d_k = " << *q.dk;
+  if (q.epsilon) s << ", epsilon = " << *q.epsilon;
+  s << " (every bound certified for its own head)\n";
+  s << "  head        n  floor        " << (q.dk ? "verdict      E* at d_k               " : "")
+    << (q.epsilon ? "minimal width" : "") << "\n";
+  for (const HeadScan& h : heads) {
+    std::ostringstream line;
+    line << "  " << index_text(h.index);
+    std::string l = line.str();
+    l.resize(std::max<std::size_t>(l.size() + 1, 12), ' ');
+    s << l << h.n << (h.n < 10 ? "    " : h.n < 100 ? "   " : h.n < 1000 ? "  " : " ");
+    std::string floor = h.zero_entry ? "zero entry"
+                        : h.floor_lower == h.floor_upper
+                            ? "= " + std::to_string(h.floor_lower)
+                            : std::to_string(h.floor_lower) + ".." + std::to_string(h.floor_upper);
+    floor.resize(std::max<std::size_t>(floor.size() + 1, 13), ' ');
+    s << floor;
+    if (q.dk) {
+      std::string v = h.verdict ? to_string(*h.verdict) : "";
+      v.resize(13, ' ');
+      s << v;
+      std::string band = h.error_lower ? format_lower_bound(*h.error_lower) + " .. " + format_upper_bound(*h.error_upper)
+                                       : std::string("(n > 512: --epsilon)");
+      band.resize(std::max<std::size_t>(band.size() + 1, 24), ' ');
+      s << band;
+    }
+    if (q.epsilon && h.width_lower) {
+      if (h.width_upper && *h.width_upper == *h.width_lower) s << "= " << *h.width_upper;
+      else if (h.width_upper) s << *h.width_lower << ".." << *h.width_upper;
+      else s << ">= " << *h.width_lower << " (none within epsilon up to " << h.max_dk << ")";
+    }
+    if (h.time_limit_reached) s << "  (time limit reached)";
+    s << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace attnrank

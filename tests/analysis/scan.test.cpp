@@ -1,0 +1,146 @@
+// attnrank/analysis/scan_analysis.hpp: a scan answers for every head what the
+// single-head analyses answer for it, whatever the number of threads; planted
+// heads of width r are found within width r; bad slices are named.
+#include "support.hpp"
+
+#include <attnrank/analysis.hpp>
+
+#include <cmath>
+#include <random>
+#include <set>
+
+using namespace attnrank;
+using attnrank::test::input_error_message;
+
+namespace {
+
+/// softmax(Q K^T / sqrt(r)) with Q, K of width r: a pattern a head of width r makes.
+Eigen::MatrixXd planted(Eigen::Index n, Eigen::Index r, std::mt19937_64& rng, double scale) {
+  std::normal_distribution<double> g(0.0, scale);
+  Eigen::MatrixXd Q(n, r), K(n, r);
+  for (Eigen::Index i = 0; i < Q.size(); ++i) Q(i) = g(rng);
+  for (Eigen::Index i = 0; i < K.size(); ++i) K(i) = g(rng);
+  Eigen::MatrixXd S = Q * K.transpose() / std::sqrt(static_cast<double>(r));
+  S = (S.colwise() - S.rowwise().maxCoeff()).array().exp().matrix();
+  return (S.array().colwise() / S.rowwise().sum().array()).matrix();
+}
+
+/// A (layers, heads, n, n) stack whose head (l, h) has width widths[l * heads + h].
+HeadStack planted_stack(std::size_t layers, std::size_t heads, Eigen::Index n, const std::vector<Eigen::Index>& widths,
+                        std::uint64_t seed, double scale) {
+  std::mt19937_64 rng(seed);
+  HeadStack s;
+  s.name = "planted.npy";
+  s.shape = {layers, heads, static_cast<std::size_t>(n), static_cast<std::size_t>(n)};
+  for (std::size_t l = 0; l < layers; ++l)
+    for (std::size_t h = 0; h < heads; ++h) {
+      s.index.push_back({l, h});
+      s.patterns.push_back(planted(n, widths[l * heads + h], rng, scale));
+    }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("attnrank::analyze_scan", "[property]") {
+  rc::prop("planted heads of width r are reported with width_lower <= width_upper <= r", [] {
+    std::vector<Eigen::Index> widths;
+    for (int k = 0; k < 6; ++k) widths.push_back(*rc::gen::inRange<Eigen::Index>(1, 4));
+    const HeadStack s = planted_stack(2, 3, 24, widths, *rc::gen::arbitrary<std::uint32_t>(),
+                                      *rc::gen::element(0.5, 1.0, 2.0));
+    ScanQuestion q;
+    q.epsilon = 1e-9;  // far above the rounding of a pattern stored as doubles, far below any real miss
+    q.max_dk = 6;
+    q.jobs = 2;
+    const std::vector<HeadScan> heads = analyze_scan(s, q);
+    RC_ASSERT(heads.size() == 6u);
+    for (std::size_t t = 0; t < heads.size(); ++t) {
+      RC_ASSERT(heads[t].index == s.index[t]);
+      RC_ASSERT(heads[t].width_lower.has_value());
+      RC_ASSERT(heads[t].width_upper.has_value());
+      RC_ASSERT(*heads[t].width_lower <= *heads[t].width_upper);
+      RC_ASSERT(*heads[t].width_upper <= widths[t]);
+    }
+  });
+
+  rc::prop("every head gets the single-head analyses' answer, on one thread or two", [] {
+    std::vector<Eigen::Index> widths;
+    for (int k = 0; k < 4; ++k) widths.push_back(*rc::gen::inRange<Eigen::Index>(1, 5));
+    const HeadStack s = planted_stack(1, 4, *rc::gen::inRange<Eigen::Index>(3, 12), widths,
+                                      *rc::gen::arbitrary<std::uint32_t>(), 1.0);
+    ScanQuestion q;
+    q.dk = *rc::gen::inRange<Eigen::Index>(1, 3);
+    q.epsilon = *rc::gen::element(0.01, 0.1);
+    q.refine.time_limit.reset();  // reproducible: no clock
+    q.jobs = 1;
+    const std::vector<HeadScan> one = analyze_scan(s, q);
+    q.jobs = 2;
+    std::set<std::size_t> seen;
+    const std::vector<HeadScan> two = analyze_scan(s, q, [&](const HeadScan& h) { seen.insert(h.index.back()); });
+    RC_ASSERT(seen.size() == 4u);  // on_head once per head
+    for (std::size_t t = 0; t < one.size(); ++t) {
+      nlohmann::json a = to_json(one[t]), b = to_json(two[t]);
+      a.erase("seconds");
+      b.erase("seconds");
+      RC_ASSERT(a == b);
+      // ... and that answer is analyze_reach's and analyze_width's on the slice alone.
+      Matrix<Rational> A(s.patterns[t].rows(), s.patterns[t].cols());
+      for (Eigen::Index i = 0; i < A.size(); ++i) A(i) = Rational(s.patterns[t](i));
+      ReachQuestion rq;
+      rq.dk = *q.dk;
+      rq.full_floor = true;
+      rq.epsilon = q.epsilon;
+      rq.refine = q.refine;
+      const ReachAnalysis r = analyze_reach(A, rq);
+      RC_ASSERT(one[t].floor_lower == r.floor_lower());
+      RC_ASSERT(one[t].floor_upper == r.floor_upper());
+      RC_ASSERT(one[t].verdict == r.verdict());
+      RC_ASSERT(one[t].error_upper == r.approx->error_upper);
+      RC_ASSERT(one[t].error_lower == r.approx->error_lower);
+      WidthQuestion wq;
+      wq.epsilon = *q.epsilon;
+      wq.refine = q.refine;
+      const WidthAnalysis w = analyze_width(A, wq);
+      RC_ASSERT(*one[t].width_lower == w.result.width_lower);
+      RC_ASSERT(one[t].width_upper.value_or(0) == w.result.width_upper);
+    }
+  });
+}
+
+TEST_CASE("attnrank::analyze_scan bad slices", "[unit]") {
+  HeadStack s = planted_stack(2, 2, 5, {1, 1, 2, 2}, 3, 1.0);
+  ScanQuestion q;
+  SECTION("a NaN is named with its slice, row and column") {
+    s.patterns[3](1, 2) = std::nan("");
+    const std::string m = input_error_message([&] { analyze_scan(s, q); });
+    CHECK(m.find("planted.npy[1,1]") != std::string::npos);
+    CHECK(m.find("row 2, column 3") != std::string::npos);
+  }
+  SECTION("a pattern that is not square") {
+    s.patterns[1] = Eigen::MatrixXd::Constant(5, 4, 0.25);
+    CHECK(input_error_message([&] { analyze_scan(s, q); }).find("[0,1]: the pattern is 5 x 4, not square") !=
+          std::string::npos);
+  }
+  SECTION("a row that does not sum to a positive number") {
+    s.patterns[2].row(0).setZero();
+    CHECK(input_error_message([&] { analyze_scan(s, q); }).find("planted.npy[1,0]") != std::string::npos);
+  }
+  SECTION("a mask of the wrong size, a width beyond n, epsilon outside [0, 1]") {
+    q.mask = Mask::causal(4);
+    CHECK_FALSE(input_error_message([&] { analyze_scan(s, q); }).empty());
+    q.mask.reset();
+    q.dk = 6;
+    CHECK(input_error_message([&] { analyze_scan(s, q); }).find("--dk 6") != std::string::npos);
+    q.dk.reset();
+    q.epsilon = 2;
+    CHECK(input_error_message([&] { analyze_scan(s, q); }).find("--epsilon") != std::string::npos);
+  }
+  SECTION("a zero entry is reported, not refused: no finite scores produce it") {
+    s.patterns[0](0, 1) = 0;
+    q.dk = 1;
+    const std::vector<HeadScan> heads = analyze_scan(s, q);
+    CHECK(heads[0].zero_entry);
+    CHECK(heads[0].verdict == Verdict::unreachable);
+    CHECK(to_json(heads[0])["floor_lower"].is_null());
+  }
+}

@@ -1,0 +1,87 @@
+"""attnrank.scan (python/attnrank, docs/scan.md): planted heads of known width are
+found within that width, locally on threads and on a real Dask LocalCluster with two
+worker processes, and both give the CLI's answer for every head.
+
+Random inputs come from SEED (ATTNRANK_PY_SEED, default 20261202)."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import attnrank
+
+SEED = int(os.environ.get("ATTNRANK_PY_SEED", "20261202"))
+CLI = os.environ.get("ATTNRANK_CLI")
+
+
+def planted(rng, layers, heads, n, widths):
+    """A (layers, heads, n, n) stack: head (l, h) is softmax(Q K^T / sqrt(r)), Q, K of width r."""
+    out = np.empty((layers, heads, n, n))
+    for t, r in enumerate(widths):
+        q, k = rng.standard_normal((n, r)), rng.standard_normal((n, r))
+        s = q @ k.T / np.sqrt(r)
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        out[t // heads, t % heads] = e / e.sum(axis=1, keepdims=True)
+    return out
+
+
+def check_planted(results, widths, shape):
+    assert [h["index"] for h in results] == [list(i) for i in np.ndindex(*shape)]
+    for h, r in zip(results, widths):
+        assert h["width_lower"] <= h["width_upper"] <= r, (h, r)
+
+
+def test_planted_heads_locally_and_from_torch():
+    rng = np.random.default_rng(SEED)
+    widths = list(rng.integers(1, 4, size=6))
+    stack = planted(rng, 2, 3, 24, widths)
+    results = attnrank.scan(stack, epsilon=1e-9, max_dk=6, jobs=2)
+    check_planted(results, widths, (2, 3))
+    torch = pytest.importorskip("torch")
+    again = attnrank.scan(torch.from_numpy(stack), epsilon=1e-9, max_dk=6)  # read exactly, as the array
+    assert [h["width_upper"] for h in again] == [h["width_upper"] for h in results]
+
+
+def test_bad_slices_raise_value_error_naming_them():
+    rng = np.random.default_rng(SEED)
+    stack = planted(rng, 1, 2, 5, [1, 1])
+    stack[0, 1, 2, 3] = np.nan
+    with pytest.raises(ValueError, match=r"\[0,1\].*row 3, column 4"):
+        attnrank.scan(stack)
+    with pytest.raises(ValueError, match="not square"):
+        attnrank.scan(np.ones((2, 3, 4)))
+    with pytest.raises(ValueError, match="epsilon"):
+        attnrank.scan(stack[:, :1], epsilon=2)
+
+
+@pytest.mark.skipif(not CLI, reason="ATTNRANK_CLI (the attnrank command) is not set")
+def test_the_same_answer_as_the_command_line(tmp_path):
+    rng = np.random.default_rng(SEED)
+    stack = planted(rng, 2, 2, 10, [1, 2, 3, 1])
+    path = tmp_path / "stack.npy"
+    np.save(path, stack)
+    doc = json.loads(subprocess.run([CLI, "scan", str(path), "--dk", "2", "--epsilon", "0.01", "--json",
+                                     "--time-limit", "0"], check=True, capture_output=True, text=True).stdout)
+    mine = attnrank.scan(stack, d_k=2, epsilon=0.01, time_limit=None)
+    for a, b in zip(doc["heads"], mine):
+        a.pop("seconds"), b.pop("seconds")
+        assert a == b
+
+
+def test_planted_heads_on_a_dask_local_cluster_with_two_worker_processes():
+    distributed = pytest.importorskip("distributed", reason="python3-distributed (Dask) is not installed: "
+                                      "scripts/install-deps --test installs it")
+    rng = np.random.default_rng(SEED)
+    widths = list(rng.integers(1, 4, size=6))
+    stack = planted(rng, 2, 3, 24, widths)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        results = attnrank.scan(stack, epsilon=1e-9, max_dk=6, client=client)
+        workers = client.run(lambda: os.getpid())
+    assert len(set(workers.values())) == 2  # two processes really ran
+    check_planted(results, widths, (2, 3))
+    local = attnrank.scan(stack, epsilon=1e-9, max_dk=6)
+    assert [h["width_upper"] for h in results] == [h["width_upper"] for h in local]
