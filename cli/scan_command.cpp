@@ -71,7 +71,8 @@ std::string scan_svg(const HeadStack& stack, const ScanQuestion& q, const std::v
                            : q.dk    ? "E* at d_k (certified upper bound)"
                                      : "floor of each head (upper bound)";
   const double cell = cols > 32 ? 14 : 28;
-  Svg svg(80 + cell * static_cast<double>(cols) + 40, 110 + cell * static_cast<double>(rows), "scan of " + stack.name);
+  Svg svg(std::max(560.0, 80 + cell * static_cast<double>(cols) + 40), 110 + cell * static_cast<double>(rows),
+          "scan of " + stack.name);
   heatmap(svg, 60, 60, cell, values, labels, row_labels, col_labels, stack.name + ": " + what);
   return svg.str();
 }

@@ -9,7 +9,9 @@ namespace attnrank {
 
 Matrix<Rational> from_torch_layout(const Matrix<Rational>& weight) { return weight.transpose(); }
 
-AttentionWeights read_torch_attention(const std::string& path, const std::string& prefix, const ParseLimits& limits) {
+AttentionWeights read_torch_attention(const std::string& path, const std::string& module, const ParseLimits& limits) {
+  // "layers.0.attn" names the module as PyTorch prints it; its tensors are "layers.0.attn.<name>".
+  const std::string prefix = module.empty() || module.back() == '.' ? module : module + ".";
   const std::string bytes = read_text_file(path, limits);
   const std::vector<SafetensorsEntry> entries = safetensors_index(bytes, path);
   const auto has = [&](const std::string& name) {

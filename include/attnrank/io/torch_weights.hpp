@@ -21,7 +21,7 @@ struct AttentionWeights {
 
 /// The projections of an nn.MultiheadAttention saved with
 /// `safetensors.torch.save_file(mha.state_dict(), path)`, each tensor's name
-/// prefixed by `prefix` (e.g. "encoder.layers.0.self_attn."; empty for the
+/// prefixed by `prefix` (e.g. "encoder.layers.0.self_attn", with or without the final dot; empty for the
 /// module itself). Reads `in_proj_weight` or, for a module with kdim/vdim, the
 /// three `q_proj_weight`, `k_proj_weight`, `v_proj_weight`; and
 /// `out_proj.weight`. attnrank's layer has no biases: a bias tensor that is not
