@@ -103,7 +103,9 @@ NamedTensor tensor_from_array(const py::array& a, const std::string& name, bool 
     std::string where = name;
     for (std::size_t k = 0; k < lead.size(); ++k) {
       offset += static_cast<std::ptrdiff_t>(lead[k]) * a.strides(static_cast<py::ssize_t>(k));
-      where += (k ? "," : "[") + std::to_string(lead[k]) + (k + 1 == lead.size() ? "]" : "");
+      where += k ? ',' : '[';  // one char at a time: GCC 12 misreads "," + std::string&& as an overflow
+      where += std::to_string(lead[k]);
+      if (k + 1 == lead.size()) where += ']';
     }
     t.tensor.matrices.push_back(decode_binary_matrix_as_doubles(matrix_view(a, offset), where, {}, nonfinite));
   }

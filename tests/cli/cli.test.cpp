@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <sys/wait.h>
 
@@ -773,5 +774,43 @@ TEST_CASE("attnrank check-kernel") {
     expect_input_error("check-kernel --q " + npy_f32("nanq.npy", nan_q) + args.substr(args.find(" --k")), "[1][2, 3]");
     expect_input_error(args + " --scale -1", "positive");
     expect_input_error(args + " --mask " + file("m.csv", "1,0\n1,1\n"), "2 x 2");
+  }
+}
+
+TEST_CASE("attnrank scan") {
+  const std::string inputs = ATTNRANK_SOURCE_DIR "/tests/cli/inputs/";
+  SECTION("--jsonl: one JSON object per head, every head once, the document's heads as they are") {
+    const Run lines = attnrank_cli("scan " + inputs + "stack.npy --dk 2 --epsilon 0.1 --jsonl --time-limit 0 --jobs 2");
+    REQUIRE(lines.code == 0);
+    const auto doc = nlohmann::json::parse(
+        attnrank_cli("scan " + inputs + "stack.npy --dk 2 --epsilon 0.1 --json --time-limit 0").out);
+    std::istringstream in(lines.out);
+    std::set<std::vector<std::size_t>> seen;
+    std::string line;
+    while (std::getline(in, line)) {
+      auto head = nlohmann::json::parse(line);
+      seen.insert(head["index"].get<std::vector<std::size_t>>());
+      for (auto d : doc["heads"])
+        if (d["index"] == head["index"]) {
+          d.erase("seconds");
+          head.erase("seconds");
+          CHECK(d == head);
+        }
+    }
+    CHECK(seen.size() == 4);
+    CHECK(doc["heads"].size() == 4);
+  }
+  SECTION("--svg: one heatmap cell per head") {
+    const std::string svg = (scratch() / "scan.svg").string();
+    REQUIRE(attnrank_cli("scan " + inputs + "stack.npy --epsilon 0.1 --svg " + svg).code == 0);
+    const std::string s = slurp(svg);
+    std::size_t cells = 0;
+    for (std::size_t at = s.find("class=\"cell\""); at != std::string::npos; at = s.find("class=\"cell\"", at + 1)) ++cells;
+    CHECK(cells == 4);
+  }
+  SECTION("bad input leaves stdout empty") {
+    const Run r = attnrank_cli("scan " + inputs + "stack-nan.npy --jsonl");
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
   }
 }
