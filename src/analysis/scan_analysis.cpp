@@ -6,6 +6,8 @@
 #include <attnrank/analysis/width_analysis.hpp>
 #include <attnrank/reach/masked.hpp>
 
+#include <mpfr.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -150,7 +152,11 @@ std::vector<HeadScan> analyze_scan(const HeadStack& stack, const ScanQuestion& q
     }
   };
   std::vector<std::thread> pool;
-  for (unsigned k = 1; k < jobs; ++k) pool.emplace_back(work);
+  for (unsigned k = 1; k < jobs; ++k)
+    pool.emplace_back([&work] {
+      work();
+      mpfr_free_cache();  // this thread's MPFR constant caches (log 2, pi, ...), or they leak with it
+    });
   work();
   for (std::thread& th : pool) th.join();
   if (failure) std::rethrow_exception(failure);
