@@ -72,19 +72,6 @@ void check_rank_options(const RankQuestion& q) {
     throw input_error("tolerance " + std::to_string(*q.tolerance) + " is not a finite number >= 0");
 }
 
-/// The rationals the doubles denote; input_error naming a NaN or infinite entry.
-Matrix<Rational> exact_of(const Eigen::MatrixXd& A, const std::string& name) {
-  Matrix<Rational> out(A.rows(), A.cols());
-  for (Eigen::Index j = 0; j < A.cols(); ++j)
-    for (Eigen::Index i = 0; i < A.rows(); ++i) {
-      if (!std::isfinite(A(i, j)))
-        throw input_error(name + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + " is " +
-                              std::to_string(A(i, j)) + ", not a finite number",
-                          name, i + 1, j + 1);
-      out(i, j) = Rational(A(i, j));
-    }
-  return out;
-}
 
 }  // namespace
 
@@ -121,7 +108,7 @@ RankAnalysis analyze_rank(const Matrix<Rational>& A, const RankQuestion& q) {
 }
 
 RankAnalysis analyze_rank(const Eigen::MatrixXd& A, const RankQuestion& q) {
-  if (q.mode != RankMode::certified || q.bits > 53 || !A.allFinite()) return analyze_rank(exact_of(A, q.matrix_name), q);
+  if (q.mode != RankMode::certified || q.bits > 53 || !A.allFinite()) return analyze_rank(exact_of_doubles(A, q.matrix_name), q);
   check_rank_options(q);
   RankAnalysis out;
   out.mode = q.mode;
@@ -337,7 +324,7 @@ SvdAnalysis analyze_svd_balls(const BallMatrix& A, const SvdQuestion& q) {
 SvdAnalysis analyze_svd(const Matrix<Rational>& A, const SvdQuestion& q) { return analyze_svd_balls(to_ball(A), q); }
 
 SvdAnalysis analyze_svd(const Eigen::MatrixXd& A, const SvdQuestion& q) {
-  if (!A.allFinite()) return analyze_svd(exact_of(A, q.matrix_name), q);  // exact_of names the entry
+  if (!A.allFinite()) return analyze_svd(exact_of_doubles(A, q.matrix_name), q);  // exact_of_doubles names the entry
   return analyze_svd_balls(BallMatrix{A, Eigen::MatrixXd::Zero(A.rows(), A.cols())}, q);
 }
 

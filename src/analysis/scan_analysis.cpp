@@ -4,6 +4,7 @@
 #include <attnrank/analysis/document.hpp>
 #include <attnrank/analysis/reach_analysis.hpp>
 #include <attnrank/analysis/width_analysis.hpp>
+#include <attnrank/io/double_tensor.hpp>
 #include <attnrank/reach/masked.hpp>
 
 #include <mpfr.h>
@@ -44,16 +45,7 @@ Matrix<Rational> exact_slice(const HeadStack& stack, std::size_t t) {
   if (P.rows() != P.cols())
     throw input_error(name + ": the pattern is " + std::to_string(P.rows()) + " x " + std::to_string(P.cols()) +
                       ", not square (a scan asks about n x n attention patterns: the last two dimensions)");
-  Matrix<Rational> A(P.rows(), P.cols());
-  for (Eigen::Index j = 0; j < P.cols(); ++j)
-    for (Eigen::Index i = 0; i < P.rows(); ++i) {
-      if (!std::isfinite(P(i, j)))
-        throw input_error(name + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + " is " +
-                              std::to_string(P(i, j)) + ", not a finite number",
-                          name, i + 1, j + 1);
-      A(i, j) = Rational(P(i, j));
-    }
-  return A;
+  return exact_of_doubles(P, name);
 }
 
 HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q) {

@@ -149,4 +149,17 @@ std::optional<BallMatrix> read_plain_decimal_balls(const std::string& argument, 
   }
 }
 
+Matrix<Rational> exact_of_doubles(const Eigen::MatrixXd& A, const std::string& name) {
+  Matrix<Rational> out(A.rows(), A.cols());
+  for (Eigen::Index j = 0; j < A.cols(); ++j)
+    for (Eigen::Index i = 0; i < A.rows(); ++i) {
+      if (!std::isfinite(A(i, j)))
+        throw input_error(name + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + " is " +
+                              std::to_string(A(i, j)) + ", not a finite number",
+                          name, i + 1, j + 1);
+      out(i, j) = Rational(A(i, j));
+    }
+  return out;
+}
+
 }  // namespace attnrank

@@ -36,6 +36,10 @@ struct DoubleTensor {
 DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits = {},
                                 NonFiniteElements nonfinite = NonFiniteElements::refuse);
 
+/// The rationals the doubles denote, exactly; input_error naming `name`, row
+/// and column (1-based) of a NaN or infinite entry.
+Matrix<Rational> exact_of_doubles(const Eigen::MatrixXd& A, const std::string& name);
+
 /// The same for a stack of matrices of any leading dimensions, (..., N, d) with
 /// 2 to max_stack_dimensions dimensions (layer, head, batch, prompt...), as a scan
 /// of a model's attention reads it.
