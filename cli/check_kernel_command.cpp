@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 
 namespace attnrank::cli {
 
@@ -17,6 +18,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     std::string scale;
     unsigned bits = 128;
     std::string max_error;
+    std::optional<double> rtol, max_ratio;
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
@@ -46,6 +48,13 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
   cmd->add_option("--max-error", opt->max_error,
                   "Exit 3 when the candidate's certified max |O - exact| lower bound exceeds this (for CI)")
       ->type_name("FLOAT");
+  cmd->add_option("--rtol", opt->rtol,
+                  "With --max-error: the tolerance is max_error + rtol max |exact| (torch.testing's form, on the max)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-ratio", opt->max_ratio,
+                  "Exit 3 when the candidate's error is proven above this multiple of the reference's "
+                  "(FlashAttention's rule is 2)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &run] {
     KernelQuestion q;
@@ -64,6 +73,8 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
       if (!(end && *end == '\0')) q.max_error = -1;  // refused by the analysis, with the text
       q.max_error_text = opt->max_error;
     }
+    q.rtol = opt->rtol;
+    q.max_ratio = opt->max_ratio;
     if (!opt->scale.empty()) q.options.scale = std::strtod(opt->scale.c_str(), nullptr);
     if (!opt->mask.empty()) q.options.mask = run.read_mask(opt->mask, q.q.tensor.matrices[0].rows(), opt->q + " (Q)");
     q.options.fallback = opt->fallback == "never"    ? FallbackPolicy::never
@@ -73,7 +84,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     const KernelAnalysis k = analyze_kernel(q);
     if (opt->json) run.print(to_json(k));
     else run.print(to_text(k));
-    if (k.max_error_exceeded) run.exit_code = 3;
+    if (k.max_error_exceeded || k.ratio_verdict == ToleranceVerdict::exceeded) run.exit_code = 3;
   });
 }
 

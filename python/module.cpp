@@ -337,9 +337,12 @@ PYBIND11_MODULE(_attnrank, m) {
       "check_kernel",
       [](NamedTensor q, NamedTensor k, NamedTensor v, NamedTensor candidate, std::optional<NamedTensor> reference,
          std::optional<Mask> mask, std::optional<double> scale, const std::string& fallback, unsigned bits,
-         std::optional<double> max_error) {
+         std::optional<double> max_error, std::optional<double> rtol, std::optional<double> max_ratio) {
         KernelQuestion kq{std::move(q), std::move(k), std::move(v), std::move(candidate), std::move(reference), {}, max_error,
-                          max_error ? format_significant(Rational(*max_error), 17) : ""};
+                          !max_error                 ? ""
+                          : std::isfinite(*max_error) ? format_significant(Rational(*max_error), 17)
+                                                      : std::to_string(*max_error),
+                          rtol, max_ratio};
         if (scale && !(std::isfinite(*scale) && *scale > 0))
           throw input_error("scale " + std::to_string(*scale) + " is not a positive number");
         kq.options.scale = scale;
@@ -354,5 +357,6 @@ PYBIND11_MODULE(_attnrank, m) {
         return released([&] { return to_json(analyze_kernel(kq)); });
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("candidate"), py::arg("reference"), py::arg("mask"),
-      py::arg("scale"), py::arg("fallback"), py::arg("bits"), py::arg("max_error"));
+      py::arg("scale"), py::arg("fallback"), py::arg("bits"), py::arg("max_error"), py::arg("rtol") = py::none(),
+      py::arg("max_ratio") = py::none());
 }

@@ -10,3 +10,4 @@
 #include <attnrank/attention/certified_attention.hpp>
 #include <attnrank/attention/certified_double_forward.hpp>
 #include <attnrank/attention/kernel_check.hpp>
+#include <attnrank/attention/kernel_tolerance.hpp>

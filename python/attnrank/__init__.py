@@ -216,7 +216,7 @@ def _tensor(value, name, keep_nonfinite=False):
 
 
 def check_kernel(q, k, v, candidate, reference=None, *, mask=None, scale=None, fallback="auto", bits=None,
-                 max_error=None):
+                 max_error=None, rtol=None, max_ratio=None):
     """The certified error of an attention kernel's output ``candidate`` (and of ``reference``)
     against the exact ``softmax(scale q k^T) v``, as ``attnrank check-kernel --json``: per output,
     ``max_abs_error_lower <= max |O - exact| <= max_abs_error_upper`` (decimal strings rounded
@@ -226,13 +226,18 @@ def check_kernel(q, k, v, candidate, reference=None, *, mask=None, scale=None, f
     exactly. ``mask`` is "causal", "none" or an N x N 0/1 array; ``scale`` defaults to 1/sqrt(d).
     NaN or infinite entries of ``candidate`` or ``reference`` are reported (``nonfinite``, an
     infinite error, ``worst`` at the first in C order); in q, k or v they raise ValueError.
-    With ``max_error``, ``max_error_exceeded`` is True only when the error is proven larger."""
+    With ``max_error`` (and ``rtol``: the tolerance max_error + rtol max |exact|), ``max_error_verdict``
+    is "within" or "exceeded" only when proven, "undecided" otherwise, and ``max_error_exceeded`` is
+    True only when the error is proven larger; ``max_ratio`` (needs ``reference``) judges candidate
+    error <= max_ratio x reference error the same way (``max_ratio_verdict``). For tests, see
+    ``attnrank.testing.assert_attention_close``."""
     tq = _tensor(q, "q")
     n = tq.shape[-2]
     return _core.check_kernel(tq, _tensor(k, "k"), _tensor(v, "v"), _tensor(candidate, "candidate", True),
                               None if reference is None else _tensor(reference, "reference", True),
                               _mask(mask, n), None if scale is None else float(scale), str(fallback),
-                              128 if bits is None else int(bits), None if max_error is None else float(max_error))
+                              128 if bits is None else int(bits), None if max_error is None else float(max_error),
+                              None if rtol is None else float(rtol), None if max_ratio is None else float(max_ratio))
 
 
 def from_torch(module):

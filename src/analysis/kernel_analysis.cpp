@@ -5,6 +5,7 @@
 #include <attnrank/io/binary_array.hpp>
 #include <attnrank/numbers/decimal.hpp>
 
+#include <charconv>
 #include <cmath>
 #include <sstream>
 
@@ -66,6 +67,22 @@ std::string error_text(const DoubleTensor& q, const OutputError& e, const std::s
   return s.str();
 }
 
+/// The shortest decimal that reads back as x (a tolerance as the user wrote it, usually).
+std::string shortest_text(double x) {
+  char buffer[32];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, x).ptr;
+  return std::string(buffer, end);
+}
+
+std::string tolerance_text(ToleranceVerdict v, const char* what) {
+  switch (v) {
+    case ToleranceVerdict::within: return std::string("within (") + what + " is proven at most the tolerance)";
+    case ToleranceVerdict::exceeded: return std::string("exceeded (") + what + " is proven larger): exit 3";
+    case ToleranceVerdict::undecided: break;
+  }
+  return std::string("undecided (the bounds straddle the tolerance; --fallback always or more --bits narrow them)");
+}
+
 }  // namespace
 
 KernelAnalysis analyze_kernel(const KernelQuestion& q) {
@@ -75,6 +92,13 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   if (q.reference) require_same_heads(q.q, *q.reference, "the reference");
   if (q.max_error && !(std::isfinite(*q.max_error) && *q.max_error >= 0))
     throw input_error("--max-error '" + q.max_error_text + "' is not a non-negative number");
+  if (q.rtol && !(std::isfinite(*q.rtol) && *q.rtol >= 0))
+    throw input_error(std::string("--rtol ") + std::to_string(*q.rtol) + " is not a non-negative number");
+  if (q.rtol && !q.max_error) throw input_error("--rtol needs --max-error (the tolerance is max_error + rtol max |exact|)");
+  if (q.max_ratio && !(std::isfinite(*q.max_ratio) && *q.max_ratio >= 0))
+    throw input_error(std::string("--max-ratio ") + std::to_string(*q.max_ratio) + " is not a non-negative number");
+  if (q.max_ratio && !q.reference)
+    throw input_error("--max-ratio needs --reference (it bounds the candidate's error by a multiple of the reference's)");
   const Eigen::Index n = q.q.tensor.matrices.at(0).rows();
   if (q.options.mask) {
     if (q.k.tensor.matrices.at(0).rows() != n)
@@ -109,7 +133,11 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   out.mask_name = q.options.mask ? q.options.mask->name() : "none";
   out.max_error = q.max_error;
   out.max_error_text = q.max_error_text;
-  out.max_error_exceeded = q.max_error && out.result.candidate.max_abs_error_lower > *q.max_error;
+  out.rtol = q.rtol;
+  out.max_ratio = q.max_ratio;
+  if (q.max_error) out.error_verdict = judge_error(out.result.candidate, {*q.max_error, q.rtol.value_or(0)});
+  if (q.max_ratio) out.ratio_verdict = judge_ratio(out.result, *q.max_ratio);
+  out.max_error_exceeded = out.error_verdict == ToleranceVerdict::exceeded;
   return out;
 }
 
@@ -120,6 +148,7 @@ json to_json(const KernelAnalysis& k) {
             {"mask", k.mask_name},
             {"scale", k.scale_text},
             {"method", r.method},
+            {"products", r.products.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.products)},
             {"bits", r.bits},
             {"enclosure_width", upper_text(r.enclosure_width)},
             {"candidate", error_json(k.layout, r.candidate, k.candidate_name, k.candidate_dtype)}};
@@ -132,15 +161,22 @@ json to_json(const KernelAnalysis& k) {
   if (k.max_error) {
     j["max_error"] = k.max_error_text;
     j["max_error_exceeded"] = k.max_error_exceeded;
+    j["max_error_verdict"] = to_string(*k.error_verdict);
+    if (k.rtol) j["rtol"] = shortest_text(*k.rtol);
+  }
+  if (k.max_ratio) {
+    j["max_ratio"] = shortest_text(*k.max_ratio);
+    j["max_ratio_verdict"] = to_string(*k.ratio_verdict);
   }
   return json_document(j, "check-kernel");
 }
 
 std::string to_text(const KernelAnalysis& k) {
   const KernelCheck& r = k.result;
-  const std::string method = r.method == "double" ? "the certified double tier (directed rounding)"
-                                                  : "MPFI at " + std::to_string(r.bits) +
-                                                        " bits (the double enclosures were too wide)";
+  const std::string method =
+      r.method != "double"        ? "MPFI at " + std::to_string(r.bits) + " bits (the double enclosures were too wide)"
+      : r.products == "directed" ? std::string("the certified double tier (directed rounding)")
+                                 : std::string("the certified double tier (a priori bounded products)");
   std::ostringstream s;
   s << "Attention: " << k.heads << (k.heads == 1 ? " head" : " heads") << ", Q " << shape_text(k.q_shape) << " "
     << k.q_dtype << ", K " << shape_text(k.k_shape) << ", V " << shape_text(k.v_shape) << "; scale " << k.scale_text
@@ -153,9 +189,14 @@ std::string to_text(const KernelAnalysis& k) {
       << "]\n";
   }
   if (!r.fallback_skipped.empty()) s << "\nNote: " << r.fallback_skipped << "\n";
-  if (k.max_error)
-    s << "\n--max-error " << k.max_error_text << ": "
-      << (k.max_error_exceeded ? "exceeded (the error is proven larger): exit 3" : "not proven exceeded") << "\n";
+  if (k.max_error) {
+    s << "\n--max-error " << k.max_error_text;
+    if (k.rtol) s << " --rtol " << shortest_text(*k.rtol) << " (max_error + rtol max |exact|)";
+    s << ": " << tolerance_text(*k.error_verdict, "the error") << "\n";
+  }
+  if (k.max_ratio)
+    s << (k.max_error ? "" : "\n") << "--max-ratio " << shortest_text(*k.max_ratio) << ": "
+      << tolerance_text(*k.ratio_verdict, "the error ratio") << "\n";
   return s.str();
 }
 

@@ -46,15 +46,26 @@ void resize(BoundsMatrix& M, Index rows, Index cols) {
 namespace detail {
 
 HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMatrix& V, const ScaleBounds& scale,
-                          const Mask* mask, bool keep_trace) {
+                          const Mask* mask, bool keep_trace, AttentionProducts products) {
   const Index n = Q.mid.rows(), keys = K.mid.rows();
   const BallMatrix KT{K.mid.transpose(), K.rad.transpose()};
   const bool q_point = is_point(Q), k_point = is_point(KT), v_point = is_point(V);
+  // The a priori path keeps no trace (check_kernel's use); the layer's trace takes the directed one.
+  const bool a_priori = products == AttentionProducts::a_priori && q_point && k_point && v_point && !keep_trace;
+  Eigen::VectorXd q_norms, k_norms;
+  Eigen::RowVectorXd v_max;
+  if (a_priori) {
+    q_norms = row_norms_upper(Q.mid);
+    k_norms = row_norms_upper(K.mid);
+    v_max = V.mid.cwiseAbs().colwise().maxCoeff();  // exact
+  }
   HeadBounds out;
   resize(out.output, n, V.mid.cols());
   if (keep_trace)
     for (BoundsMatrix* m : {&out.scores, &out.scaled, &out.weights}) resize(*m, n, keys);
-  constexpr Index block_rows = 64;
+  // With one GEMM per product, packing the right-hand side (K^T, V) once per block is
+  // a visible cost at 64 rows; 256 rows amortise it (the blocks outgrow L2 either way at N = 4096).
+  const Index block_rows = a_priori ? 256 : 64;
   const double work = static_cast<double>(n) * static_cast<double>(keys) *
                       static_cast<double>(Q.mid.cols() + V.mid.cols());
   // for_row_blocks counts MPFR operations (~50 double multiply-adds each).
@@ -62,13 +73,16 @@ HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMa
     const SerialDirectedProducts serial;  // this thread's share; no threads inside
     for (Index first = begin; first < end; first += block_rows) {
       const Index rows = std::min<Index>(block_rows, end - first);
-      BoundsMatrix S = product(rows_of(Q, first, rows), q_point, KT, k_point);
+      BoundsMatrix S = a_priori ? a_priori_product_bounds(Q.mid.middleRows(first, rows), KT.mid,
+                                                          q_norms.segment(first, rows), k_norms)
+                                : product(rows_of(Q, first, rows), q_point, KT, k_point);
       if (keep_trace) put_rows(out.scores, first, S);
       S = scale_bounds(S, scale);
       if (keep_trace) put_rows(out.scaled, first, S);
       S = mask ? certified_softmax_bounds(S, *mask, first) : certified_softmax_bounds(S);
       if (keep_trace) put_rows(out.weights, first, S);
-      put_rows(out.output, first, product(to_ball(S), false, V, v_point));
+      put_rows(out.output, first,
+               a_priori ? a_priori_interval_product_bounds(S, V.mid, v_max) : product(to_ball(S), false, V, v_point));
     }
   });
   return out;
@@ -77,7 +91,7 @@ HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMa
 }  // namespace detail
 
 BoundsMatrix certified_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
-                                 const ScaleBounds& scale, const Mask* mask) {
+                                 const ScaleBounds& scale, const Mask* mask, AttentionProducts products) {
   if (Q.rows() < 1 || K.rows() < 1 || Q.cols() < 1 || V.cols() < 1)
     throw input_error("attention: Q is " + shape(Q) + ", K " + shape(K) + ", V " + shape(V) +
                       "; every one needs at least one row and one column");
@@ -97,7 +111,7 @@ BoundsMatrix certified_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd
   const auto point = [](const Eigen::MatrixXd& M) {
     return BallMatrix{M, Eigen::MatrixXd::Zero(M.rows(), M.cols())};
   };
-  return detail::certified_head(point(Q), point(K), point(V), scale, mask, false).output;
+  return detail::certified_head(point(Q), point(K), point(V), scale, mask, false, products).output;
 }
 
 }  // namespace attnrank

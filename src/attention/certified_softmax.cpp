@@ -36,13 +36,17 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first
   std::vector<char> usable(static_cast<std::size_t>(rows), 1);
   Eigen::VectorXd top = Eigen::VectorXd::Constant(rows, -inf);
   const auto allowed = [mask, first_row](Index i, Index j) { return !mask || mask->allows(first_row + i, j); };
-  for (Index j = 0; j < cols; ++j)
-    for (Index i = 0; i < rows; ++i) {
-      if (!allowed(i, j)) continue;
-      const double lo = S.lo(i, j), hi = S.hi(i, j);
-      usable[static_cast<std::size_t>(i)] &= static_cast<char>(std::isfinite(lo) && std::isfinite(hi) && lo <= hi);
-      top(i) = std::max(top(i), hi);
-    }
+  if (!mask && S.lo.allFinite() && S.hi.allFinite() && (S.lo.array() <= S.hi.array()).all()) {
+    for (Index j = 0; j < cols; ++j) top = top.cwiseMax(S.hi.col(j));  // every row usable: vector code
+  } else {
+    for (Index j = 0; j < cols; ++j)
+      for (Index i = 0; i < rows; ++i) {
+        if (!allowed(i, j)) continue;
+        const double lo = S.lo(i, j), hi = S.hi(i, j);
+        usable[static_cast<std::size_t>(i)] &= static_cast<char>(std::isfinite(lo) && std::isfinite(hi) && lo <= hi);
+        top(i) = std::max(top(i), hi);
+      }
+  }
   for (Index i = 0; i < rows; ++i)
     if (!usable[static_cast<std::size_t>(i)]) top(i) = 0;
   const auto row_sums = [&](const Eigen::MatrixXd& M) {
@@ -61,13 +65,38 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first
     P.hi = (S.hi.array().colwise() - top.array()).matrix();
     detail::rounding_barrier(P.hi);
   }
-  if (mask)  // exp(-inf) = 0 exactly (numbers/detail/vector_exp.hpp)
+  // Narrow score intervals (every width w = hi - lo of the shifted exponents below
+  // 2^-20, the usual case) need one exp pass, not two: exp(lo) = exp(hi) exp(-w)
+  // >= exp(hi) (1 - w), by the convexity of exp. Wider ones get their own exp.
+  bool narrow = true;
+  {
+    UpwardRounding up;
+    const Eigen::MatrixXd w = P.hi - P.lo;  // upward: at least the true width
+    detail::rounding_barrier(w);
+    const bool all_usable = std::all_of(usable.begin(), usable.end(), [](char c) { return c != 0; });
+    if (!mask && all_usable) narrow = (w.array() <= 0x1p-20).all();  // vector code; NaN is not narrow
+    else
+      for (Index j = 0; j < cols && narrow; ++j)
+        for (Index i = 0; i < rows; ++i)
+          if (usable[static_cast<std::size_t>(i)] && allowed(i, j) && !(w(i, j) <= 0x1p-20)) {
+            narrow = false;
+            break;
+          }
+    if (narrow) {
+      P.lo = w;  // from here P.lo holds the widths until the exps of P.hi are known
+      detail::rounding_barrier(P.lo);
+    }
+  }
+  if (mask)  // exp(-inf) = 0 exactly (numbers/detail/vector_exp.hpp); a masked width is 0
     for (Index j = 0; j < cols; ++j)
       for (Index i = 0; i < rows; ++i)
-        if (!allowed(i, j)) P.lo(i, j) = P.hi(i, j) = -inf;
+        if (!allowed(i, j)) {
+          P.hi(i, j) = -inf;
+          P.lo(i, j) = narrow ? 0.0 : -inf;
+        }
   {
     RoundingScope<FE_TONEAREST> nearest;  // exp_double's error bound holds in round-to-nearest
-    detail::exp_in_place(P.lo.data(), static_cast<std::size_t>(P.lo.size()));
+    if (!narrow) detail::exp_in_place(P.lo.data(), static_cast<std::size_t>(P.lo.size()));
     detail::exp_in_place(P.hi.data(), static_cast<std::size_t>(P.hi.size()));
     detail::rounding_barrier(P.lo);
     detail::rounding_barrier(P.hi);
@@ -76,7 +105,10 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first
   Eigen::VectorXd sum_lo, sum_hi;
   {
     DownwardRounding down;
-    P.lo = (P.lo.array() * shrink - tiny).max(0.0).matrix();
+    if (narrow)  // exp(lo) >= (lower bound of exp(hi)) x (1 - w), every operation rounded down
+      P.lo = ((P.hi.array() * shrink - tiny).max(0.0) * (1.0 - P.lo.array())).matrix();
+    else
+      P.lo = (P.lo.array() * shrink - tiny).max(0.0).matrix();
     sum_lo = row_sums(P.lo);
     detail::rounding_barrier(P.lo);
     detail::rounding_barrier(sum_lo);

@@ -44,15 +44,28 @@ ScaleBounds ScaleBounds::inverse_sqrt(Index d) {
 
 BoundsMatrix scale_bounds(const BoundsMatrix& S, const ScaleBounds& scale) {
   BoundsMatrix out;
-  // x s over s in [lo, hi] with lo > 0: largest at hi when x >= 0, at lo when x < 0.
+  // x s over s in [lo, hi] with lo > 0: largest at hi when x >= 0, at lo when x < 0,
+  // so the larger of the two products rounded up (the smaller, rounded down): the
+  // same numbers as choosing by the sign, in branch-free vector code.
+  if (scale.lo == scale.hi) {
+    {
+      UpwardRounding up;
+      out.hi = S.hi * scale.hi;
+      detail::rounding_barrier(out.hi);
+    }
+    DownwardRounding down;
+    out.lo = S.lo * scale.lo;
+    detail::rounding_barrier(out.lo);
+    return out;
+  }
   {
     UpwardRounding up;
-    out.hi = (S.hi.array() >= 0).select(S.hi.array() * scale.hi, S.hi.array() * scale.lo).matrix();
+    out.hi = (S.hi.array() * scale.hi).max(S.hi.array() * scale.lo).matrix();
     detail::rounding_barrier(out.hi);
   }
   {
     DownwardRounding down;
-    out.lo = (S.lo.array() >= 0).select(S.lo.array() * scale.lo, S.lo.array() * scale.hi).matrix();
+    out.lo = (S.lo.array() * scale.lo).min(S.lo.array() * scale.hi).matrix();
     detail::rounding_barrier(out.lo);
   }
   return out;

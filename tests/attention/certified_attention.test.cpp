@@ -99,7 +99,8 @@ TEST_CASE("attnrank::certified_attention") {
     const std::optional<Mask> mask = masked ? std::optional<Mask>(test::gen_any_mask(n)) : std::nullopt;
     const std::optional<double> scale = *rc::gen::arbitrary<bool>() ? std::optional<double>(0.125) : std::nullopt;
     const ScaleBounds s = scale ? ScaleBounds::exactly(*scale) : ScaleBounds::inverse_sqrt(d);
-    const BoundsMatrix B = certified_attention(Q, K, V, s, mask ? &*mask : nullptr);
+    const AttentionProducts products = *rc::gen::element(AttentionProducts::directed, AttentionProducts::a_priori);
+    const BoundsMatrix B = certified_attention(Q, K, V, s, mask ? &*mask : nullptr, products);
     RC_ASSERT(!B.lo.hasNaN());
     RC_ASSERT(!B.hi.hasNaN());
     RC_ASSERT((B.lo.array() <= B.hi.array()).all());
@@ -112,6 +113,21 @@ TEST_CASE("attnrank::certified_attention") {
     const BoundsMatrix B = certified_attention(Q, K, V, ScaleBounds::inverse_sqrt(d));
     const double allowed = (4.0 * static_cast<double>(n) + 60) * u * std::max(V.cwiseAbs().maxCoeff(), 1e-300);
     RC_ASSERT(((B.hi - B.lo).array() <= allowed).all());
+  });
+  rc::prop("a priori products, well-scaled inputs: within (8 N + 4 d^2 + 100) u max|V| of MPFI's value", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 300), d = *rc::gen::inRange<Eigen::Index>(1, 17);
+    const Eigen::MatrixXd Q = gen_doubles(n, d, 1.0), K = gen_doubles(n, d, 1.0), V = gen_doubles(n, 3, 1.0);
+    const bool masked = *rc::gen::arbitrary<bool>();
+    const Mask causal = Mask::causal(n);
+    const BoundsMatrix B =
+        certified_attention(Q, K, V, ScaleBounds::inverse_sqrt(d), masked ? &causal : nullptr, AttentionProducts::a_priori);
+    const double N = static_cast<double>(n), D = static_cast<double>(d);
+    const double allowed = (8 * N + 4 * D * D + 100) * u * std::max(V.cwiseAbs().maxCoeff(), 1e-300);
+    RC_ASSERT(((B.hi - B.lo).array() <= allowed).all());
+    if (n <= 40) {
+      const PrecisionScope scope(256);
+      RC_ASSERT(contains_all(B, mpfi_attention(Q, K, V, std::nullopt, masked ? &causal : nullptr)));
+    }
   });
 }
 

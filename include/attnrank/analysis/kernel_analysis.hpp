@@ -5,10 +5,13 @@
 // one text writer for the CLI and Python.
 //
 // Guarantee: max_abs_error_lower <= max |O - softmax(s Q K^T) V| <= max_abs_error_upper
-// for the exact attention of the exact inputs; `max_error_exceeded` is true
-// only when the error is proven larger than max_error (its lower bound exceeds it).
+// for the exact attention of the exact inputs. With a tolerance
+// (max_error + rtol max |E|, or max_ratio times the reference's error) the
+// verdict is proven either way or `undecided` (attention/kernel_tolerance.hpp);
+// `max_error_exceeded` is true only when the error is proven larger.
 
 #include <attnrank/attention/kernel_check.hpp>
+#include <attnrank/attention/kernel_tolerance.hpp>
 #include <attnrank/io/double_tensor.hpp>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +33,8 @@ struct KernelQuestion {
   KernelCheckOptions options;         ///< scale, mask, fallback policy and bits
   std::optional<double> max_error;    ///< a CI gate: exceeded when proven larger
   std::string max_error_text;         ///< max_error as the user wrote it (printed back)
+  std::optional<double> rtol;         ///< with max_error: the tolerance max_error + rtol max |E|
+  std::optional<double> max_ratio;    ///< candidate error <= max_ratio x reference error (needs a reference)
 };
 
 struct KernelAnalysis {
@@ -42,7 +47,9 @@ struct KernelAnalysis {
   KernelCheck result;
   std::optional<double> max_error;
   std::string max_error_text;
-  bool max_error_exceeded = false;
+  std::optional<double> rtol, max_ratio;
+  std::optional<ToleranceVerdict> error_verdict, ratio_verdict;  ///< with max_error / max_ratio
+  bool max_error_exceeded = false;  ///< error_verdict is exceeded
 };
 
 /// Checks the shapes (every tensor has Q's leading dimensions; a mask needs as

@@ -13,20 +13,32 @@
 //  * output: the weights as a midpoint-radius ball times V (Rump's product).
 // Width for well-scaled inputs: about (2 N + 20 + 2 |s_ij - max_j s_ij|) u
 // relative on the weights (N keys, u = 2^-53), and what the product adds,
-// about N u |P| |V|. A bound that overflows becomes infinite (or NaN, when an
+// about N u |P| |V|.
+//
+// With AttentionProducts::a_priori the two products are each ONE GEMM in
+// round-to-nearest with an a priori bound on its error (numbers/a_priori_product.hpp):
+// the scores within gamma_d ||q_i|| ||k_j||, the output within
+// (gamma_N + weight radii) max_j |V(j, l)|. Two GEMMs per head instead of five,
+// for bounds about 10x wider (~3 N u max |V| on the output): what check_kernel
+// tries first. A bound that overflows becomes infinite (or NaN, when an
 // infinite ball meets another product); neither is ever read as a bound:
 // check_kernel (attention/kernel_check.hpp) takes both as "no bound there".
 
 #include <attnrank/attention/mask.hpp>
+#include <attnrank/numbers/a_priori_product.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 #include <attnrank/numbers/scaling.hpp>
 
 namespace attnrank {
 
+/// How the two products of a head are bounded (see the header comment).
+enum class AttentionProducts { directed, a_priori };
+
 /// Bounds of softmax(s Q K^T) V for the double matrices Q (N_q x d), K (N_k x d)
 /// and V (N_k x d_v), with `mask` (N_q = N_k, of the mask's size) or without
 /// (nullptr). Throws input_error on mismatched shapes or a non-finite entry.
 BoundsMatrix certified_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
-                                 const ScaleBounds& scale, const Mask* mask = nullptr);
+                                 const ScaleBounds& scale, const Mask* mask = nullptr,
+                                 AttentionProducts products = AttentionProducts::directed);
 
 }  // namespace attnrank

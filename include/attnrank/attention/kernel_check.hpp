@@ -10,8 +10,9 @@
 // number kernel tests compare with "at most twice the reference's error") is
 // enclosed as [c_lower / r_upper, c_upper / r_lower].
 //
-// The enclosures come from the certified double tier (certified_attention:
-// width ~ N u). When they are too wide for the question -- an output's error is
+// The enclosures come from the certified double tier (certified_attention),
+// first with a priori bounded products (width ~ 3 N u max |V|), then, if that
+// leaves an error unpinned but within reach, with directed products (~ N u). When they are too wide for the question -- an output's error is
 // not known to 1% (its bounds differ by more than 1% of the upper one) -- the
 // check recomputes every head with MPFI at `fallback_bits` (width ~ N 2^-bits)
 // and says so; with FallbackPolicy::automatic only when the work (the
@@ -62,6 +63,10 @@ struct KernelCheck {
   /// lower bound is 0); only with a reference.
   double ratio_lower = 0, ratio_upper = 0;
   std::string method;      ///< "double" (certified double tier) or "mpfi"
+  /// With method "double": "a_priori" (one GEMM per product, an a priori error
+  /// bound) or "directed" (directed-rounding pairs, when the first was too wide
+  /// but a tenth of its spread would pin the errors); empty for "mpfi".
+  std::string products;
   unsigned bits = 53;      ///< precision of the enclosures used
   double enclosure_width = 0;  ///< largest hi - lo of the enclosures used (rounded up)
   std::string fallback_skipped;  ///< why the MPFI recomputation did not run, when it was wanted

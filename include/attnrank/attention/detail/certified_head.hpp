@@ -14,10 +14,12 @@ namespace attnrank::detail {
 /// N_k x d_v; shapes and finiteness checked by the caller): the scores Q K^T,
 /// the scaled scores, the weights (masked entries exactly 0) and the output
 /// A V. `scores`, `scaled` and `weights` are filled only when `keep_trace` is set.
+/// AttentionProducts::a_priori applies to point Q, K, V only (balls use the directed products).
 struct HeadBounds {
   BoundsMatrix scores, scaled, weights, output;
 };
 HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMatrix& V, const ScaleBounds& scale,
-                          const Mask* mask, bool keep_trace);
+                          const Mask* mask, bool keep_trace,
+                          AttentionProducts products = AttentionProducts::directed);
 
 }  // namespace attnrank::detail

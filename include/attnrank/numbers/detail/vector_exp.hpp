@@ -19,7 +19,7 @@
 // so |exp_double(x) - exp(x)| < 4 u exp(x). Below 2^-1022 the result is within
 // 2^-1075 + 4 u exp(x) of exp(x). Overflow gives +inf, exp(-inf) = 0, NaN stays
 // NaN. tests/attention/softmax.test.cpp checks all of this against MPFR.
-// FMA contraction (GCC's default) only removes roundings: the bound still holds.
+// A fused multiply-add in the Horner steps only removes roundings: the bound still holds.
 
 #include <bit>
 #include <cstddef>
@@ -48,20 +48,28 @@ namespace attnrank::detail {
   const double kd = t - shifter;  // exact: an integer of at most 11 bits
   const std::int64_t k = std::bit_cast<std::int64_t>(t) - std::bit_cast<std::int64_t>(shifter);
   const double r = (x - kd * ln2_hi) - kd * ln2_lo;
+  // Horner with fused multiply-adds where the machine has them (the build's
+  // -ffp-contract=off makes no fusion implicit): each step then rounds once.
+#if defined(__FMA__)
+#define ATTNRANK_EXP_STEP(a, b, c) __builtin_fma(a, b, c)
+#else
+#define ATTNRANK_EXP_STEP(a, b, c) ((a) * (b) + (c))
+#endif
   double p = 1.0 / 6227020800.0;  // 1/13!
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
+  p = ATTNRANK_EXP_STEP(p, r, 1.0 / 479001600.0);
+  p = ATTNRANK_EXP_STEP(p, r, 1.0 / 39916800.0);
+  p = ATTNRANK_EXP_STEP(p, r, 1.0 / 3628800.0);
+  p = ATTNRANK_EXP_STEP(p, r, 1.0 / 362880.0);
+  p = ATTNRANK_EXP_STEP(p, r, 1.0 / 40320.0);
+  p = ATTNRANK_EXP_STEP(p, r, 1.0 / 5040.0);
+  p = ATTNRANK_EXP_STEP(p, r, 1.0 / 720.0);
+  p = ATTNRANK_EXP_STEP(p, r, 1.0 / 120.0);
+  p = ATTNRANK_EXP_STEP(p, r, 1.0 / 24.0);
+  p = ATTNRANK_EXP_STEP(p, r, 1.0 / 6.0);
+  p = ATTNRANK_EXP_STEP(p, r, 0.5);
+  p = ATTNRANK_EXP_STEP(p, r, 1.0);
+  p = ATTNRANK_EXP_STEP(p, r, 1.0);
+#undef ATTNRANK_EXP_STEP
   // 2^k = 2^k1 2^k2 with both factors normal (k is in [-1077, 1025]); shifts of
   // non-negative values only, which every SIMD level has.
   const std::uint64_t biased = static_cast<std::uint64_t>(k + 1100);

@@ -1,0 +1,35 @@
+#pragma once
+// Judging a kernel check against a tolerance, three-valued and proven either way.
+// From the certified bounds of check_kernel (attention/kernel_check.hpp):
+//  * an error tolerance max |O - E| <= atol + rtol max |E| is `within` when the
+//    error's upper bound is at most atol + rtol (lower bound on max |E|), and
+//    `exceeded` when its lower bound is above atol + rtol (upper bound on max |E|);
+//  * a ratio tolerance (the "at most r times the reference's error" of kernel
+//    test suites, with true errors) err_c <= r err_r is `within` when
+//    c_upper <= r r_lower and `exceeded` when c_lower > r r_upper.
+// Every product and sum is rounded against the claim it supports. Otherwise the
+// answer is `undecided`: the bounds straddle the tolerance (the enclosure is too
+// wide for it). A non-finite candidate entry is an infinite error: exceeded.
+
+#include <attnrank/attention/kernel_check.hpp>
+
+namespace attnrank {
+
+enum class ToleranceVerdict { within, exceeded, undecided };
+
+/// "within", "exceeded" or "undecided" (the JSON and the messages).
+const char* to_string(ToleranceVerdict v);
+
+/// max |O - E| <= atol + rtol max |E|; atol, rtol >= 0 and finite (input_error otherwise).
+struct ErrorTolerance {
+  double atol = 0, rtol = 0;
+};
+
+/// Proven verdict on one output's error against `tol` (see the header comment).
+ToleranceVerdict judge_error(const OutputError& e, const ErrorTolerance& tol);
+
+/// Proven verdict on candidate error <= max_ratio x reference error; needs the
+/// check's reference (input_error otherwise) and max_ratio >= 0, finite.
+ToleranceVerdict judge_ratio(const KernelCheck& check, double max_ratio);
+
+}  // namespace attnrank

@@ -1,0 +1,51 @@
+#pragma once
+// Rigorous matrix products on doubles from ONE product in round-to-nearest and
+// an a priori bound on its rounding error, instead of a directed pair
+// (numbers/directed_rounding.hpp): half the GEMMs or fewer, for wider bounds.
+//
+// Why this is sound: computed in IEEE double with round-to-nearest by any
+// order of multiplications, additions and fused multiply-adds (Eigen's blocked
+// GEMM included), a dot product of length k satisfies
+//     |fl(x . y) - x . y| <= gamma_k sum_l |x_l y_l| + k 2^-1074,
+// gamma_k = k u / (1 - k u), u = 2^-53 (Higham, Accuracy and Stability of
+// Numerical Algorithms, 2nd ed., section 3.1, for any summation tree; the
+// second term covers underflow: each product or FMA may lose 2^-1075
+// absolutely, additions of subnormals are exact). The sum is then bounded
+// without a second product:
+//  * by Cauchy-Schwarz, sum_l |x_l y_l| <= ||x||_2 ||y||_2 (a_priori_product_bounds);
+//  * for a weighted sum, sum_j |p_j v_j| <= (sum_j |p_j|) max_j |v_j|
+//    (a_priori_interval_product_bounds, where P is itself an interval matrix).
+// Every bound is computed with upward rounding; an overflow gives an infinite
+// (or NaN) bound, which no caller reads as a bound. Needs the same as the
+// directed products: no -ffast-math, no external BLAS, -frounding-math.
+
+#include <attnrank/numbers/directed_rounding.hpp>
+
+namespace attnrank {
+
+/// Upper bounds on the Euclidean norms of the rows of M (+inf on overflow).
+Eigen::VectorXd row_norms_upper(const Eigen::MatrixXd& M);
+
+/// Bounds lo <= A B <= hi for point A (m x k) and B (k x n), given upper bounds
+/// on the norms of A's rows and of B's columns (row_norms_upper of A and of B^T).
+/// One GEMM in round-to-nearest on the calling thread, plus O(m n) bound arithmetic.
+BoundsMatrix a_priori_product_bounds(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B,
+                                     const Eigen::VectorXd& a_row_norms, const Eigen::VectorXd& b_column_norms);
+
+/// The two halves of a_priori_product_bounds, for callers that bound a computed
+/// product in pieces: C = fl(A B) in round-to-nearest (whatever the caller's mode),
+/// and the bounds of the rows first .. first + rows - 1 of A B around those rows of
+/// C, for the inner dimension k. The bounds hold only for a C from nearest_product.
+Eigen::MatrixXd nearest_product(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
+BoundsMatrix a_priori_bounds_around(const Eigen::MatrixXd& C, Eigen::Index first, Eigen::Index rows, Eigen::Index k,
+                                    const Eigen::VectorXd& a_row_norms, const Eigen::VectorXd& b_column_norms);
+
+/// Bounds lo <= X V <= hi for every X in the interval matrix [P.lo, P.hi]
+/// (m x k) and point V (k x n), given v_column_max(l) >= max_j |V(j, l)|:
+/// one GEMM of P's midpoint in round-to-nearest; the radius is
+/// (gamma_k sum_j |mid_ij| + sum_j rad_ij) v_column_max(l) + k 2^-1074.
+/// Tight when P's rows sum to about 1 and V's entries are of one size (attention weights and values).
+BoundsMatrix a_priori_interval_product_bounds(const BoundsMatrix& P, const Eigen::MatrixXd& V,
+                                              const Eigen::RowVectorXd& v_column_max);
+
+}  // namespace attnrank

@@ -1,0 +1,72 @@
+// Judging a kernel check against a tolerance (attnrank/attention/kernel_tolerance.hpp).
+#include <attnrank/attention/kernel_tolerance.hpp>
+
+#include <attnrank/error.hpp>
+#include <attnrank/numbers/directed_rounding.hpp>
+
+#include <cmath>
+#include <string>
+
+namespace attnrank {
+namespace {
+
+void require_tolerance(double x, const char* what) {
+  if (!(std::isfinite(x) && x >= 0))
+    throw input_error(std::string(what) + " = " + std::to_string(x) + " is not a non-negative finite number");
+}
+
+/// a + b c rounded down (dir < 0) or up (dir > 0); +inf stays +inf.
+double fused_bound(double a, double b, double c, int dir) {
+  double r;
+  if (dir < 0) {
+    DownwardRounding down;
+    r = a + b * c;
+    detail::rounding_barrier(r);
+  } else {
+    UpwardRounding up;
+    r = a + b * c;
+    detail::rounding_barrier(r);
+  }
+  return std::isnan(r) ? (dir < 0 ? 0.0 : INFINITY) : r;  // 0 x inf: rtol = 0 and an unbounded |E|
+}
+
+ToleranceVerdict judge(double lower, double upper, double allowed_low, double allowed_high) {
+  if (upper <= allowed_low) return ToleranceVerdict::within;
+  if (lower > allowed_high) return ToleranceVerdict::exceeded;
+  return ToleranceVerdict::undecided;
+}
+
+}  // namespace
+
+const char* to_string(ToleranceVerdict v) {
+  switch (v) {
+    case ToleranceVerdict::within: return "within";
+    case ToleranceVerdict::exceeded: return "exceeded";
+    case ToleranceVerdict::undecided: break;
+  }
+  return "undecided";
+}
+
+ToleranceVerdict judge_error(const OutputError& e, const ErrorTolerance& tol) {
+  require_tolerance(tol.atol, "atol");
+  require_tolerance(tol.rtol, "rtol");
+  if (e.nonfinite > 0) return ToleranceVerdict::exceeded;
+  // rtol x max|E| with the bound on max|E| that makes each claim hardest.
+  const double low = tol.rtol == 0 ? tol.atol : fused_bound(tol.atol, tol.rtol, e.max_abs_exact_lower, -1);
+  const double high = tol.rtol == 0 ? tol.atol : fused_bound(tol.atol, tol.rtol, e.max_abs_exact_upper, +1);
+  return judge(e.max_abs_error_lower, e.max_abs_error_upper, low, high);
+}
+
+ToleranceVerdict judge_ratio(const KernelCheck& check, double max_ratio) {
+  require_tolerance(max_ratio, "max_ratio");
+  if (!check.reference) throw input_error("a ratio tolerance needs a reference output");
+  const OutputError& c = check.candidate;
+  const OutputError& r = *check.reference;
+  if (c.nonfinite > 0) return ToleranceVerdict::exceeded;
+  if (r.nonfinite > 0) return ToleranceVerdict::undecided;  // an infinite reference error allows anything finite
+  // The multiplicative form: a reference with error 0 allows only error 0.
+  return judge(c.max_abs_error_lower, c.max_abs_error_upper, fused_bound(0, max_ratio, r.max_abs_error_lower, -1),
+               fused_bound(0, max_ratio, r.max_abs_error_upper, +1));
+}
+
+}  // namespace attnrank

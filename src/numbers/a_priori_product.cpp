@@ -1,0 +1,106 @@
+// Products with an a priori error bound (attnrank/numbers/a_priori_product.hpp).
+#include <attnrank/numbers/a_priori_product.hpp>
+
+#include <attnrank/numbers/balls.hpp>
+
+#include <cmath>
+#include <limits>
+
+namespace attnrank {
+namespace {
+
+constexpr double u = 0x1p-53;
+
+/// gamma_k = k u / (1 - k u), rounded up; +inf when k u >= 1/2 (no such GEMM here).
+/// k u and 1 - k u are exact for k < 2^52, so only the quotient rounds.
+double gamma_upper(Eigen::Index k) {
+  const double ku = static_cast<double>(k) * u;
+  if (!(ku < 0.5)) return std::numeric_limits<double>::infinity();
+  UpwardRounding up;
+  double g = ku / (1 - ku);
+  detail::rounding_barrier(g);
+  return g;
+}
+
+/// k 2^-1074 rounded up, as a normal number (no subnormal operand anywhere below).
+double underflow_term(Eigen::Index k) { return static_cast<double>(k + 1) * 0x1p-1021; }
+
+/// lo = C - R (down), hi = C + R (up).
+BoundsMatrix around(const Eigen::MatrixXd& C, const Eigen::MatrixXd& R) {
+  BoundsMatrix out;
+  {
+    DownwardRounding down;
+    out.lo = C - R;
+    detail::rounding_barrier(out.lo);
+  }
+  {
+    UpwardRounding up;
+    out.hi = C + R;
+    detail::rounding_barrier(out.hi);
+  }
+  return out;
+}
+
+}  // namespace
+
+Eigen::MatrixXd nearest_product(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) {
+  RoundingScope<FE_TONEAREST> nearest;
+  Eigen::MatrixXd C;
+  C.noalias() = A * B;
+  detail::rounding_barrier(C);
+  return C;
+}
+
+BoundsMatrix a_priori_bounds_around(const Eigen::MatrixXd& C, Eigen::Index first, Eigen::Index rows, Eigen::Index k,
+                                    const Eigen::VectorXd& a_row_norms, const Eigen::VectorXd& b_column_norms) {
+  const double g = gamma_upper(k), eta = underflow_term(k);
+  BoundsMatrix out;
+  // Both ends in upward rounding, the radius r_ij = g a_i b_j + eta never stored:
+  // hi = C + r, and lo = -((-C) + r), whose inner sum rounds up, so lo <= C - r.
+  UpwardRounding up;
+  const Eigen::VectorXd ga = (a_row_norms.segment(first, rows) * g).eval();
+  const auto radius = (b_column_norms.transpose().replicate(rows, 1).array().colwise() * ga.array()) + eta;
+  const auto c = C.middleRows(first, rows).array();
+  out.hi = (c + radius).matrix();
+  out.lo = (-((-c) + radius)).matrix();
+  detail::rounding_barrier(out.hi);
+  detail::rounding_barrier(out.lo);
+  return out;
+}
+
+Eigen::VectorXd row_norms_upper(const Eigen::MatrixXd& M) {
+  UpwardRounding up;
+  Eigen::VectorXd s = Eigen::VectorXd::Zero(M.rows());
+  for (Eigen::Index j = 0; j < M.cols(); ++j) s += M.col(j).cwiseAbs2();  // column by column: the storage order
+  detail::rounding_barrier(s);
+  for (Eigen::Index i = 0; i < s.size(); ++i) s(i) = std::sqrt(s(i));  // correctly rounded, upward
+  detail::rounding_barrier(s);
+  return s;
+}
+
+BoundsMatrix a_priori_product_bounds(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B,
+                                     const Eigen::VectorXd& a_row_norms, const Eigen::VectorXd& b_column_norms) {
+  return a_priori_bounds_around(nearest_product(A, B), 0, A.rows(), A.cols(), a_row_norms, b_column_norms);
+}
+
+BoundsMatrix a_priori_interval_product_bounds(const BoundsMatrix& P, const Eigen::MatrixXd& V,
+                                              const Eigen::RowVectorXd& v_column_max) {
+  const BallMatrix X = to_ball(P);
+  const Eigen::MatrixXd C = nearest_product(X.mid, V);
+  const double g = gamma_upper(P.lo.cols()), eta = underflow_term(P.lo.cols());
+  Eigen::MatrixXd R;
+  {
+    UpwardRounding up;
+    Eigen::VectorXd mid_sum = Eigen::VectorXd::Zero(X.mid.rows()), rad_sum = Eigen::VectorXd::Zero(X.mid.rows());
+    for (Eigen::Index j = 0; j < X.mid.cols(); ++j) {
+      mid_sum += X.mid.col(j).cwiseAbs();
+      rad_sum += X.rad.col(j);
+    }
+    const Eigen::VectorXd weight = (mid_sum * g + rad_sum).eval();
+    R = ((weight * v_column_max).array() + eta).matrix();
+    detail::rounding_barrier(R);
+  }
+  return around(C, R);
+}
+
+}  // namespace attnrank

@@ -1,0 +1,143 @@
+"""attnrank.testing.assert_attention_close: passes on correct outputs, fails with certified
+numbers on wrong ones, reads float16 and bfloat16 exactly, and judges FlashAttention's
+ratio rule with true errors. Seeded (ATTNRANK_PY_SEED, printed in pytest's header)."""
+import os
+import re
+
+import numpy as np
+import pytest
+
+import attnrank
+from attnrank.testing import assert_attention_close, default_tolerance
+
+SEED = int(os.environ.get("ATTNRANK_PY_SEED", "20261202"))
+
+
+def inputs(shape, dtype=np.float32, seed=SEED):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal(shape).astype(dtype) for _ in range(3))
+
+
+def attention(q, k, v, causal=False, dtype=np.float32):
+    """softmax(q k^T / sqrt(d)) v computed in ``dtype`` from the inputs' values."""
+    q, k, v = (x.astype(dtype) for x in (q, k, v))
+    s = np.einsum("...id,...jd->...ij", q, k) / dtype(np.sqrt(q.shape[-1]))
+    if causal:
+        n = s.shape[-1]
+        s = np.where(np.tril(np.ones((n, n), dtype=bool)), s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (p / p.sum(axis=-1, keepdims=True)) @ v
+
+
+def band(message, label):
+    """The certified [lower, upper] that the message prints after ``label``."""
+    m = re.search(re.escape(label) + r"\s+in \[([^,]+), ([^\]]+)\]", message)
+    assert m, message
+    return float(m.group(1)), float(m.group(2))
+
+
+def test_a_correct_float32_causal_output_passes_and_one_entry_off_by_1e3_fails():
+    q, k, v = inputs((1, 2, 64, 16))
+    out = attention(q, k, v, causal=True)
+    check = assert_attention_close(out, q, k, v, causal=True)
+    assert check["max_error_verdict"] == "within"
+    assert float(check["candidate"]["max_abs_error_upper"]) < 1e-5
+    bad = out.copy()
+    bad[0, 1, 40, 5] += np.float32(1e-3)
+    with pytest.raises(AssertionError) as info:
+        assert_attention_close(bad, q, k, v, causal=True)
+    message = str(info.value)
+    lo, hi = band(message, "max |out - exact|")
+    assert 0.99e-3 < lo <= hi < 1.01e-3  # the true error, proven: the perturbation plus float32's own
+    assert "batch 0, head 1, row 40, column 5" in message
+    assert "EXCEEDED (proven)" in message
+    # Without the mask the same output is far off: the causal question is not the full one.
+    with pytest.raises(AssertionError):
+        assert_attention_close(out, q, k, v)
+
+
+def test_an_explicit_max_error_is_judged_both_ways():
+    q, k, v = inputs((48, 8))
+    out = attention(q, k, v)
+    err = float(attnrank.check_kernel(q, k, v, out)["candidate"]["max_abs_error_upper"])
+    assert_attention_close(out, q, k, v, max_error=2 * err)
+    with pytest.raises(AssertionError, match="EXCEEDED"):
+        assert_attention_close(out, q, k, v, max_error=err / 4)
+
+
+def test_bfloat16_tensors_are_read_exactly():
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(SEED)
+    q, k, v = (torch.randn(2, 40, 16, generator=g).to(torch.bfloat16) for _ in range(3))
+    # A bfloat16 kernel: float32 arithmetic on the bfloat16 values, the output rounded to bfloat16.
+    s = (q.float() @ k.float().transpose(-1, -2)) / 4.0
+    out = (torch.softmax(s, dim=-1) @ v.float()).to(torch.bfloat16)
+    check = assert_attention_close(out, q, k, v)
+    assert check["candidate"]["dtype"] == "bfloat16"
+    # Exactness: the float32 copies hold the same numbers, so the bounds are the same.
+    same = attnrank.check_kernel(q.float().numpy(), k.float().numpy(), v.float().numpy(), out.float().numpy())
+    for key in ("max_abs_error_lower", "max_abs_error_upper"):
+        assert check["candidate"][key] == same["candidate"][key]
+    # Rounding to bfloat16 costs up to half an ulp (2^-9 relative): proven above float32's error.
+    assert float(check["candidate"]["max_abs_error_lower"]) > 1e-4
+    with pytest.raises(AssertionError):
+        assert_attention_close(out, q, k, v, max_error=1e-5)
+
+
+def test_float16_inputs_and_flashattention_ratio_rule():
+    q, k, v = inputs((2, 96, 32), np.float16)
+    # The candidate: float32 arithmetic, output rounded to float16 (a fused kernel);
+    # the reference: float16 throughout (FlashAttention's out_pt, "PyTorch in low precision").
+    out = attention(q, k, v, dtype=np.float32).astype(np.float16)
+    out_pt = attention(q, k, v, dtype=np.float16)
+    check = assert_attention_close(out, q, k, v, reference=out_pt)  # max_ratio = 2 by default
+    assert check["max_ratio_verdict"] == "within"
+    assert check["candidate"]["dtype"] == "float16"
+    assert float(check["ratio_upper"]) <= 2
+    # The rule the other way round fails, and says why with the certified ratio.
+    with pytest.raises(AssertionError) as info:
+        assert_attention_close(out_pt, q, k, v, reference=out, max_ratio=1.0)
+    message = str(info.value)
+    lo, hi = band(message, "error(out) / error(reference)")
+    assert 1.0 < lo <= hi
+    assert "max_ratio 1" in message
+
+
+def test_flashattention_layout_and_scale():
+    q, k, v = inputs((1, 3, 50, 8))
+    out = attention(q, k, v)
+    fa = [np.ascontiguousarray(np.swapaxes(x, 1, 2)) for x in (q, k, v, out)]  # (B, N, H, d)
+    a = assert_attention_close(out, q, k, v)
+    b = assert_attention_close(fa[3], *fa[:3], layout="bshd")
+    assert a["candidate"] == b["candidate"]
+    with pytest.raises(AssertionError):
+        assert_attention_close(out, q, k, v, scale=0.5)  # the output is for 1/sqrt(8)
+
+
+def test_an_enclosure_too_wide_for_the_tolerance_is_not_a_pass():
+    q, k, v = inputs((64, 16), np.float64)
+    out = attention(q, k, v, dtype=np.float64)  # float64's error is below the double enclosure's width
+    with pytest.raises(AssertionError, match="NOT PROVEN"):
+        assert_attention_close(out, q, k, v, max_error=1e-17, fallback="never")
+    check = assert_attention_close(out, q, k, v, max_error=1e-11, fallback="never")
+    assert check["method"] == "double"
+
+
+def test_nonfinite_outputs_fail_and_misuse_is_a_value_error():
+    q, k, v = inputs((16, 4))
+    out = attention(q, k, v)
+    out[3, 2] = np.nan
+    with pytest.raises(AssertionError, match="1 entries of out are NaN or infinite; the first at row 3, column 2"):
+        assert_attention_close(out, q, k, v, max_error=1.0)
+    with pytest.raises(ValueError, match="max_ratio needs a reference"):
+        assert_attention_close(out, q, k, v, max_ratio=2)
+    with pytest.raises(ValueError, match="not both"):
+        assert_attention_close(out, q, k, v, causal=True, mask=np.ones((16, 16), dtype=bool))
+    with pytest.raises(ValueError, match="layout"):
+        assert_attention_close(out, q, k, v, layout="nhd")
+    with pytest.raises(ValueError, match="non-negative"):
+        assert_attention_close(out, q, k, v, max_error=-1)
+    with pytest.raises(ValueError, match="no default tolerance"):
+        default_tolerance("int8")
+    with pytest.raises(ValueError):  # shapes that do not fit name the tensor
+        assert_attention_close(out[:, :3], q, k, v)
