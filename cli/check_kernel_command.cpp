@@ -48,13 +48,22 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
   cmd->add_option("--max-error", opt->max_error,
                   "Exit 3 when the candidate's certified max |O - exact| lower bound exceeds this (for CI)")
       ->type_name("FLOAT");
+  const CLI::Validator non_negative(
+      [](std::string& v) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(v.c_str(), &end);
+        return (end && *end == '\0' && std::isfinite(x) && x >= 0) ? "" : "'" + v + "' is not a non-negative number";
+      },
+      "", "non-negative number");
   cmd->add_option("--rtol", opt->rtol,
                   "With --max-error: the tolerance is max_error + rtol max |exact| (torch.testing's form, on the max)")
-      ->check(CLI::NonNegativeNumber);
+      ->type_name("FLOAT")
+      ->check(non_negative);
   cmd->add_option("--max-ratio", opt->max_ratio,
                   "Exit 3 when the candidate's error is proven above this multiple of the reference's "
                   "(FlashAttention's rule is 2)")
-      ->check(CLI::NonNegativeNumber);
+      ->type_name("FLOAT")
+      ->check(non_negative);
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &run] {
     KernelQuestion q;

@@ -726,6 +726,25 @@ TEST_CASE("attnrank check-kernel") {
     CHECK_THAT(over.out, Catch::Contains("exceeded"));
     CHECK(attnrank_cli(args + " --max-error 0.01").code == 0);
   }
+  SECTION("--rtol and --max-ratio: proven verdicts in the JSON, exit 3 only when proven exceeded, misuse exit 2") {
+    const Run within = attnrank_cli(args + " --max-error 1e-12 --rtol 0.01 --json");
+    INFO(within.err);
+    REQUIRE(within.code == 0);
+    const auto j = nlohmann::json::parse(within.out);
+    CHECK(j["max_error_verdict"] == "within");
+    CHECK(j["rtol"] == "0.01");
+    // The output against itself as the reference: the ratio is exactly 1.
+    const std::string pair = args + " --reference " + npy_f32("o.npy", out);
+    const Run one = attnrank_cli(pair + " --max-ratio 2 --json");
+    REQUIRE(one.code == 0);
+    CHECK(nlohmann::json::parse(one.out)["max_ratio_verdict"] == "within");
+    const Run below = attnrank_cli(pair + " --max-ratio 0.5");
+    CHECK(below.code == 3);
+    CHECK_THAT(below.out, Catch::Contains("--max-ratio 0.5: exceeded"));
+    expect_input_error(args + " --rtol 0.1", "--rtol needs --max-error");
+    expect_input_error(args + " --max-ratio 2", "--max-ratio needs --reference");
+    expect_input_error(pair + " --max-ratio -1", "is not a non-negative number");
+  }
   SECTION("a NaN or an infinity in an output is a finding: an infinite error at its place, not bad input") {
     std::vector<Eigen::MatrixXd> broken = out, overflowed = out;
     broken[1](4, 2) = std::numeric_limits<double>::quiet_NaN();
