@@ -76,6 +76,15 @@ def certified(attnrank, q, k, v, out, causal, reference=None):
     return attnrank.check_kernel(*t, ref, mask="causal" if causal else None)
 
 
+def doublings(first, last):
+    """first, 2 first, 4 first, ... up to last: the sizes a sweep runs over."""
+    sizes = []
+    while first <= last:
+        sizes.append(first)
+        first *= 2
+    return sizes
+
+
 def max_diff(a, b):
     """max |a - b| as FlashAttention's tests compute it, but in float64 (exact for inputs of
     float32 or narrower: the difference of two such numbers is a double)."""

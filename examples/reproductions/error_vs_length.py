@@ -22,7 +22,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnrank  # noqa: E402
-from common import attention_ref, certified, low_precision_ops, svg_plot  # noqa: E402
+from common import attention_ref, certified, doublings, low_precision_ops, svg_plot  # noqa: E402
 
 SERIES = [("bfloat16", False, "bfloat16 ops", "#d62728"), ("float16", False, "float16 ops", "#1f77b4"),
           ("bfloat16", True, "float32, rounded to bfloat16", "#ff9896"),
@@ -46,11 +46,7 @@ def main():
           f"causal = {args.causal}")
     for dtype in ("bfloat16", "float16"):
         print(f"{dtype} ops: {low_precision_ops(getattr(torch, dtype))[2]}")
-    lengths = []
-    n = args.min_n
-    while n <= args.max_n:
-        lengths.append(n)
-        n *= 2
+    lengths = doublings(args.min_n, args.max_n)
     rows = []
     start = time.perf_counter()
     for n in lengths:

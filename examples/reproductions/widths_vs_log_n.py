@@ -28,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnrank  # noqa: E402
+from common import doublings, svg_plot  # noqa: E402
 
 
 def sparse_target(n, s, rng):
@@ -110,11 +111,7 @@ def main():
     args = parser.parse_args()
     print(f"seed {args.seed}; epsilon {args.epsilon}; {args.keys} keys per row")
     rng = np.random.default_rng(args.seed)
-    sizes = []
-    n = args.min_n
-    while n <= args.max_n:
-        sizes.append(n)
-        n *= 2
+    sizes = doublings(args.min_n, args.max_n)
     rows = []
     start = time.perf_counter()
     for n in sizes:
@@ -148,7 +145,6 @@ def main():
         print(f"| {r['n']} | {r['diag_floor'][0]} | {v} | [{r['diag_width_lower']}, {up}] |")
     print(f"\n{time.perf_counter() - start:.0f} s")
     if args.svg:
-        from common import svg_plot
         with_head = [r for r in rows if r["embedding_width"] is not None]
         svg_plot(args.svg, [
             ("exact: diag floor n - 1", sizes, [r["diag_floor"][0] for r in rows], "#d62728"),
