@@ -2,6 +2,7 @@
 #include <attnrank/attention/certified_attention.hpp>
 
 #include <attnrank/attention/certified_softmax.hpp>
+#include <attnrank/attention/detail/a_priori_head.hpp>
 #include <attnrank/attention/detail/certified_head.hpp>
 #include <attnrank/attention/multi_head_attention.hpp>
 #include <attnrank/numbers/detail/parallel.hpp>
@@ -52,37 +53,36 @@ HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMa
   const bool q_point = is_point(Q), k_point = is_point(KT), v_point = is_point(V);
   // The a priori path keeps no trace (check_kernel's use); the layer's trace takes the directed one.
   const bool a_priori = products == AttentionProducts::a_priori && q_point && k_point && v_point && !keep_trace;
-  Eigen::VectorXd q_norms, k_norms;
-  Eigen::RowVectorXd v_max;
-  if (a_priori) {
-    q_norms = row_norms_upper(Q.mid);
-    k_norms = row_norms_upper(K.mid);
-    v_max = V.mid.cwiseAbs().colwise().maxCoeff();  // exact
-  }
   HeadBounds out;
   resize(out.output, n, V.mid.cols());
   if (keep_trace)
     for (BoundsMatrix* m : {&out.scores, &out.scaled, &out.weights}) resize(*m, n, keys);
-  // With one GEMM per product, packing the right-hand side (K^T, V) once per block is
-  // a visible cost at 64 rows; 256 rows amortise it (the blocks outgrow L2 either way at N = 4096).
-  const Index block_rows = a_priori ? 256 : 64;
   const double work = static_cast<double>(n) * static_cast<double>(keys) *
                       static_cast<double>(Q.mid.cols() + V.mid.cols());
+  if (a_priori) {
+    // One fused pass per block (attention/detail/a_priori_head.hpp); 256 rows amortise
+    // packing K^T and V for the block's two GEMMs.
+    const APrioriHead head(Q.mid, K.mid, V.mid, scale, mask);
+    for_row_blocks(static_cast<long>(n), work / 50, [&](long begin, long end) {
+      for (Index first = begin; first < end; first += 256) {
+        const Index rows = std::min<Index>(256, end - first);
+        put_rows(out.output, first, head.rows(first, rows));
+      }
+    });
+    return out;
+  }
   // for_row_blocks counts MPFR operations (~50 double multiply-adds each).
   for_row_blocks(static_cast<long>(n), work / 50, [&](long begin, long end) {
     const SerialDirectedProducts serial;  // this thread's share; no threads inside
-    for (Index first = begin; first < end; first += block_rows) {
-      const Index rows = std::min<Index>(block_rows, end - first);
-      BoundsMatrix S = a_priori ? a_priori_product_bounds(Q.mid.middleRows(first, rows), KT.mid,
-                                                          q_norms.segment(first, rows), k_norms)
-                                : product(rows_of(Q, first, rows), q_point, KT, k_point);
+    for (Index first = begin; first < end; first += 64) {
+      const Index rows = std::min<Index>(64, end - first);
+      BoundsMatrix S = product(rows_of(Q, first, rows), q_point, KT, k_point);
       if (keep_trace) put_rows(out.scores, first, S);
       S = scale_bounds(S, scale);
       if (keep_trace) put_rows(out.scaled, first, S);
       S = mask ? certified_softmax_bounds(S, *mask, first) : certified_softmax_bounds(S);
       if (keep_trace) put_rows(out.weights, first, S);
-      put_rows(out.output, first,
-               a_priori ? a_priori_interval_product_bounds(S, V.mid, v_max) : product(to_ball(S), false, V, v_point));
+      put_rows(out.output, first, product(to_ball(S), false, V, v_point));
     }
   });
   return out;

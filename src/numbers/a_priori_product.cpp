@@ -11,20 +11,6 @@ namespace {
 
 constexpr double u = 0x1p-53;
 
-/// gamma_k = k u / (1 - k u), rounded up; +inf when k u >= 1/2 (no such GEMM here).
-/// k u and 1 - k u are exact for k < 2^52, so only the quotient rounds.
-double gamma_upper(Eigen::Index k) {
-  const double ku = static_cast<double>(k) * u;
-  if (!(ku < 0.5)) return std::numeric_limits<double>::infinity();
-  UpwardRounding up;
-  double g = ku / (1 - ku);
-  detail::rounding_barrier(g);
-  return g;
-}
-
-/// k 2^-1074 rounded up, as a normal number (no subnormal operand anywhere below).
-double underflow_term(Eigen::Index k) { return static_cast<double>(k + 1) * 0x1p-1021; }
-
 /// lo = C - R (down), hi = C + R (up).
 BoundsMatrix around(const Eigen::MatrixXd& C, const Eigen::MatrixXd& R) {
   BoundsMatrix out;
@@ -43,6 +29,18 @@ BoundsMatrix around(const Eigen::MatrixXd& C, const Eigen::MatrixXd& R) {
 
 }  // namespace
 
+double a_priori_gamma(Eigen::Index k) {
+  // k u and 1 - k u are exact for k < 2^52, so only the quotient rounds.
+  const double ku = static_cast<double>(k) * u;
+  if (!(ku < 0.5)) return std::numeric_limits<double>::infinity();
+  UpwardRounding up;
+  double g = ku / (1 - ku);
+  detail::rounding_barrier(g);
+  return g;
+}
+
+double a_priori_underflow(Eigen::Index k) { return static_cast<double>(k + 1) * 0x1p-1021; }
+
 Eigen::MatrixXd nearest_product(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) {
   RoundingScope<FE_TONEAREST> nearest;
   Eigen::MatrixXd C;
@@ -53,7 +51,7 @@ Eigen::MatrixXd nearest_product(const Eigen::MatrixXd& A, const Eigen::MatrixXd&
 
 BoundsMatrix a_priori_bounds_around(const Eigen::MatrixXd& C, Eigen::Index first, Eigen::Index rows, Eigen::Index k,
                                     const Eigen::VectorXd& a_row_norms, const Eigen::VectorXd& b_column_norms) {
-  const double g = gamma_upper(k), eta = underflow_term(k);
+  const double g = a_priori_gamma(k), eta = a_priori_underflow(k);
   BoundsMatrix out;
   // Both ends in upward rounding, the radius r_ij = g a_i b_j + eta never stored:
   // hi = C + r, and lo = -((-C) + r), whose inner sum rounds up, so lo <= C - r.
@@ -87,7 +85,7 @@ BoundsMatrix a_priori_interval_product_bounds(const BoundsMatrix& P, const Eigen
                                               const Eigen::RowVectorXd& v_column_max) {
   const BallMatrix X = to_ball(P);
   const Eigen::MatrixXd C = nearest_product(X.mid, V);
-  const double g = gamma_upper(P.lo.cols()), eta = underflow_term(P.lo.cols());
+  const double g = a_priori_gamma(P.lo.cols()), eta = a_priori_underflow(P.lo.cols());
   Eigen::MatrixXd R;
   {
     UpwardRounding up;

@@ -131,6 +131,57 @@ TEST_CASE("attnrank::certified_attention") {
   });
 }
 
+TEST_CASE("attnrank::certified_attention with a priori products (the fused head)") {
+  rc::prop("a scale known to an interval: the bounds hold softmax(s Q K^T) V at both ends of it, any mask", [] {
+    // Wide scale intervals make the shifted scores wide: the tile takes the two-exp path.
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 24), d = *rc::gen::inRange<Eigen::Index>(1, 5),
+               dv = *rc::gen::inRange<Eigen::Index>(1, 4);
+    const Eigen::MatrixXd Q = gen_doubles(n, d, *rc::gen::element(1.0, 10.0, 1e-150)),
+                          K = gen_doubles(n, d, 1.0), V = gen_doubles(n, dv, *rc::gen::element(1.0, 1e-300, 1e300));
+    const double s_lo = *rc::gen::element(0.125, 0.5, 1.0), s_hi = s_lo * *rc::gen::element(1.0, 1.0 + 0x1p-30, 2.0);
+    const std::optional<Mask> mask =
+        *rc::gen::arbitrary<bool>() ? std::optional<Mask>(test::gen_any_mask(n)) : std::nullopt;
+    const Mask* m = mask ? &*mask : nullptr;
+    const BoundsMatrix B = certified_attention(Q, K, V, ScaleBounds{s_lo, s_hi}, m, AttentionProducts::a_priori);
+    RC_ASSERT(!B.lo.hasNaN());
+    RC_ASSERT(!B.hi.hasNaN());
+    RC_ASSERT((B.lo.array() <= B.hi.array()).all());
+    // A convex combination of V's rows: never outside V's column ranges.
+    for (Eigen::Index l = 0; l < dv; ++l) {
+      RC_ASSERT((B.lo.col(l).array() >= V.col(l).minCoeff()).all());
+      RC_ASSERT((B.hi.col(l).array() <= V.col(l).maxCoeff()).all());
+    }
+    const PrecisionScope scope(256);
+    RC_ASSERT(contains_all(B, mpfi_attention(Q, K, V, s_lo, m)));
+    RC_ASSERT(contains_all(B, mpfi_attention(Q, K, V, s_hi, m)));
+  });
+  SECTION("300 rows and keys: two row blocks of 256 and 60, tiles of 4 columns, a general mask") {
+    // Rows and columns on each side of every block and tile edge against MPFI (the whole
+    // output at 256 bits is 270 000 interval multiply-adds: one fixed case, not a property).
+    std::mt19937_64 rng(20261204);
+    std::uniform_real_distribution<double> uniform(-2.0, 2.0);
+    const Eigen::Index n = 300, d = 3;
+    const auto draw = [&](Eigen::Index r, Eigen::Index c) {
+      Eigen::MatrixXd M(r, c);
+      for (auto& x : M.reshaped()) x = uniform(rng);
+      return M;
+    };
+    const Eigen::MatrixXd Q = draw(n, d), K = draw(n, d), V = draw(n, 2);
+    Matrix<Rational> pattern(n, n);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) pattern(i, j) = (j == i || (i * 31 + j * 17) % 3 != 0) ? 1 : 0;
+    const Mask mask = Mask::from_matrix(pattern, "test pattern");
+    for (const Mask* m : {static_cast<const Mask*>(nullptr), &mask}) {
+      INFO("masked = " << (m != nullptr));
+      const BoundsMatrix B = certified_attention(Q, K, V, ScaleBounds::inverse_sqrt(d), m, AttentionProducts::a_priori);
+      const PrecisionScope scope(256);
+      CHECK(contains_all(B, mpfi_attention(Q, K, V, std::nullopt, m)));
+      const double allowed = (8.0 * n + 4.0 * d * d + 100) * u * V.cwiseAbs().maxCoeff();
+      CHECK(((B.hi - B.lo).array() <= allowed).all());
+    }
+  }
+}
+
 TEST_CASE("attnrank::certified_attention refuses bad shapes and values") {
   const Eigen::MatrixXd Q = Eigen::MatrixXd::Ones(3, 2), K = Eigen::MatrixXd::Ones(4, 2), V = Eigen::MatrixXd::Ones(4, 1);
   CHECK_NOTHROW(certified_attention(Q, K, V, ScaleBounds::inverse_sqrt(2)));

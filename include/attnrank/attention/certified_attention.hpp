@@ -16,13 +16,17 @@
 // about N u |P| |V|.
 //
 // With AttentionProducts::a_priori the two products are each ONE GEMM in
-// round-to-nearest with an a priori bound on its error (numbers/a_priori_product.hpp):
-// the scores within gamma_d ||q_i|| ||k_j||, the output within
-// (gamma_N + weight radii) max_j |V(j, l)|. Two GEMMs per head instead of five,
-// for bounds about 10x wider (~3 N u max |V| on the output): what check_kernel
-// tries first. A bound that overflows becomes infinite (or NaN, when an
-// infinite ball meets another product); neither is ever read as a bound:
-// check_kernel (attention/kernel_check.hpp) takes both as "no bound there".
+// round-to-nearest with an a priori bound on its error (numbers/a_priori_product.hpp),
+// and a row block's scale, softmax and normalisation are one fused pass
+// (attention/detail/a_priori_head.hpp): the scores within gamma_d ||q_i|| ||k_j||,
+// the unnormalised output within (gamma_N + ball radii) max_j |V(j, l)|, then
+// divided by the enclosed row sum. Two GEMMs per head instead of five, for bounds
+// about 10x wider (~3 N u max |V| on the output): what check_kernel tries first.
+// Every bound of that path is finite and within V's column range (a row whose
+// arithmetic overflowed gets that range). On the directed path a bound that
+// overflows becomes infinite (or NaN, when an infinite ball meets another
+// product); neither is ever read as a bound: check_kernel
+// (attention/kernel_check.hpp) takes both as "no bound there".
 
 #include <attnrank/attention/mask.hpp>
 #include <attnrank/numbers/a_priori_product.hpp>

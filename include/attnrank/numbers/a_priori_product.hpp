@@ -23,6 +23,13 @@
 
 namespace attnrank {
 
+/// gamma_k = k u / (1 - k u), rounded up; +inf when k u >= 1/2: a length-k dot
+/// product in round-to-nearest errs by at most gamma_k sum_l |x_l y_l| plus
+/// a_priori_underflow(k).
+double a_priori_gamma(Eigen::Index k);
+/// k 2^-1074 rounded up, as a normal number (no subnormal operand where it is added).
+double a_priori_underflow(Eigen::Index k);
+
 /// Upper bounds on the Euclidean norms of the rows of M (+inf on overflow).
 Eigen::VectorXd row_norms_upper(const Eigen::MatrixXd& M);
 

@@ -1,8 +1,8 @@
 #pragma once
 // One attention head in the certified double tier, shared by certified_attention
 // (check-kernel) and certified_double_forward (the layer's trace). The rows of a
-// head are independent, so it runs row block by row block (64 rows at a time) on
-// the machine's cores: scores, scale, softmax and the product with V for a block
+// head are independent, so it runs row block by row block (64 rows at a time; 256
+// in the fused a priori pass of attention/detail/a_priori_head.hpp) on the machine's cores: scores, scale, softmax and the product with V for a block
 // stay in cache instead of making a dozen passes over N x N matrices, which at
 // N = 4096 (134 MB each) cost more than the GEMMs.
 

@@ -1,0 +1,208 @@
+// One attention head with a priori bounded products, fused (attnrank/attention/detail/a_priori_head.hpp).
+#include <attnrank/attention/detail/a_priori_head.hpp>
+
+#include <attnrank/numbers/a_priori_product.hpp>
+#include <attnrank/numbers/detail/infinity.hpp>
+#include <attnrank/numbers/detail/vector_exp.hpp>
+
+#include <cmath>
+#include <vector>
+
+namespace attnrank::detail {
+namespace {
+
+using Eigen::Index;
+
+constexpr double tiny = 0x1p-1021;  // covers exp's absolute error below 2^-1022, normal
+constexpr double shrink = 1 - 0x1p-50, grow = 1 + 0x1p-50;  // 8u: more than 4u / (1 - 4u)
+constexpr double narrow_width = 0x1p-20;  // below it, exp(lo) >= exp(hi) (1 - w) costs less than a second exp
+// Columns per tile: three tile buffers of 256 rows stay in L1 between the mode switches.
+constexpr Index tile_columns = 4;
+
+/// Keeps the compiler from moving the stores to `p` across a change of rounding mode.
+inline void barrier(const double* p) { asm volatile("" : : "g"(p) : "memory"); }
+
+/// The block's rows, in upward rounding: the radius of score (i, j) and its
+/// scaled bounds [lo, hi] (lo computed as -((-x) op y), each op rounded up).
+struct ScaledScore {
+  double lo, hi;
+};
+[[gnu::always_inline]] inline ScaledScore scaled_score(double c, double ga, double b, double eta, double s_lo,
+                                                       double s_hi) {
+  const double r = ga * b + eta;
+  const double hi = c + r, neg_lo = (-c) + r;  // -neg_lo <= c - r
+  // x s over s in [s_lo, s_hi]: the larger product rounded up is the upper end; the
+  // lower end is -(the larger of (-lo) s), rounded up.
+  const double h1 = hi * s_hi, h2 = hi * s_lo, n1 = neg_lo * s_lo, n2 = neg_lo * s_hi;
+  return {-(n1 > n2 ? n1 : n2), h1 > h2 ? h1 : h2};
+}
+
+}  // namespace
+
+APrioriHead::APrioriHead(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
+                         const ScaleBounds& scale, const Mask* mask)
+    : Q_(Q),
+      KT_(K.transpose()),
+      V_(V),
+      scale_(scale),
+      mask_(mask),
+      q_norms_(row_norms_upper(Q)),
+      k_norms_(row_norms_upper(K)),
+      v_abs_max_(V.cwiseAbs().colwise().maxCoeff()),
+      v_min_(V.colwise().minCoeff()),
+      v_max_(V.colwise().maxCoeff()),
+      gamma_d_(a_priori_gamma(Q.cols())),
+      eta_d_(a_priori_underflow(Q.cols())),
+      gamma_n_(a_priori_gamma(K.rows())),
+      eta_n_(a_priori_underflow(K.rows())) {}
+
+BoundsMatrix APrioriHead::rows(Index first, Index count) const {
+  const Index keys = KT_.cols();
+  const Eigen::MatrixXd C = nearest_product(Q_.middleRows(first, count), KT_);
+  // Which keys each row may see, column-major like C (only with a mask).
+  std::vector<unsigned char> open;
+  if (mask_) {
+    open.resize(static_cast<std::size_t>(count * keys));
+    for (Index j = 0; j < keys; ++j)
+      for (Index i = 0; i < count; ++i)
+        open[static_cast<std::size_t>(j * count + i)] = mask_->allows(first + i, j) ? 1 : 0;
+  }
+  const auto allowed = [&](Index j) { return mask_ ? open.data() + j * count : nullptr; };
+  const double s_lo = scale_.lo, s_hi = scale_.hi, eta = eta_d_;
+
+  // Per row: gamma_d ||q_i||, the shift, the sums of e_hi and -e_lo, of the midpoints and the radii.
+  std::vector<double> ga(static_cast<std::size_t>(count)), top(static_cast<std::size_t>(count), -inf);
+  std::vector<double> sum_hi(static_cast<std::size_t>(count), 0.0), neg_sum_lo(static_cast<std::size_t>(count), 0.0);
+  std::vector<double> mid_sum(static_cast<std::size_t>(count), 0.0), rad_sum(static_cast<std::size_t>(count), 0.0);
+  Eigen::MatrixXd M(count, keys);  // midpoints of the e-balls
+  const std::size_t tile_size = static_cast<std::size_t>(count * tile_columns);
+  std::vector<double> x_hi(tile_size), x_lo(tile_size), width(tile_size);
+
+  {  // The shift: m_i = max_j hi_ij over the allowed keys.
+    ThreadRounding<FE_UPWARD> up;
+    for (Index i = 0; i < count; ++i) ga[static_cast<std::size_t>(i)] = q_norms_(first + i) * gamma_d_;
+    for (Index j = 0; j < keys; ++j) {
+      const double* c = C.col(j).data();
+      const unsigned char* a = allowed(j);
+      const double b = k_norms_(j);
+      for (Index i = 0; i < count; ++i) {
+        double h = scaled_score(c[i], ga[static_cast<std::size_t>(i)], b, eta, s_lo, s_hi).hi;
+        if (a && !a[i]) h = -inf;
+        double& t = top[static_cast<std::size_t>(i)];
+        t = h > t ? h : t;
+      }
+    }
+    for (double& t : top)
+      if (!std::isfinite(t)) t = 0;  // such a row is caught below (its sums are not finite)
+    barrier(top.data());
+  }
+
+  for (Index j0 = 0; j0 < keys; j0 += tile_columns) {
+    const Index columns = std::min(tile_columns, keys - j0);
+    const std::size_t length = static_cast<std::size_t>(columns * count);
+    bool narrow = true;
+    {  // Shifted bounds x_lo <= x <= x_hi and their widths; masked: exp gives exactly 0.
+      ThreadRounding<FE_UPWARD> up;
+      for (Index jj = 0; jj < columns; ++jj) {
+        const Index j = j0 + jj;
+        const double* c = C.col(j).data();
+        const unsigned char* a = allowed(j);
+        const double b = k_norms_(j);
+        double* xh = x_hi.data() + jj * count;
+        double* xl = x_lo.data() + jj * count;
+        double* w = width.data() + jj * count;
+        for (Index i = 0; i < count; ++i) {
+          const auto [lo, hi] = scaled_score(c[i], ga[static_cast<std::size_t>(i)], b, eta, s_lo, s_hi);
+          const double t = top[static_cast<std::size_t>(i)];
+          const double h = hi - t, l = -(t - lo);
+          const bool in = !a || a[i];
+          xh[i] = in ? h : -inf;
+          xl[i] = in ? l : -inf;
+          w[i] = in ? h - l : 0.0;
+        }
+      }
+      for (std::size_t k = 0; k < length; ++k) narrow &= width[k] <= narrow_width;  // NaN is not narrow
+      barrier(x_hi.data());
+      barrier(x_lo.data());
+      barrier(width.data());
+    }
+    {
+      ThreadRounding<FE_TONEAREST> nearest;  // exp_double's error bound holds in round-to-nearest
+      exp_in_place(x_hi.data(), length);
+      if (!narrow) exp_in_place(x_lo.data(), length);
+      barrier(x_hi.data());
+      barrier(x_lo.data());
+    }
+    {  // e_lo <= e <= e_hi, the ball (M, rad) around them, and the row sums.
+      ThreadRounding<FE_UPWARD> up;
+      for (Index jj = 0; jj < columns; ++jj) {
+        const Index j = j0 + jj;
+        const unsigned char* a = allowed(j);
+        const double* eh = x_hi.data() + jj * count;
+        const double* el = x_lo.data() + jj * count;
+        const double* w = width.data() + jj * count;
+        double* m = M.col(j).data();
+        for (Index i = 0; i < count; ++i) {
+          double lo;
+          if (narrow) {
+            // (e_hi's lower bound) x (1 - w), each factor and the product rounded down
+            const double below = -((-eh[i]) * shrink + tiny);
+            const double f = below > 0 ? below : 0.0, g = -(w[i] - 1.0);
+            lo = -((-f) * g);
+          } else {
+            const double below = -((-el[i]) * shrink + tiny);
+            lo = below > 0 ? below : 0.0;
+          }
+          double hi = eh[i] * grow + tiny;
+          const bool in = !a || a[i];
+          lo = in ? lo : 0.0;
+          hi = in ? hi : 0.0;
+          const double mid = 0.5 * (lo + hi);
+          const double r1 = mid - lo, r2 = hi - mid;
+          const std::size_t r = static_cast<std::size_t>(i);
+          sum_hi[r] += hi;
+          neg_sum_lo[r] += -lo;
+          mid_sum[r] += mid;
+          rad_sum[r] += r1 > r2 ? r1 : r2;
+          m[i] = mid;
+        }
+      }
+      barrier(M.data());
+      barrier(sum_hi.data());
+      barrier(neg_sum_lo.data());
+      barrier(mid_sum.data());
+      barrier(rad_sum.data());
+    }
+  }
+
+  const Eigen::MatrixXd numerator = nearest_product(M, V_);  // row i of M V: row i of M only
+  BoundsMatrix out;
+  out.lo.resize(count, V_.cols());
+  out.hi.resize(count, V_.cols());
+  {
+    ThreadRounding<FE_UPWARD> up;
+    for (Index i = 0; i < count; ++i) {
+      const std::size_t r = static_cast<std::size_t>(i);
+      const double weight = mid_sum[r] * gamma_n_ + rad_sum[r];
+      const double s_up = sum_hi[r], s_down = -neg_sum_lo[r];
+      const bool usable = std::isfinite(weight) && std::isfinite(s_up) && std::isfinite(s_down) && s_down > 0;
+      for (Index l = 0; l < V_.cols(); ++l) {
+        double lo = -inf, hi = inf;
+        if (usable) {
+          const double o = numerator(i, l), radius = weight * v_abs_max_(l) + eta_n_;
+          const double n_hi = o + radius, neg_n_lo = (-o) + radius;  // -neg_n_lo <= o - radius
+          hi = n_hi / (n_hi >= 0 ? s_down : s_up);
+          lo = -(neg_n_lo / (neg_n_lo <= 0 ? s_up : s_down));
+        }
+        // A convex combination of column l of V; NaN compares false and gets the range too.
+        out.lo(i, l) = lo >= v_min_(l) ? lo : v_min_(l);
+        out.hi(i, l) = hi <= v_max_(l) ? hi : v_max_(l);
+      }
+    }
+    rounding_barrier(out.lo);
+    rounding_barrier(out.hi);
+  }
+  return out;
+}
+
+}  // namespace attnrank::detail
