@@ -55,8 +55,13 @@ def test_flash_attention_rule(tmp_path):
         rs = [r for r in low if r["dtype"] == dtype]
         assert max(r["ref_share"] for r in rs) > share
         assert max(r["rule_admits"] for r in rs) > 2.2
-    # The true errors of the kernel and of PyTorch's low-precision attention: within the rule's 2x.
-    assert all(r["true_rule"] == "passes" for r in low)
+    # What the rule can admit, as a law: err(out) <= max|out - out_ref| + err(out_ref) <=
+    # 2 max|out_pt - out_ref| + err(out_ref), so a passing case's true ratio is at most rule_admits.
+    # (Whether every case also passes the true rule depends on PyTorch's kernels for the machine:
+    # on an AVX-512 machine one bfloat16 case of this grid does not, docs/reproductions.md.)
+    for r in rows:
+        if r["rule"] == "passes" and math.isfinite(r["rule_admits"]):
+            assert r["true_ratio"][0] <= r["rule_admits"] * (1 + 1e-9), r
     # With float32 inputs the reference is no more accurate than the kernel: the measured ratio
     # says nothing about the true one.
     f32 = [r for r in rows if r["dtype"] == "float32"]

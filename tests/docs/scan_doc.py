@@ -1,6 +1,8 @@
 #!/usr/bin/python3
-"""docs/scan.md reproduced: its scan of the tiny model prints exactly the table the
-page shows, the committed model is small, and attnrank layer --state-dict computes
+"""docs/scan.md reproduced: its scan of the tiny model prints the table the page
+shows (every column exactly, but the upper bounds on E*, which a search finds: its
+path follows the machine's floating-point kernels, so another instruction set finds
+other certified bounds; there the page's and the scan's must agree within 2x), the committed model is small, and attnrank layer --state-dict computes
 the layer-0 patterns the model itself produced (within float32 rounding: the model
 ran in float32). Usage: scan_doc.py path/to/attnrank SOURCE_DIR"""
 import json
@@ -27,8 +29,21 @@ with tempfile.TemporaryDirectory() as work:
     r = subprocess.run(argv, capture_output=True, text=True)
     if r.returncode != 0:
         failures.append(f"{' '.join(command)}: exit {r.returncode}: {r.stderr}")
-    elif r.stdout.splitlines() != shown:
-        failures.append("docs/scan.md's table differs from the scan:\n" + r.stdout)
+    else:
+        got = r.stdout.splitlines()
+        # "E* at d_k" is "lower .. upper"; every other word must match as printed.
+        def split(line):
+            words = line.split()
+            if ".." not in words or not words[0].startswith("["):
+                return words, None
+            k = words.index("..")
+            return words[:k + 1] + words[k + 2:], float(words[k + 1])
+        same = len(got) == len(shown)
+        for mine, theirs in zip(got, shown):
+            (a, x), (b, y) = split(mine), split(theirs)
+            same &= a == b and (x is None) == (y is None) and (x is None or (x <= y <= 2 * x or y <= x <= 2 * y))
+        if not same:
+            failures.append("docs/scan.md's table differs from the scan:\n" + r.stdout)
     svg = open(os.path.join(work, "scan.svg")).read() if os.path.exists(os.path.join(work, "scan.svg")) else ""
     if svg.count('class="cell"') != 8:
         failures.append("the heatmap does not have one cell per head")
