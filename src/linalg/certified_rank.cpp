@@ -4,6 +4,7 @@
 
 #include <attnrank/linalg/detail/two_stage_preconditioner.hpp>
 #include <attnrank/linalg/product.hpp>
+#include <attnrank/numbers/a_priori_product.hpp>
 
 #include <attnrank/linalg/detail/dense_decompositions.hpp>
 
@@ -85,10 +86,22 @@ std::optional<double> certify_nonsingular_minor(const BallMatrix& A, const std::
   const auto k = static_cast<Eigen::Index>(rows.size());
   if (static_cast<Eigen::Index>(cols.size()) != k) throw std::invalid_argument("certify_nonsingular_minor: not square");
   if (k == 0) return 0.0;
-  const BallMatrix M{detail::select(A.mid, rows, cols, k), detail::select(A.rad, rows, cols, k)};
+  const auto identity = [k](const std::vector<Eigen::Index>& index) {
+    for (Eigen::Index i = 0; i < k; ++i)
+      if (index[static_cast<std::size_t>(i)] != i) return false;
+    return true;
+  };
+  // The whole matrix (the common full-rank test) is used in place, not copied.
+  const bool whole = A.mid.rows() == k && A.mid.cols() == k && identity(rows) && identity(cols);
+  BallMatrix selected;
+  if (!whole) selected = {detail::select(A.mid, rows, cols, k), detail::select(A.rad, rows, cols, k)};
+  const BallMatrix& M = whole ? A : selected;
   if (!M.mid.allFinite() || !M.rad.allFinite()) return std::nullopt;
   const Eigen::MatrixXd R = M.mid.partialPivLu().inverse();
   if (!R.allFinite()) return std::nullopt;
+  // A point minor: one GEMM with an a priori bound first; the directed pair when that is not below 1.
+  if ((M.rad.array() == 0).all())
+    if (const double residual = a_priori_residual_norm_upper(R, M.mid); residual < 1) return residual;
   const double residual = norm_inf_upper(identity_minus(certified_product_bounds(R, M)));
   if (residual < 1) return residual;
   return std::nullopt;

@@ -3,8 +3,10 @@
 
 #include <attnrank/numbers/balls.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace attnrank {
 namespace {
@@ -99,6 +101,41 @@ BoundsMatrix a_priori_interval_product_bounds(const BoundsMatrix& P, const Eigen
     detail::rounding_barrier(R);
   }
   return around(C, R);
+}
+
+double a_priori_residual_norm_upper(const Eigen::MatrixXd& R, const Eigen::MatrixXd& M) {
+  const Eigen::Index k = R.rows();
+  if (R.cols() != k || M.rows() != k || M.cols() != k)
+    throw std::invalid_argument("a_priori_residual_norm_upper: R and M must be square of one size");
+  if (k == 0) return 0;
+  const Eigen::MatrixXd C = nearest_product(R, M);
+  const Eigen::VectorXd r_norms = row_norms_upper(R);
+  const double g = a_priori_gamma(k), eta = a_priori_underflow(k);
+  UpwardRounding up;
+  double m_norm_sum = 0;  // sum_j ||m^j||, each norm and the sum rounded up
+  for (Eigen::Index j = 0; j < k; ++j) {
+    double squares = M.col(j).squaredNorm();  // terms >= 0: every rounding up keeps it an upper bound
+    detail::rounding_barrier(squares);
+    m_norm_sum += std::sqrt(squares);
+  }
+  // Row sums of |C| column by column (the storage order), the diagonal's |1 - C_jj| added apart:
+  // it is one of 1 - C_jj and C_jj - 1, each rounded up.
+  Eigen::VectorXd sums = Eigen::VectorXd::Zero(k);
+  for (Eigen::Index j = 0; j < k; ++j) {
+    const double diagonal = C(j, j);
+    const double off = sums(j);
+    sums += C.col(j).cwiseAbs();
+    sums(j) = off + std::max(1.0 - diagonal, diagonal - 1.0);
+  }
+  sums += (r_norms * g) * m_norm_sum;
+  sums.array() += static_cast<double>(k) * eta;
+  detail::rounding_barrier(sums);
+  double worst = 0;
+  for (Eigen::Index i = 0; i < k; ++i) {
+    if (!(sums(i) <= std::numeric_limits<double>::max())) return std::numeric_limits<double>::infinity();  // NaN too
+    worst = std::max(worst, sums(i));
+  }
+  return worst;
 }
 
 }  // namespace attnrank

@@ -98,3 +98,35 @@ TEST_CASE("attnrank::a_priori_interval_product_bounds") {
     require_enclosed(B, X * exact(V), near_overflow(P.hi, V));
   });
 }
+
+TEST_CASE("attnrank::a_priori_residual_norm_upper") {
+  rc::prop("bounds ||I - R M||_inf (exact rationals) from above, or is +inf; R an approximate inverse or anything", [] {
+    const auto k = *rc::gen::inRange<Eigen::Index>(1, 24);
+    const Eigen::MatrixXd M = gen_matrix(k, k);
+    // Mostly M's approximate inverse (the residual then near 0, where the bound's slack shows),
+    // sometimes an unrelated matrix (a residual of any size).
+    const bool inverse = *rc::gen::arbitrary<bool>();
+    const Eigen::MatrixXd R = inverse ? Eigen::MatrixXd(M.partialPivLu().inverse()) : gen_matrix(k, k);
+    if (!R.allFinite()) return;
+    const int mode = gen_mode();
+    const int saved = std::fegetround();
+    std::fesetround(mode);
+    const double bound = a_priori_residual_norm_upper(R, M);
+    std::fesetround(saved);
+    RC_ASSERT(!std::isnan(bound));
+    RC_ASSERT(bound >= 0);
+    if (std::isinf(bound)) return;
+    const Matrix<Rational> E = Matrix<Rational>::Identity(k, k) - exact(R) * exact(M);
+    Rational worst = 0;
+    for (Eigen::Index i = 0; i < k; ++i) {
+      Rational row = 0;
+      for (Eigen::Index j = 0; j < k; ++j) row += abs(E(i, j));
+      worst = std::max(worst, row);
+    }
+    RC_ASSERT(worst <= Rational(bound));
+  });
+  SECTION("refuses shapes that are not square of one size") {
+    CHECK_THROWS(a_priori_residual_norm_upper(Eigen::MatrixXd::Zero(2, 3), Eigen::MatrixXd::Zero(3, 2)));
+    CHECK_THROWS(a_priori_residual_norm_upper(Eigen::MatrixXd::Zero(2, 2), Eigen::MatrixXd::Zero(3, 3)));
+  }
+}

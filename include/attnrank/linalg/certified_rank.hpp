@@ -71,7 +71,9 @@ CertifiedRank certified_rank(const Matrix<Rational>& A, unsigned bits = 53);
 
 /// Proves the minor A[rows, cols] (square) nonsingular for every matrix in the
 /// ball by the directed-rounding test; returns the proven bound on
-/// ||I - R M||_inf (< 1), or nothing when the test fails.
+/// ||I - R M||_inf (< 1), or nothing when the test fails. A point minor (radius 0)
+/// tries one GEMM with an a priori bound first (numbers/a_priori_product.hpp), and
+/// the directed pair only when that bound is not below 1.
 std::optional<double> certify_nonsingular_minor(const BallMatrix& A, const std::vector<Eigen::Index>& rows,
                                                 const std::vector<Eigen::Index>& cols);
 

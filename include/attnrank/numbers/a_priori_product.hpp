@@ -47,6 +47,14 @@ Eigen::MatrixXd nearest_product(const Eigen::MatrixXd& A, const Eigen::MatrixXd&
 BoundsMatrix a_priori_bounds_around(const Eigen::MatrixXd& C, Eigen::Index first, Eigen::Index rows, Eigen::Index k,
                                     const Eigen::VectorXd& a_row_norms, const Eigen::VectorXd& b_column_norms);
 
+/// An upper bound on ||I - R M||_inf (max row sum of |I - R M|) for square R and M
+/// of one size k, from ONE GEMM C = fl(R M) in round-to-nearest:
+/// |(I - R M)_ij| <= |delta_ij - C_ij| + gamma_k ||r_i|| ||m^j|| + a_priori_underflow(k),
+/// summed over j in upward rounding without storing the radius (its row sum is
+/// gamma_k ||r_i|| sum_j ||m^j||). +inf when anything overflows or is NaN.
+/// What a nonsingularity proof needs (< 1) at half the GEMMs of a directed pair.
+double a_priori_residual_norm_upper(const Eigen::MatrixXd& R, const Eigen::MatrixXd& M);
+
 /// Bounds lo <= X V <= hi for every X in the interval matrix [P.lo, P.hi]
 /// (m x k) and point V (k x n), given v_column_max(l) >= max_j |V(j, l)|:
 /// one GEMM of P's midpoint in round-to-nearest; the radius is
