@@ -85,7 +85,7 @@ fuzz-build: deps
 	scripts/install-deps --hardening
 	CXX=clang++-14 cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O0" \
 	  -DATTNRANK_SANITIZE=address,undefined -DATTNRANK_BUILD_FUZZ=ON -DATTNRANK_BUILD_EXAMPLES=OFF \
-	  -DATTNRANK_UNITY_BUILD=OFF
+	  -DATTNRANK_NATIVE=OFF
 	cmake --build $(SAN_BUILD) -j$(JOBS)
 
 # The unit, property and CLI suites (the CLI itself sanitized) and the corpus
@@ -102,7 +102,8 @@ fuzz: fuzz-build
 
 tsan: deps
 	scripts/install-deps --hardening
-	CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1" -DATTNRANK_SANITIZE=thread -DATTNRANK_BUILD_EXAMPLES=OFF
+	CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1" -DATTNRANK_SANITIZE=thread -DATTNRANK_BUILD_EXAMPLES=OFF \
+	  -DATTNRANK_NATIVE=OFF
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target threads_test
 	cd $(TSAN_BUILD) && ctest --output-on-failure -R '^threads_test$$'
 
