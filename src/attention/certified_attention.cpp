@@ -49,8 +49,7 @@ namespace detail {
 HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMatrix& V, const ScaleBounds& scale,
                           const Mask* mask, bool keep_trace, AttentionProducts products) {
   const Index n = Q.mid.rows(), keys = K.mid.rows();
-  const BallMatrix KT{K.mid.transpose(), K.rad.transpose()};
-  const bool q_point = is_point(Q), k_point = is_point(KT), v_point = is_point(V);
+  const bool q_point = is_point(Q), k_point = is_point(K), v_point = is_point(V);
   // The a priori path keeps no trace (check_kernel's use); the layer's trace takes the directed one.
   const bool a_priori = products == AttentionProducts::a_priori && q_point && k_point && v_point && !keep_trace;
   HeadBounds out;
@@ -71,6 +70,7 @@ HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMa
     });
     return out;
   }
+  const BallMatrix KT{K.mid.transpose(), K.rad.transpose()};
   // for_row_blocks counts MPFR operations (~50 double multiply-adds each).
   for_row_blocks(static_cast<long>(n), work / 50, [&](long begin, long end) {
     const SerialDirectedProducts serial;  // this thread's share; no threads inside
