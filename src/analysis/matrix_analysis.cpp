@@ -293,9 +293,10 @@ std::string to_text(const DetAnalysis& d) {
 
 namespace {
 
-/// analyze_svd on the balls of its data (what both overloads certify on).
-SvdAnalysis analyze_svd_balls(const BallMatrix& A, const SvdQuestion& q) {
-  const Eigen::Index rows = A.mid.rows(), cols = A.mid.cols();
+/// analyze_svd on a rows x cols matrix that `certify(top)` certifies (a ball of
+/// doubles, or the double matrix itself without a copy).
+template <class Certify>
+SvdAnalysis analyze_svd_with(Eigen::Index rows, Eigen::Index cols, const SvdQuestion& q, const Certify& certify) {
   const Eigen::Index p = std::min(rows, cols);
   const Eigen::Index top = q.top.value_or(p);
   if (top < 1 || top > p)
@@ -308,7 +309,7 @@ SvdAnalysis analyze_svd_balls(const BallMatrix& A, const SvdQuestion& q) {
   out.gaps = q.gaps;
   out.matrix_name = q.matrix_name;
   try {
-    out.values = certified_singular_values(A, top);
+    out.values = certify(top);
   } catch (const input_error& e) {
     if (e.row() == 0) throw;
     throw input_error(q.matrix_name + ": row " + std::to_string(e.row()) + ", column " + std::to_string(e.column()) +
@@ -321,11 +322,14 @@ SvdAnalysis analyze_svd_balls(const BallMatrix& A, const SvdQuestion& q) {
 
 }  // namespace
 
-SvdAnalysis analyze_svd(const Matrix<Rational>& A, const SvdQuestion& q) { return analyze_svd_balls(to_ball(A), q); }
+SvdAnalysis analyze_svd(const Matrix<Rational>& A, const SvdQuestion& q) {
+  const BallMatrix balls = to_ball(A);
+  return analyze_svd_with(A.rows(), A.cols(), q, [&](Eigen::Index top) { return certified_singular_values(balls, top); });
+}
 
 SvdAnalysis analyze_svd(const Eigen::MatrixXd& A, const SvdQuestion& q) {
   if (!A.allFinite()) return analyze_svd(exact_of_doubles(A, q.matrix_name), q);  // exact_of_doubles names the entry
-  return analyze_svd_balls(BallMatrix{A, Eigen::MatrixXd::Zero(A.rows(), A.cols())}, q);
+  return analyze_svd_with(A.rows(), A.cols(), q, [&](Eigen::Index top) { return certified_singular_values(A, top); });
 }
 
 SvdAnalysis analyze_svd_argument(const std::string& argument, const SvdQuestion& q, const ParseLimits& limits,

@@ -7,6 +7,7 @@
 #include "support.hpp"
 
 #include <cmath>
+#include <optional>
 
 #include <attnrank/linalg/exact_rank.hpp>
 #include <attnrank/io/matrix_spec.hpp>
@@ -61,6 +62,30 @@ inline Matrix<Rational> gen_structured_rational_matrix() {
   // Not on m x 0: Eigen's row() of an empty matrix offsets its null data pointer (UBSan).
   if (m >= 2 && n >= 1 && *rc::gen::arbitrary<bool>()) A.row(m - 1) = A.row(0) * *gen_rational();
   return A;
+}
+
+/// The number of eigenvalues of the symmetric H above t, exactly; nothing when a
+/// pivot is exactly zero (t is then an eigenvalue of a leading block: no verdict).
+inline std::optional<Eigen::Index> eigenvalues_above(Matrix<Rational> H, const Rational& t) {
+  const Eigen::Index n = H.rows();
+  for (Eigen::Index i = 0; i < n; ++i) H(i, i) -= t;
+  Eigen::Index positive = 0;
+  for (Eigen::Index p = 0; p < n; ++p) {
+    const Rational d = H(p, p);
+    if (d == 0) return std::nullopt;
+    if (d > 0) ++positive;
+    for (Eigen::Index i = p + 1; i < n; ++i) {
+      if (H(i, p) == 0) continue;
+      const Rational f = H(i, p) / d;
+      for (Eigen::Index j = p + 1; j < n; ++j) H(i, j) -= f * H(p, j);
+    }
+  }
+  return positive;
+}
+
+/// The smaller Gram matrix of M: its eigenvalues are the squared singular values.
+inline Matrix<Rational> gram(const Matrix<Rational>& M) {
+  return M.rows() >= M.cols() ? Matrix<Rational>(M.transpose() * M) : Matrix<Rational>(M * M.transpose());
 }
 
 template <class M>

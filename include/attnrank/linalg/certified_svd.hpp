@@ -14,10 +14,11 @@
 // When U and V are square (the full SVD, used when M is small enough), M =
 // U^-T B V^-1 also gives sigma_i(M) <= (s_i + e) / sqrt((1 - a)(1 - b)) (Rump,
 // "Verified bounds for singular values", BIT 51, 2011). For a truncated SVD the
-// upper bounds come from one explicit remainder R = M - U diag(s) V^T: the
-// Frobenius norm of M - (its rank-(i-1) part) for every i from ||R||_F and k x k
-// Gram matrices, or s_i + ||R||_2 by Weyl (docs/math.md, 10): sound, loose when
-// the rest of the spectrum is large.
+// upper bounds come from one remainder R = M - U diag(s) V^T, bounded in panels
+// and never stored (linalg/detail/svd_remainder.hpp): the Frobenius norm of
+// M - (its rank-(i-1) part) for every i from ||R||_F and k x k Gram matrices, or
+// s_i + ||R||_2 by Weyl (docs/math.md, 10): sound, loose when the rest of the
+// spectrum is large. A double matrix is used in place (no copy, no zero radius).
 // No Gram matrix is formed, so resolution is about n u sigma_1, not sqrt(u) sigma_1.
 
 #include <attnrank/linalg/certified_rank.hpp>
