@@ -206,12 +206,12 @@ TEST_CASE("attnrank::approx_truncated_svd on the spectra attention targets have"
     CHECK(t.method == "lanczos");
     CHECK((t.s - s.head(8)).cwiseAbs().maxCoeff() < 1e-10);
   }
-  SECTION("tall and wide, large enough that the checks and the other side's vectors are split over two threads") {
+  SECTION("tall and wide, large enough that the Gram operator, the checks and the other side's vectors run on two threads") {
     Eigen::VectorXd s(60);
     for (Eigen::Index i = 0; i < 60; ++i) s(i) = 10 * std::pow(0.8, static_cast<double>(i));
-    for (const auto& [m, n] : {std::pair<Eigen::Index, Eigen::Index>{700, 450}, {450, 700}}) {
-      const Eigen::MatrixXd A = with_singular_values(s, m, n, 11);
-      const TruncatedSvd t = approx_truncated_svd(A, 16);  // 700 * 450 * 16 > 4e6
+    for (const auto& [m, n] : {std::pair<Eigen::Index, Eigen::Index>{1100, 1001}, {1001, 1100}}) {
+      const Eigen::MatrixXd A = with_singular_values(s, m, n, 11);  // over 2^20 entries; an odd half
+      const TruncatedSvd t = approx_truncated_svd(A, 16);
       INFO(m << " x " << n << ": " << t.method);
       CHECK(t.method == "lanczos");
       CHECK((t.s - s.head(16)).cwiseAbs().maxCoeff() < 1e-10);

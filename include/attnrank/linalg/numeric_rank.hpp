@@ -12,7 +12,8 @@
 //    SymEigsSolver on the Gram matrix A^T A or A A^T), for big matrices where a
 //    full SVD is wasteful.
 //  * approx_truncated_svd: the k leading singular triplets, by Lanczos when that
-//    is cheaper than a full SVD, with convergence checked: a failed or
+//    is cheaper than a full SVD (its vectors refined by Rayleigh-Ritz on their
+//    span, so both bases are orthonormal to rounding), with convergence checked: a failed or
 //    unconverged Lanczos run is retried with a wider subspace, then replaced by
 //    a dense BDCSVD, so it always returns k triplets (never throws on hard
 //    spectra such as n - 1 equal singular values or rank 1).
