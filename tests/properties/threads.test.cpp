@@ -1,10 +1,14 @@
 // The parallel parts, under test for data races: the directed-rounding product
 // runs its two GEMMs on two threads for big products (numbers/directed_rounding.hpp),
-// and the MPFR/MPFI products and softmax deal rows to threads
-// (numbers/detail/parallel.hpp). CI builds this program with ThreadSanitizer as well
+// the MPFR/MPFI products and softmax deal rows to threads
+// (numbers/detail/parallel.hpp), and the truncated SVD splits its Gram operator, its
+// checks and the certified remainder's panels over two threads (linalg/numeric_rank.hpp,
+// linalg/detail/svd_remainder.hpp). CI builds this program with ThreadSanitizer as well
 // (docs/reliability.md).
 #include <attnrank/numbers/directed_rounding.hpp>
 #include <attnrank/io/matrix_spec.hpp>
+#include <attnrank/linalg/certified_svd.hpp>
+#include <attnrank/linalg/numeric_rank.hpp>
 #include <attnrank/linalg/product.hpp>
 #include <attnrank/reach/free.hpp>
 #include <attnrank/attention/softmax.hpp>
@@ -70,6 +74,32 @@ TEST_CASE("attnrank::certified_product_bounds on two threads") {
   SECTION("reach at n = 170 (threaded minor certification) decides the diagonal target") {
     const ReachResult r = reach(*builtin_matrix("diag:170:0.8"), 1);
     CHECK(r.verdict == Verdict::unreachable);
+  }
+}
+
+TEST_CASE("approx_truncated_svd and certified_singular_values on two threads") {
+  const std::uint64_t seed = run_seed();
+  INFO("matrices drawn from seed " << seed);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  // Rank 4 plus noise, over 2^20 entries (the Gram operator's split), with k = 4
+  // (the checks' GEMMs and the remainder's panels split from 4e6 flops).
+  const Eigen::MatrixXd F = Eigen::MatrixXd::NullaryExpr(1030, 4, [&] { return normal(rng); });
+  const Eigen::MatrixXd G = Eigen::MatrixXd::NullaryExpr(4, 1024, [&] { return normal(rng); });
+  const Eigen::MatrixXd N = Eigen::MatrixXd::NullaryExpr(1030, 1024, [&] { return normal(rng); });
+  const Eigen::MatrixXd tall = F * G + 1e-3 * N;
+  for (const Eigen::MatrixXd& A : {tall, Eigen::MatrixXd(tall.transpose())}) {
+    const TruncatedSvd t = approx_truncated_svd(A, 4);
+    CHECK(t.method == "lanczos");
+    CHECK((A * t.V - t.U * t.s.asDiagonal()).norm() < 1e-8 * t.s(0));
+    SvdOptions truncated;
+    truncated.full_limit = 0;
+    const CertifiedSingularValues c = certified_singular_values(A, 4, truncated);
+    for (const SingularValueBounds& b : c.values) {
+      CHECK(b.lower > 0);
+      CHECK(b.lower <= b.upper);
+    }
+    CHECK(std::fegetround() == FE_TONEAREST);
   }
 }
 
