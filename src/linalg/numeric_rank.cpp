@@ -1,6 +1,7 @@
 // The numeric (uncertified) singular values and ranks of attnrank/linalg/numeric_rank.hpp.
 #include <attnrank/linalg/numeric_rank.hpp>
 #include <attnrank/linalg/detail/dense_decompositions.hpp>
+#include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 
 #include <Eigen/QR>
@@ -16,7 +17,6 @@
 #include <cmath>
 #include <limits>
 #include <string>
-#include <thread>
 
 namespace attnrank {
 namespace detail {
@@ -27,27 +27,6 @@ void require_finite(const Eigen::MatrixXd& A, const char* what) {
       if (!std::isfinite(A(i, j)))
         throw input_error(std::string(what) + ": entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
                           ") is not a finite number");
-}
-
-/// Runs part(0) here and part(1) on a second thread; rethrows the first failure.
-template <class Part>
-void on_two_threads(const Part& part) {
-  std::exception_ptr failure;
-  std::thread worker([&] {
-    try {
-      part(1);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  });
-  try {
-    part(0);
-  } catch (...) {
-    worker.join();
-    throw;
-  }
-  worker.join();
-  if (failure) std::rethrow_exception(failure);
 }
 
 /// y = A^T (A x) for a tall A (or A (A^T x) for a wide one): the Gram matrix as a
@@ -62,7 +41,9 @@ class GramOperator {
   explicit GramOperator(const Eigen::MatrixXd& A)
       : A_(A),
         tall_(A.rows() >= A.cols()),
-        split_(!serial_directed_products && A.cols() >= 2 &&
+        // Only with two threads at hand: the tall split meets at a barrier, which one
+        // thread running both halves in turn would never pass.
+        split_(!serial_directed_products && row_threads() >= 2 && A.cols() >= 2 &&
                static_cast<double>(A.rows()) * static_cast<double>(A.cols()) >= 1 << 20) {}
   Eigen::Index rows() const { return tall_ ? A_.cols() : A_.rows(); }
   Eigen::Index cols() const { return rows(); }
@@ -83,7 +64,7 @@ class GramOperator {
       // meet at the barrier even when one fails, so neither waits forever.
       Eigen::VectorXd t[2] = {Eigen::VectorXd(m), Eigen::VectorXd(m)}, sum[2] = {Eigen::VectorXd(m), Eigen::VectorXd(m)};
       std::barrier meet(2);
-      on_two_threads([&](int part) {
+      const auto half_of_y = [&](int part) {
         const auto block = A_.middleCols(first(part), count(part));
         std::exception_ptr failure;
         try {
@@ -95,16 +76,18 @@ class GramOperator {
         if (failure) std::rethrow_exception(failure);
         sum[part].noalias() = t[0] + t[1];
         y.segment(first(part), count(part)).noalias() = block.transpose() * sum[part];
-      });
+      };
+      run_side_by_side([&] { half_of_y(1); }, [&] { half_of_y(0); });
       return;
     }
     // A^T x in two independent halves; then y = A_0 (A_0^T x) + A_1 (A_1^T x).
     Eigen::VectorXd partial[2];
-    on_two_threads([&](int part) {
+    const auto half_of_sum = [&](int part) {
       const auto block = A_.middleCols(first(part), count(part));
       const Eigen::VectorXd t = block.transpose() * x;
       partial[part].noalias() = block * t;
-    });
+    };
+    run_side_by_side([&] { half_of_sum(1); }, [&] { half_of_sum(0); });
     y = partial[0] + partial[1];
   }
 
@@ -129,7 +112,7 @@ void two_thread_product(Eigen::MatrixXd& out, const Eigen::MatrixXd& A, const Ei
     return;
   }
   const Eigen::Index half = B.cols() / 2;
-  on_two_threads([&](int which) { which == 0 ? part(0, half) : part(half, B.cols() - half); });
+  run_side_by_side([&] { part(half, B.cols() - half); }, [&] { part(0, half); });
 }
 
 }  // namespace detail

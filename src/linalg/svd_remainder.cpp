@@ -4,12 +4,11 @@
 
 #include <attnrank/linalg/certified_svd.hpp>
 #include <attnrank/numbers/balls.hpp>
+#include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/numbers/detail/infinity.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
-#include <thread>
 
 namespace attnrank::detail {
 namespace {
@@ -104,23 +103,12 @@ RemainderNorms remainder_norms(const BallView& M, const Eigen::MatrixXd& Z, cons
   };
   if (threads >= 2 && panels >= 2) {
     const Index half = panels / 2;
-    std::exception_ptr failure;
-    std::thread worker([&] {
-      const ThreadRounding<FE_UPWARD> rounding;
-      try {
-        fold(parts[1], half, panels);
-      } catch (...) {
-        failure = std::current_exception();
-      }
-    });
-    try {
-      fold(parts[0], 0, half);
-    } catch (...) {
-      worker.join();
-      throw;
-    }
-    worker.join();
-    if (failure) std::rethrow_exception(failure);
+    run_side_by_side(
+        [&] {
+          const ThreadRounding<FE_UPWARD> rounding;  // the mode is per thread
+          fold(parts[1], half, panels);
+        },
+        [&] { fold(parts[0], 0, half); });
   } else {
     fold(parts[0], 0, panels);
     parts[1].row_sums = Eigen::VectorXd::Zero(m);
