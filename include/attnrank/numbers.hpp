@@ -8,6 +8,7 @@
 #include <attnrank/numbers/scalar_traits.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 #include <attnrank/numbers/balls.hpp>
+#include <attnrank/numbers/bands.hpp>
 #include <attnrank/numbers/scaling.hpp>
 #include <attnrank/numbers/decimal.hpp>
 #include <attnrank/numbers/rational_enclosure.hpp>

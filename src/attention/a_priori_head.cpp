@@ -5,6 +5,7 @@
 #include <attnrank/numbers/detail/infinity.hpp>
 #include <attnrank/numbers/detail/vector_exp.hpp>
 
+#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -54,7 +55,8 @@ APrioriHead::APrioriHead(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, con
       gamma_d_(a_priori_gamma(Q.cols())),
       eta_d_(a_priori_underflow(Q.cols())),
       gamma_n_(a_priori_gamma(K.rows())),
-      eta_n_(a_priori_underflow(K.rows())) {}
+      eta_n_(a_priori_underflow(K.rows())),
+      shift_(0.6931471805599453 * static_cast<double>(std::bit_width(static_cast<unsigned long>(K.rows())))) {}
 
 BoundsMatrix APrioriHead::rows(Index first, Index count) const {
   const Index keys = KT_.cols();
@@ -69,6 +71,15 @@ BoundsMatrix APrioriHead::rows(Index first, Index count) const {
   }
   const auto allowed = [&](Index j) { return mask_ ? open.data() + j * count : nullptr; };
   const double s_lo = scale_.lo, s_hi = scale_.hi, eta = eta_d_;
+
+  // A score that overflowed (or is NaN) is no midpoint: its row is not bounded here.
+  std::vector<unsigned char> unbounded(static_cast<std::size_t>(count), 0);
+  if (!C.allFinite())
+    for (Index j = 0; j < keys; ++j) {
+      const unsigned char* a = allowed(j);
+      for (Index i = 0; i < count; ++i)
+        if (!std::isfinite(C(i, j)) && (!a || a[i])) unbounded[static_cast<std::size_t>(i)] = 1;
+    }
 
   // Per row: gamma_d ||q_i||, the shift, the sums of e_hi and -e_lo, of the midpoints and the radii.
   std::vector<double> ga(static_cast<std::size_t>(count)), top(static_cast<std::size_t>(count), -inf);
@@ -92,8 +103,8 @@ BoundsMatrix APrioriHead::rows(Index first, Index count) const {
         t = h > t ? h : t;
       }
     }
-    for (double& t : top)
-      if (!std::isfinite(t)) t = 0;  // such a row is caught below (its sums are not finite)
+    // + shift_: every e_ij <= 1/N. A row without a finite top is caught below (its sums are not finite).
+    for (double& t : top) t = std::isfinite(t) ? t + shift_ : 0;
     barrier(top.data());
   }
 
@@ -185,11 +196,13 @@ BoundsMatrix APrioriHead::rows(Index first, Index count) const {
       const std::size_t r = static_cast<std::size_t>(i);
       const double weight = mid_sum[r] * gamma_n_ + rad_sum[r];
       const double s_up = sum_hi[r], s_down = -neg_sum_lo[r];
-      const bool usable = std::isfinite(weight) && std::isfinite(s_up) && std::isfinite(s_down) && s_down > 0;
+      const bool usable =
+          !unbounded[r] && std::isfinite(weight) && std::isfinite(s_up) && std::isfinite(s_down) && s_down > 0;
       for (Index l = 0; l < V_.cols(); ++l) {
         double lo = -inf, hi = inf;
-        if (usable) {
-          const double o = numerator(i, l), radius = weight * v_abs_max_(l) + eta_n_;
+        const double o = numerator(i, l);
+        if (usable && std::isfinite(o)) {  // an overflowed GEMM entry is no midpoint either
+          const double radius = weight * v_abs_max_(l) + eta_n_;
           const double n_hi = o + radius, neg_n_lo = (-o) + radius;  // -neg_n_lo <= o - radius
           hi = n_hi / (n_hi >= 0 ? s_down : s_up);
           lo = -(neg_n_lo / (neg_n_lo <= 0 ? s_up : s_down));

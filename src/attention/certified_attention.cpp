@@ -7,6 +7,7 @@
 #include <attnrank/attention/multi_head_attention.hpp>
 #include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/numbers/balls.hpp>
+#include <attnrank/numbers/bands.hpp>
 
 #include <cmath>
 #include <string>
@@ -85,6 +86,9 @@ HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMa
       put_rows(out.output, first, product(to_ball(S), false, V, v_point));
     }
   });
+  // An overflow on this path can meet an infinite ball in a product and give NaN:
+  // that end then bounds nothing, and says so as an infinite end, never as NaN.
+  for (BoundsMatrix* m : {&out.scores, &out.scaled, &out.weights, &out.output}) unbounded_where_nan(*m);
   return out;
 }
 

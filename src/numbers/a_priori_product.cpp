@@ -2,6 +2,7 @@
 #include <attnrank/numbers/a_priori_product.hpp>
 
 #include <attnrank/numbers/balls.hpp>
+#include <attnrank/numbers/detail/infinity.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +14,16 @@ namespace {
 
 constexpr double u = 0x1p-53;
 
-/// lo = C - R (down), hi = C + R (up).
+/// Where the nearest product C overflowed (+-inf, or NaN from inf - inf) it is no
+/// midpoint, so the radius says nothing about it: no bound there. Without this,
+/// C = +inf with a finite radius gives the false band [inf, inf].
+void unbounded_where_not_finite(const Eigen::Ref<const Eigen::MatrixXd>& C, BoundsMatrix& out) {
+  if (C.allFinite()) return;
+  out.lo = C.array().isFinite().select(out.lo, -detail::inf);
+  out.hi = C.array().isFinite().select(out.hi, detail::inf);
+}
+
+/// lo = C - R (down), hi = C + R (up), for C = fl(A B) in round-to-nearest.
 BoundsMatrix around(const Eigen::MatrixXd& C, const Eigen::MatrixXd& R) {
   BoundsMatrix out;
   {
@@ -26,6 +36,7 @@ BoundsMatrix around(const Eigen::MatrixXd& C, const Eigen::MatrixXd& R) {
     out.hi = C + R;
     detail::rounding_barrier(out.hi);
   }
+  unbounded_where_not_finite(C, out);
   return out;
 }
 
@@ -65,6 +76,7 @@ BoundsMatrix a_priori_bounds_around(const Eigen::MatrixXd& C, Eigen::Index first
   out.lo = (-((-c) + radius)).matrix();
   detail::rounding_barrier(out.hi);
   detail::rounding_barrier(out.lo);
+  unbounded_where_not_finite(C.middleRows(first, rows), out);
   return out;
 }
 

@@ -8,8 +8,10 @@
 
 #include <attnrank/attention/certified_double_forward.hpp>
 #include <attnrank/attention/kernel_check.hpp>
+#include <attnrank/numbers/bands.hpp>
 #include <attnrank/tutorial/worked_example.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -182,6 +184,120 @@ TEST_CASE("attnrank::certified_attention with a priori products (the fused head)
   }
 }
 
+namespace {
+
+/// rows x cols entries for the end of the double range: per column a magnitude from
+/// the smallest subnormal to DBL_MAX, and values constant, of one sign, or of both
+/// signs (so a column's weighted sum can pass DBL_MAX while every entry is finite).
+Eigen::MatrixXd gen_extreme_values(Eigen::Index rows, Eigen::Index cols) {
+  Eigen::MatrixXd M(rows, cols);
+  for (Eigen::Index j = 0; j < cols; ++j) {
+    const double size = *rc::gen::element(0x1p-1074, 1e-300, 1.0, 1e300, 4.4e305, 3e307, 1e308,
+                                          std::numeric_limits<double>::max());
+    const int kind = *rc::gen::inRange(0, 3);  // constant, in [size / 2, size], in [-size, size]
+    const std::vector<int> draws = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(rows),
+                                                                        rc::gen::inRange(-1000, 1001));
+    for (Eigen::Index i = 0; i < rows; ++i) {
+      const int x = draws[static_cast<std::size_t>(i)];
+      M(i, j) = kind == 0 ? size : kind == 1 ? size * (0.5 + std::abs(x) / 2000.0) : size * (x / 1000.0);
+    }
+  }
+  return M;
+}
+
+/// Bounds on max |O - E| from MPFI enclosures E of the exact outputs: [lower, upper].
+std::pair<Real, Real> true_error(const std::vector<Eigen::MatrixXd>& O, const std::vector<Matrix<Interval>>& E) {
+  Real lower = 0, upper = 0;
+  for (std::size_t t = 0; t < O.size(); ++t)
+    for (Eigen::Index i = 0; i < O[t].rows(); ++i)
+      for (Eigen::Index j = 0; j < O[t].cols(); ++j) {
+        const Interval e = abs(Interval(O[t](i, j)) - E[t](i, j));
+        lower = std::max(lower, lower_bound(e));
+        upper = std::max(upper, upper_bound(e));
+      }
+  return {lower, upper};
+}
+
+}  // namespace
+
+TEST_CASE("attnrank::certified_attention at the end of the double range") {
+  rc::prop("every path's bounds are bands that contain MPFI's value, for V up to DBL_MAX and N up to 4096", [] {
+    // Few query rows (MPFI's cost is rows x keys), many keys: a row's weighted sum of
+    // V passes DBL_MAX from |v| ~ 4e305 at N = 1024 and ~3e307 at N = 16.
+    const auto rows = *rc::gen::inRange<Eigen::Index>(1, 4), d = *rc::gen::inRange<Eigen::Index>(1, 4),
+               dv = *rc::gen::inRange<Eigen::Index>(1, 4);
+    const Eigen::Index keys = *rc::gen::element<Eigen::Index>(1, 2, 16, 300, 1024, 4096);
+    // Scores from tiny to past DBL_MAX (1e154 x 1e154 x d overflows the scores GEMM).
+    const Eigen::MatrixXd Q = gen_doubles(rows, d, *rc::gen::element(1.0, 1e-150, 1e3, 1e154)),
+                          K = gen_doubles(keys, d, *rc::gen::element(1.0, 1e-300, 1e154)),
+                          V = gen_extreme_values(keys, dv);
+    const AttentionProducts products = *rc::gen::element(AttentionProducts::directed, AttentionProducts::a_priori);
+    const BoundsMatrix B = certified_attention(Q, K, V, ScaleBounds::inverse_sqrt(d), nullptr, products);
+    for (Eigen::Index i = 0; i < B.lo.rows(); ++i)
+      for (Eigen::Index j = 0; j < B.lo.cols(); ++j) RC_ASSERT(is_band(B.lo(i, j), B.hi(i, j)));
+    const PrecisionScope scope(256);
+    RC_ASSERT(contains_all(B, mpfi_attention(Q, K, V, std::nullopt, nullptr)));
+  });
+  rc::prop("check_kernel's error bands contain the true error there, under every fallback policy", [] {
+    const auto rows = *rc::gen::inRange<Eigen::Index>(1, 4), d = *rc::gen::inRange<Eigen::Index>(1, 3);
+    const Eigen::Index keys = *rc::gen::element<Eigen::Index>(1, 4, 16, 300, 1024);
+    const std::vector<Eigen::MatrixXd> q{gen_doubles(rows, d, *rc::gen::element(1.0, 1e154))},
+        k{gen_doubles(keys, d, *rc::gen::element(1.0, 1e154))}, v{gen_extreme_values(keys, 2)};
+    std::vector<Matrix<Interval>> exact;
+    std::vector<Eigen::MatrixXd> candidate;
+    {
+      const PrecisionScope scope(256);
+      exact.push_back(mpfi_attention(q[0], k[0], v[0], std::nullopt, nullptr));
+      // A kernel's output: the exact value off by a factor (0.5: the audit's case), or nearly exact.
+      const double factor = *rc::gen::element(0.5, 1.0, 1.0 - 0x1p-20);
+      Eigen::MatrixXd o(rows, 2);
+      for (Eigen::Index i = 0; i < rows; ++i)
+        for (Eigen::Index j = 0; j < 2; ++j) {
+          // The midpoint of an enclosure of DBL_MAX may round to inf: a kernel's output is finite here.
+          const double m = exact[0](i, j).convert_to<double>(), big = std::numeric_limits<double>::max();
+          o(i, j) = std::clamp(m, -big, big) * factor;
+        }
+      candidate.push_back(o);
+    }
+    const auto [lower, upper] = [&] {
+      const PrecisionScope scope(256);
+      return true_error(candidate, exact);
+    }();
+    KernelCheckOptions options;
+    options.fallback = *rc::gen::element(FallbackPolicy::never, FallbackPolicy::automatic, FallbackPolicy::always);
+    const KernelCheck c = check_kernel(q, k, v, candidate, &candidate, options);
+    RC_TAG(c.method + " " + c.products);
+    for (const OutputError* e : {&c.candidate, &*c.reference}) {
+      RC_ASSERT(e->nonfinite == 0);
+      RC_ASSERT(is_band(e->max_abs_error_lower, e->max_abs_error_upper));
+      RC_ASSERT(is_band(e->max_rel_error_lower, e->max_rel_error_upper, true));  // infinite where E = 0
+      RC_ASSERT(Real(e->max_abs_error_lower) <= upper);
+      RC_ASSERT(Real(e->max_abs_error_upper) >= lower);
+    }
+    RC_ASSERT(is_band(c.ratio_lower, c.ratio_upper, true));
+  });
+  SECTION("the audit's case: V = 1e308 in a constant column, a candidate at half of it") {
+    const Eigen::MatrixXd Q{{0.5, -1.0}, {1.0, 0.25}, {-0.75, 2.0}, {0.0, 1.0}};
+    const Eigen::MatrixXd K{{1.0, 0.0}, {0.0, 1.0}, {1.0, 1.0}, {-1.0, 0.5}};
+    const Eigen::MatrixXd V = Eigen::MatrixXd::Constant(4, 1, 1e308);
+    for (const FallbackPolicy policy : {FallbackPolicy::never, FallbackPolicy::automatic, FallbackPolicy::always}) {
+      KernelCheckOptions options;
+      options.fallback = policy;
+      const KernelCheck c = check_kernel({Q}, {K}, {V}, {V * 0.5}, nullptr, options);
+      INFO(c.method << " " << c.products);
+      CHECK(c.candidate.max_abs_error_lower <= 5e307);
+      CHECK(c.candidate.max_abs_error_upper >= 5e307);
+      CHECK(c.candidate.max_rel_error_lower <= 0.5);
+      CHECK(c.candidate.max_rel_error_upper >= 0.5);
+      CHECK(c.candidate.max_rel_error_lower > 0.49);  // the exact output is exactly 1e308: pinned
+    }
+    // The fused pass itself: exactly 1e308 (a convex combination of equal values).
+    const BoundsMatrix B = certified_attention(Q, K, V, ScaleBounds::inverse_sqrt(2), nullptr, AttentionProducts::a_priori);
+    CHECK((B.lo.array() == 1e308).all());
+    CHECK((B.hi.array() == 1e308).all());
+  }
+}
+
 TEST_CASE("attnrank::certified_attention refuses bad shapes and values") {
   const Eigen::MatrixXd Q = Eigen::MatrixXd::Ones(3, 2), K = Eigen::MatrixXd::Ones(4, 2), V = Eigen::MatrixXd::Ones(4, 1);
   CHECK_NOTHROW(certified_attention(Q, K, V, ScaleBounds::inverse_sqrt(2)));
@@ -233,6 +349,35 @@ TEST_CASE("attnrank::certified_double_forward encloses the exact layer") {
     const auto check = [](const BoundsMatrix& B, const Matrix<Interval>& E) {
       RC_ASSERT(!B.lo.hasNaN());
       RC_ASSERT(!B.hi.hasNaN());
+      RC_ASSERT(contains_all(B, E));
+    };
+    check(t.output, e.output);
+    for (std::size_t i = 0; i < t.heads.size(); ++i) {
+      check(t.heads[i].A, e.heads[i].A);
+      check(t.heads[i].Z, e.heads[i].Z);
+    }
+  });
+  rc::prop("at the ends of the double range (X and weights from 2^-1000 to 2^500): bands, and true", [] {
+    // Scores past DBL_MAX (X W^Q ~ 2^500 each side), values near it, products that underflow.
+    test::RandomLayer l = test::gen_layer();
+    const auto scaled = [](Matrix<Rational>& M, long e) {
+      for (Eigen::Index i = 0; i < M.rows(); ++i)
+        for (Eigen::Index j = 0; j < M.cols(); ++j) {
+          mpq_ptr x = M(i, j).backend().data();
+          if (e >= 0) mpq_mul_2exp(x, x, static_cast<mp_bitcnt_t>(e));
+          else mpq_div_2exp(x, x, static_cast<mp_bitcnt_t>(-e));
+        }
+    };
+    scaled(l.X, *rc::gen::element(-1000L, -500L, 0L, 250L, 500L));
+    scaled(l.wq, *rc::gen::element(0L, 250L, 500L));
+    scaled(l.wv, *rc::gen::element(-500L, 0L, 500L));
+    const MultiHeadAttention<Rational> layer = test::layer_in<Rational>(l);
+    const CertifiedDoubleTrace t = certified_double_forward(layer, l.X);
+    const PrecisionScope scope(256);
+    const LayerTrace<Rational, Interval> e = layer.forward<Interval>(l.X, {});
+    const auto check = [](const BoundsMatrix& B, const Matrix<Interval>& E) {
+      for (Eigen::Index i = 0; i < B.lo.rows(); ++i)
+        for (Eigen::Index j = 0; j < B.lo.cols(); ++j) RC_ASSERT(is_band(B.lo(i, j), B.hi(i, j)));
       RC_ASSERT(contains_all(B, E));
     };
     check(t.output, e.output);

@@ -165,6 +165,28 @@ TEST_CASE("attnrank::certified_singular_values properties", "[property]") {
   });
 }
 
+TEST_CASE("attnrank::certified_singular_values at the ends of the double range", "[property]") {
+  rc::prop("double matrices from the smallest subnormal to DBL_MAX: bands that enclose the exact values", [] {
+    // One scale per matrix from 2^-1074 to DBL_MAX (its Gram matrix and residual checks overflow or
+    // underflow there), mantissas of one or both signs: every bound is a band, and true.
+    const auto m = *rc::gen::inRange<Eigen::Index>(1, 7), n = *rc::gen::inRange<Eigen::Index>(1, 7);
+    const int e = *rc::gen::element(-1074, -1060, -1000, -500, 0, 500, 1000, 1013);
+    Eigen::MatrixXd M(m, n);
+    for (Eigen::Index i = 0; i < m; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) M(i, j) = std::ldexp(*rc::gen::inRange(-1000, 1001) / 1000.0, e + 10);
+    RC_PRE(M.allFinite());
+    const auto k = *rc::gen::inRange<Eigen::Index>(1, std::min(m, n) + 1);
+    SvdOptions o;
+    o.full_limit = *rc::gen::element<Eigen::Index>(0, 1024);  // truncated or full bases
+    const CertifiedSingularValues s = certified_singular_values(M, k, o);
+    RC_TAG(std::isfinite(s.values[0].upper) ? "finite" : "overflow");
+    Matrix<Rational> X(m, n);
+    for (Eigen::Index i = 0; i < m; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) X(i, j) = to_rational(M(i, j));
+    RC_ASSERT(encloses(X, s));
+  });
+}
+
 TEST_CASE("attnrank::certified_singular_values at n = 16, 32, 64: exact enclosures, sigma_1 to 12 digits") {
   for (const Eigen::Index n : {16, 32, 64}) {
     Matrix<Rational> M(n, n);

@@ -8,17 +8,20 @@
 
 #include <cfenv>
 #include <cmath>
+#include <limits>
 
 using namespace attnrank;
 
 namespace {
 
-/// rows x cols entries c * (integer in [-1000, 1000]) / 1000 with c drawn per matrix.
+/// rows x cols entries c * (integer in [-1000, 1000]) / 1000 with c drawn per matrix,
+/// from the smallest subnormal to DBL_MAX.
 Eigen::MatrixXd gen_matrix(Eigen::Index rows, Eigen::Index cols) {
-  const double c = *rc::gen::element(1.0, 1e-3, 1e3, 1e-160, 1e-300, 1e150, 1e300, 0x1p-1070);
+  const double c = *rc::gen::element(1.0, 1e-3, 1e3, 1e-160, 1e-300, 1e150, 1e300, 0x1p-1070, 0x1p-1074,
+                                     std::numeric_limits<double>::max());
   Eigen::MatrixXd M(rows, cols);
   for (Eigen::Index i = 0; i < rows; ++i)
-    for (Eigen::Index j = 0; j < cols; ++j) M(i, j) = c * *rc::gen::inRange(-1000, 1001) / 1000.0;
+    for (Eigen::Index j = 0; j < cols; ++j) M(i, j) = c * (*rc::gen::inRange(-1000, 1001) / 1000.0);  // no c x 1000
   return M;
 }
 
@@ -54,7 +57,7 @@ int gen_mode() { return *rc::gen::element(FE_TONEAREST, FE_UPWARD, FE_DOWNWARD, 
 }  // namespace
 
 TEST_CASE("attnrank::a_priori_product_bounds") {
-  rc::prop("contains A B exactly, for entries from 2^-1070 to 1e300", [] {
+  rc::prop("contains A B exactly, for entries from 2^-1074 to DBL_MAX", [] {
     const auto m = *rc::gen::inRange<Eigen::Index>(1, 7), k = *rc::gen::inRange<Eigen::Index>(1, 40),
                n = *rc::gen::inRange<Eigen::Index>(1, 7);
     const Eigen::MatrixXd A = gen_matrix(m, k), B = gen_matrix(k, n);
@@ -81,6 +84,7 @@ TEST_CASE("attnrank::a_priori_interval_product_bounds") {
     const Eigen::MatrixXd lo = gen_matrix(m, k);
     const double radius = *rc::gen::element(0.0, 1e-15, 1e-3, 1.0);
     BoundsMatrix P{lo, (lo.array() + radius * (lo.array().abs() + 1e-300)).matrix()};
+    RC_PRE(P.hi.allFinite());  // an interval matrix of finite ends
     const Eigen::MatrixXd V = gen_matrix(k, n);
     const Eigen::RowVectorXd v_max = V.cwiseAbs().colwise().maxCoeff();
     const int saved = std::fegetround();
@@ -95,7 +99,33 @@ TEST_CASE("attnrank::a_priori_interval_product_bounds") {
                   : where == 1 ? Rational(P.hi(i, j))
                                : (Rational(P.lo(i, j)) + Rational(P.hi(i, j))) / 2;
       }
-    require_enclosed(B, X * exact(V), near_overflow(P.hi, V));
+    require_enclosed(B, X * exact(V), near_overflow(P.lo.cwiseAbs().cwiseMax(P.hi.cwiseAbs()), V));
+  });
+}
+
+TEST_CASE("attnrank::a_priori_interval_product_bounds at the end of the double range") {
+  rc::prop("X V past DBL_MAX with a finite radius: infinite ends or true ones, never a false band", [] {
+    // Weights whose rows sum past 1 times values up to DBL_MAX: fl(mid V) overflows to
+    // +-inf (or NaN) while (gamma_k sum |mid| + sum rad) max |V| stays finite, the case a
+    // nearest GEMM cannot bound by itself (the fused attention head's overflow).
+    const auto m = *rc::gen::inRange<Eigen::Index>(1, 4), k = *rc::gen::inRange<Eigen::Index>(1, 40),
+               n = *rc::gen::inRange<Eigen::Index>(1, 4);
+    const double top = *rc::gen::element(std::numeric_limits<double>::max(), 1e308, 3e307, 4.4e305, 1.0);
+    Eigen::MatrixXd lo(m, k), V(k, n);
+    for (Eigen::Index i = 0; i < m; ++i)
+      for (Eigen::Index j = 0; j < k; ++j) lo(i, j) = *rc::gen::inRange(0, 1001) / 1000.0;
+    for (Eigen::Index i = 0; i < k; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) V(i, j) = top * (*rc::gen::inRange(-1000, 1001) / 1000.0);  // the quotient first: top x 1000 overflows
+    const double radius = *rc::gen::element(0.0, 1e-15, 1e-3);
+    const BoundsMatrix P{lo, (lo.array() + radius).matrix()};
+    const int saved = std::fegetround();
+    std::fesetround(gen_mode());
+    const BoundsMatrix B = a_priori_interval_product_bounds(P, V, V.cwiseAbs().colwise().maxCoeff());
+    std::fesetround(saved);
+    for (Eigen::Index i = 0; i < m; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) RC_ASSERT(!(B.lo(i, j) > B.hi(i, j)));
+    require_enclosed(B, exact(P.lo) * exact(V), true);
+    require_enclosed(B, exact(P.hi) * exact(V), true);
   });
 }
 

@@ -293,4 +293,28 @@ TEST_CASE("attnrank::fast_certified_witness_error", "[property]") {
     const double largest = (Q * K.transpose()).cwiseAbs().maxCoeff();
     RC_ASSERT(fast <= certified_witness_error(A, Q, K, 64) + 1e-13 + 1e-15 * largest);
   });
+  rc::prop("at the ends of the double range (scores past DBL_MAX, subnormal products): at least the true error, never NaN", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 6), dk = *rc::gen::inRange<Eigen::Index>(1, 4);
+    Matrix<Rational> A(n, n);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) A(i, j) = Rational(*rc::gen::inRange(1, 50), 7);
+    const double q_scale = *rc::gen::element(0x1p-1074, 1e-300, 1.0, 1e154, 1e200, std::numeric_limits<double>::max());
+    const double k_scale = *rc::gen::element(0x1p-1074, 1.0, 1e154, std::numeric_limits<double>::max());
+    Eigen::MatrixXd Q(n, dk), K(n, dk);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < dk; ++j) {
+        Q(i, j) = q_scale * (*rc::gen::inRange(-1000, 1001) / 1000.0);
+        K(i, j) = k_scale * (*rc::gen::inRange(-1000, 1001) / 1000.0);
+      }
+    const double fast = fast_certified_witness_error(normalized_target_bounds(A), Q, K);
+    unsigned bits = 0;
+    const double stated = stated_witness_error(A, Q, K, 64, bits);
+    RC_TAG(std::isfinite(fast) ? "finite" : "overflow");
+    RC_ASSERT(!std::isnan(fast));
+    RC_ASSERT(!std::isnan(stated));
+    const auto exact = [](const Eigen::MatrixXd& M) { return Matrix<Rational>(M.unaryExpr([](double x) { return to_rational(x); })); };
+    const double truth = std::min(certified_witness_error(A, exact(Q), exact(K), 256), 1.0) - 1e-70;
+    RC_ASSERT(fast >= truth);
+    RC_ASSERT(stated >= truth);
+  });
 }

@@ -24,9 +24,10 @@
 // about 10x wider (~3 N u max |V| on the output): what check_kernel tries first.
 // Every bound of that path is finite and within V's column range (a row whose
 // arithmetic overflowed gets that range). On the directed path a bound that
-// overflows becomes infinite (or NaN, when an infinite ball meets another
-// product); neither is ever read as a bound: check_kernel
-// (attention/kernel_check.hpp) takes both as "no bound there".
+// overflows becomes infinite on its own side (+inf above, -inf below; an end that
+// came out NaN, where an infinite ball met another product, is made so too).
+// Either way every pair returned is a band (numbers/bands.hpp): lo <= hi, no NaN,
+// for any finite inputs up to DBL_MAX.
 
 #include <attnrank/attention/mask.hpp>
 #include <attnrank/numbers/a_priori_product.hpp>

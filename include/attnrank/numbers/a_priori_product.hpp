@@ -16,7 +16,10 @@
 //  * for a weighted sum, sum_j |p_j v_j| <= (sum_j |p_j|) max_j |v_j|
 //    (a_priori_interval_product_bounds, where P is itself an interval matrix).
 // Every bound is computed with upward rounding; an overflow gives an infinite
-// (or NaN) bound, which no caller reads as a bound. Needs the same as the
+// bound on its own side (+inf above, -inf below), never an inverted one: where the
+// nearest product itself overflowed (+-inf or NaN, possible while the radius is
+// finite, e.g. two terms of 1e308), it is no midpoint, and both ends there are
+// infinite. NaN arises only from NaN inputs. Needs the same as the
 // directed products: no -ffast-math, no external BLAS, -frounding-math.
 
 #include <attnrank/numbers/directed_rounding.hpp>

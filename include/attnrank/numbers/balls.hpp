@@ -22,7 +22,7 @@ struct DoubleDoubleBall {
 /// The ball that contains the bounds [lo, hi].
 inline BallMatrix to_ball(const BoundsMatrix& b) {
   BallMatrix out;
-  out.mid = 0.5 * (b.lo + b.hi);  // any double in between will do
+  out.mid = 0.5 * b.lo + 0.5 * b.hi;  // any double will do; halves first: lo + hi may overflow
   UpwardRounding up;
   out.rad = (b.hi - out.mid).cwiseMax(out.mid - b.lo);
   detail::rounding_barrier(out.rad);
