@@ -42,9 +42,21 @@ const CLI::Validator decimal_integer(
       const std::size_t digits = (v[0] == '+' || v[0] == '-') ? 1 : 0;
       const std::size_t first = std::min(v.find_first_not_of('0', digits), v.size() - 1);
       v = (v[0] == '-' ? "-" : "") + v.substr(first);
+      // CLI11 saturates a value past 64 bits (d_k = 99999999999999999999999 would read as 2^63 - 1).
+      const std::string magnitude = v[0] == '-' ? v.substr(1) : v, limit = "9223372036854775807";
+      if (magnitude.size() > limit.size() || (magnitude.size() == limit.size() && magnitude > limit))
+        return "'" + v + "' is too large for a whole number (at most " + limit + " in magnitude)";
       return "";
     },
     "", "decimal integer");
+/// The same for options that take a count (UINT): no sign, so "-1" is refused with
+/// the values allowed instead of CLI11's "Could not convert".
+const CLI::Validator decimal_count(
+    [](std::string& v) -> std::string {
+      if (!v.empty() && v[0] == '-') return "'" + v + "' is negative; this option takes a whole number >= 0 (e.g. 2)";
+      return decimal_integer(v);
+    },
+    "", "decimal count");
 const CLI::Validator decimal_number(
     [](std::string& v) -> std::string {
       std::size_t at = 0;
@@ -96,7 +108,8 @@ std::size_t name_distance(std::string a, std::string b) {
 }
 
 /// " (did you mean --dk?)" for each unexpected option of `message` that is close
-/// to a real option of the command that was given, or "".
+/// to a real option of the command that was given, or "". Only for options that
+/// do not exist: a real option with a bad value gets no suggestion.
 std::string suggestions(const std::string& message, CLI::App& app) {
   std::vector<std::string> names;
   const auto collect = [&](const CLI::App& a) {
@@ -118,9 +131,30 @@ std::string suggestions(const std::string& message, CLI::App& app) {
     std::size_t best_distance = 3;
     for (const std::string& n : names)
       if (const std::size_t d = name_distance(given, n); d < best_distance) best = n, best_distance = d;
-    if (!best.empty()) out += " (did you mean " + best + " instead of " + given + "?)";
+    if (!best.empty() && best != given) out += " (did you mean " + best + " instead of " + given + "?)";
   }
   return out;
+}
+
+/// CLI11's "Could not convert: --jobs = X" as what the option takes: its name, the
+/// value given, and the values allowed (by the option's type).
+std::string conversion_message(const std::string& message, CLI::App& app) {
+  const std::size_t colon = message.find(": "), equals = message.find(" = ");
+  if (colon == std::string::npos || equals == std::string::npos || equals < colon) return message;
+  const std::string name = message.substr(colon + 2, equals - colon - 2), value = message.substr(equals + 3);
+  std::string type;
+  const auto find = [&](const CLI::App& a) {
+    for (const CLI::Option* o : a.get_options())
+      for (const std::string& l : o->get_lnames())
+        if ("--" + l == name) type = o->get_type_name().substr(0, o->get_type_name().find(':'));
+  };
+  find(app);
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) find(*sub);
+  const std::string allowed = type == "UINT"  ? "a whole number >= 0 that fits its range"
+                              : type == "INT" ? "a whole number that fits its range"
+                              : type == "FLOAT" ? "a finite decimal number"
+                                               : "a value of its type";
+  return name + " = " + value + " is not a value this option takes (" + allowed + ")";
 }
 
 /// Puts the decimal checks on every numeric option of `app` and its subcommands.
@@ -129,7 +163,8 @@ void require_decimal_options(CLI::App& app) {
     const std::string full_type = o->get_type_name();  // "FLOAT:FLOAT in [0 - 1e+308]" once a range is set
     const std::string type = full_type.substr(0, full_type.find(':'));
     // transform(): first in line, before any range check reads the text.
-    if (type == "INT" || type == "UINT") o->transform(decimal_integer);
+    if (type == "UINT") o->transform(decimal_count);
+    else if (type == "INT") o->transform(decimal_integer);
     else if (type == "FLOAT") o->transform(decimal_number);
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) require_decimal_options(*sub);
@@ -227,9 +262,14 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       }
     }
     app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::ConversionError& e) {
+    // "Could not convert: --jobs = 99999999999": say what the option takes instead.
+    err << "attnrank: " << conversion_message(e.what(), app) << "\nRun 'attnrank --help' for usage.\n";
+    return 2;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help, --version: stdout, exit 0
-    const std::string hint = suggestions(e.what(), app);
+    const bool unknown = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
+    const std::string hint = unknown ? suggestions(e.what(), app) : "";
     err << "attnrank: " << e.what() << hint << "\nRun 'attnrank --help' for usage.\n";
     return 2;
   } catch (const input_error& e) {

@@ -98,7 +98,8 @@ void add_scan_command(CLI::App& app, Run& run) {
   CLI::Option* dk = cmd->add_option("--dk", opt->dk, "Also the verdict and the certified error band at this head width");
   CLI::Option* epsilon =
       cmd->add_option("--epsilon", opt->epsilon, "Also the certified band on the smallest width within this max error");
-  cmd->add_option("--max-dk", opt->max_dk, "Largest width tried for --epsilon (default: min(n, 16))");
+  CLI::Option* max_dk =
+      cmd->add_option("--max-dk", opt->max_dk, "Largest width tried for --epsilon, 1 <= D <= n (default: min(n, 16))");
   cmd->add_option("--mask", opt->mask, "causal, none, or a 0/1 file: every head is masked so");
   cmd->add_option("--jobs", opt->jobs, "Heads computed at once (default: every core)");
   cmd->add_option("--seed", opt->seed, "Seed of the optimiser's restarts (printed)");
@@ -107,12 +108,12 @@ void add_scan_command(CLI::App& app, Run& run) {
   auto* json = cmd->add_flag("--json", opt->json, "Print one JSON document");
   cmd->add_flag("--jsonl", opt->jsonl, "Print one JSON line per head as it finishes (a long scan can be followed)")
       ->excludes(json);
-  cmd->callback([opt, dk, epsilon, &run] {
+  cmd->callback([opt, dk, epsilon, max_dk, &run] {
     const HeadStack stack = read_stack(opt->tensors, run.limits);
     ScanQuestion q;
     if (dk->count() > 0) q.dk = opt->dk;
     if (epsilon->count() > 0) q.epsilon = opt->epsilon;
-    q.max_dk = opt->max_dk;
+    if (max_dk->count() > 0) q.max_dk = opt->max_dk;
     q.jobs = opt->jobs;
     q.seed = opt->seed;
     q.refine = refine_options(opt->refine, RefinePolicy::automatic, run, "refining");

@@ -60,7 +60,7 @@ void add_width_command(CLI::App& app, Run& run) {
   opt->question.epsilon = -1;
   cmd->add_option("TARGET", opt->target, "Target attention matrix: a matrix file (text, .npy[i,j], F.safetensors:NAME, - for stdin) or diag:N:P")->required();
   cmd->add_option("--epsilon", opt->question.epsilon, "Largest acceptable max |softmax(Q K^T / sqrt(d_k)) - A| entry, in [0, 1]")->required();
-  cmd->add_option("--max-dk", opt->max_dk, "Largest width to try (default: min(n, 16))");
+  CLI::Option* max_dk = cmd->add_option("--max-dk", opt->max_dk, "Largest width to try, 1 <= D <= n (default: min(n, 16))");
   cmd->add_option("--seed", opt->question.seed, "Seed of the optimiser's restarts (printed)");
   cmd->add_flag("--no-search", opt->no_search,
                 "The bracket from the log-domain starts alone, whatever else is asked (the default; kept for scripts)");
@@ -70,12 +70,12 @@ void add_width_command(CLI::App& app, Run& run) {
                   "must be 0 exactly at the masked positions)");
   cmd->add_option("--svg", opt->svg, "Also draw the certified error band against d_k (SVG file)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
-  cmd->callback([opt, &run] {
+  cmd->callback([opt, max_dk, &run] {
     const Matrix<Rational> A = run.read(opt->target);
     validate_target(A, opt->target);
     WidthQuestion q = opt->question;
     q.target_name = opt->target;
-    q.max_dk = opt->max_dk;
+    if (max_dk->count() > 0) q.max_dk = opt->max_dk;
     if (opt->no_search && opt->refine.refine) throw input_error("--no-search and --refine ask opposite things; pass one");
     q.refine = refine_options(opt->refine, opt->no_search ? RefinePolicy::never : RefinePolicy::automatic, run,
                               "searching the open widths");

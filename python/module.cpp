@@ -259,7 +259,7 @@ PYBIND11_MODULE(_attnrank, m) {
       py::arg("A"), py::arg("certificate"), py::arg("mask"), py::arg("x"));
   m.def(
       "width",
-      [](const Matrix<Rational>& A, double epsilon, Eigen::Index max_dk, std::optional<Mask> mask, std::uint64_t seed,
+      [](const Matrix<Rational>& A, double epsilon, std::optional<Eigen::Index> max_dk, std::optional<Mask> mask, std::uint64_t seed,
          bool refine, std::optional<double> time_limit) {
         WidthQuestion q{epsilon, max_dk, std::move(mask), seed, refine_options(refine, time_limit), "A"};
         return released([&] { return to_json(analyze_width(A, q)); });
@@ -303,7 +303,8 @@ PYBIND11_MODULE(_attnrank, m) {
       "scan",
       [](const py::array_t<double, py::array::c_style | py::array::forcecast>& heads,
          const std::vector<std::vector<std::size_t>>& index, const std::vector<std::size_t>& shape,
-         std::optional<Eigen::Index> dk, std::optional<double> epsilon, std::optional<Mask> mask, Eigen::Index max_dk,
+         std::optional<Eigen::Index> dk, std::optional<double> epsilon, std::optional<Mask> mask,
+         std::optional<Eigen::Index> max_dk,
          unsigned jobs, std::uint64_t seed, std::optional<bool> refine, std::optional<double> time_limit,
          const std::string& name) {
         if (heads.ndim() != 3) throw input_error(name + ": heads must be stacked as (heads, n, n)");

@@ -12,6 +12,7 @@
 #include <attnrank/analysis/rank_analysis.hpp>
 #include <attnrank/analysis/reach_analysis.hpp>
 #include <attnrank/analysis/refinement.hpp>
+#include <attnrank/analysis/result_guard.hpp>
 #include <attnrank/analysis/scan_analysis.hpp>
 #include <attnrank/analysis/svd_analysis.hpp>
 #include <attnrank/analysis/text_matrix.hpp>

@@ -4,6 +4,10 @@
 //    `input_error` with a message a person can act on; the CLI maps it to exit 2;
 //  * failure to certify is never an exception: it is a result (bounds that do not
 //    meet, an `undecided` verdict, a decimal that could not be certified).
+// A third, which no input should ever reach: `internal_error`, thrown when the
+// library's own last check refuses a result it computed (a band that is not a
+// band, a verdict its bounds do not support). It is a bug to report, never an
+// answer: the CLI exits 1, Python raises RuntimeError.
 
 #include <stdexcept>
 #include <string>
@@ -33,6 +37,13 @@ class input_error : public std::invalid_argument {
  private:
   std::string subject_;
   long row_ = 0, column_ = 0;
+};
+
+/// A result failed the library's own check before leaving it (analysis/result_guard.hpp):
+/// a bug in attnrank, not in the input. `what()` names the result and the band.
+class internal_error : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
 };
 
 }  // namespace attnrank

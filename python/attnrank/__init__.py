@@ -17,6 +17,7 @@ the library's message. See docs/python.md.
 """
 
 from fractions import Fraction as _Fraction
+import operator as _operator
 
 import numpy as _np
 
@@ -81,6 +82,29 @@ def _mask(mask, n):
     return _core.mask_from_matrix(exact_matrix(mask, "mask"))
 
 
+_INDEX = (-(1 << 63), (1 << 63) - 1)  # the C++ side's Eigen::Index
+_UNSIGNED = (0, (1 << 32) - 1)
+_SEED = (0, (1 << 64) - 1)
+
+
+def _integer(name, value, bounds, allowed=None):
+    """``value`` as a Python int within ``bounds`` (inclusive), or ValueError naming the
+    argument and what it takes: never the binding's TypeError for a negative count, a
+    float or a string. ``allowed`` says what the argument takes, for the message."""
+    try:
+        number = _operator.index(value)  # int, bool, NumPy integers; not floats or strings
+    except TypeError:
+        raise ValueError(f"{name}: {value!r} is not an integer ({allowed or 'a whole number'})") from None
+    low, high = bounds
+    if not low <= number <= high:
+        raise ValueError(f"{name}: {number} is out of range ({allowed or f'{low} <= {name} <= {high}'})")
+    return number
+
+
+def _optional_integer(name, value, bounds, allowed=None):
+    return None if value is None else _integer(name, value, bounds, allowed)
+
+
 def _time_limit(seconds):
     if seconds is None:
         return None
@@ -108,8 +132,9 @@ def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floo
     ("causal", "none" or a 0/1 array) asks the masked question; ``x`` fixes the
     embeddings (Q = x W^Q). ``bits`` is the precision of the floor's lower bound."""
     a = exact_matrix(A, "A")
-    return _core.reach(a, int(d_k), None if epsilon is None else float(epsilon), _mask(mask, a.shape[0]),
-                       None if x is None else exact_matrix(x, "x"), int(bits), int(seed), bool(full_floor),
+    return _core.reach(a, _integer("d_k", d_k, _INDEX), None if epsilon is None else float(epsilon),
+                       _mask(mask, a.shape[0]), None if x is None else exact_matrix(x, "x"),
+                       _integer("bits", bits, _UNSIGNED), _integer("seed", seed, _SEED), bool(full_floor),
                        None if refine is None else bool(refine), _time_limit(time_limit))
 
 
@@ -137,8 +162,8 @@ def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=False, time_limi
                       DeprecationWarning, stacklevel=2)
         refine = bool(search)
     a = exact_matrix(A, "A")
-    return _core.width(a, float(epsilon), 0 if max_dk is None else int(max_dk), _mask(mask, a.shape[0]), int(seed),
-                       bool(refine), _time_limit(time_limit))
+    return _core.width(a, float(epsilon), _optional_integer("max_dk", max_dk, _INDEX), _mask(mask, a.shape[0]),
+                       _integer("seed", seed, _SEED), bool(refine), _time_limit(time_limit))
 
 
 def rank(M, mode="exact", *, bits=53, tol=None, top=None):
@@ -146,14 +171,16 @@ def rank(M, mode="exact", *, bits=53, tol=None, top=None):
     "certified": ``rank_lower <= rank <= rank_upper`` proven in floating-point arithmetic
     at ``bits``. "numeric": an SVD with tolerance ``tol`` (or the ``top`` largest singular
     values), not proven, so its counts are named ``approx_rank_lower`` / ``approx_rank_upper``."""
-    return _core.rank(exact_matrix(M, "M"), str(mode), int(bits), None if tol is None else float(tol),
-                      0 if top is None else int(top))
+    return _core.rank(exact_matrix(M, "M"), str(mode), _integer("bits", bits, _UNSIGNED),
+                      None if tol is None else float(tol),
+                      0 if top is None else _integer("top", top, (1, _INDEX[1]), "an integer >= 1, or None"))
 
 
 def det(M, mode="exact", *, bits=53, digits=17):
     """The determinant of ``M``: exact (``det`` as "p/q") or, with mode "certified", an
     enclosure ``det_lower <= det <= det_upper`` (decimal strings rounded outward)."""
-    return _core.det(exact_matrix(M, "M"), str(mode), int(bits), int(digits))
+    return _core.det(exact_matrix(M, "M"), str(mode), _integer("bits", bits, _UNSIGNED),
+                     _integer("digits", digits, (1, 1 << 20), "an integer >= 1"))
 
 
 def svd(M, top=None, *, gaps=False):
@@ -161,7 +188,7 @@ def svd(M, top=None, *, gaps=False):
     of ``M`` (all of them when ``top`` is None); with ``gaps``, proven separations
     sigma_i - sigma_(i+1) >= gap (None: not separated). A bound that could not be proven
     finite is None."""
-    return _core.svd(exact_matrix(M, "M"), None if top is None else int(top), bool(gaps))
+    return _core.svd(exact_matrix(M, "M"), _optional_integer("top", top, _INDEX), bool(gaps))
 
 
 def _as_arrays(node):
@@ -197,7 +224,9 @@ def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, mask=None, bi
     if bits is None:
         bits = 128
     result = _core.layer(xm, exact_matrix(wq, "wq"), exact_matrix(wk, "wk"), exact_matrix(wv, "wv"),
-                         exact_matrix(wo, "wo"), int(heads), str(tier), int(digits), int(bits), masks)
+                         exact_matrix(wo, "wo"), _integer("heads", heads, _INDEX), str(tier),
+                         _integer("digits", digits, (1, 1 << 20), "an integer >= 1"), _integer("bits", bits, _UNSIGNED),
+                         masks)
     return _as_arrays(result) if tier == "double" else result
 
 
@@ -236,7 +265,8 @@ def check_kernel(q, k, v, candidate, reference=None, *, mask=None, scale=None, f
     return _core.check_kernel(tq, _tensor(k, "k"), _tensor(v, "v"), _tensor(candidate, "candidate", True),
                               None if reference is None else _tensor(reference, "reference", True),
                               _mask(mask, n), None if scale is None else float(scale), str(fallback),
-                              128 if bits is None else int(bits), None if max_error is None else float(max_error),
+                              128 if bits is None else _integer("bits", bits, _UNSIGNED),
+                              None if max_error is None else float(max_error),
                               None if rtol is None else float(rtol), None if max_ratio is None else float(max_ratio))
 
 
@@ -291,10 +321,16 @@ def _head_stack(tensor):
 def _scan_heads(heads, index, shape, d_k, epsilon, mask, max_dk, jobs, seed, refine, time_limit):
     """The local scan of some heads (what each Dask task runs on its worker)."""
     n = heads.shape[-1]
-    return _core.scan(heads, index, shape, None if d_k is None else int(d_k),
-                      None if epsilon is None else float(epsilon), _mask(mask, n), 0 if max_dk is None else int(max_dk),
-                      0 if jobs is None else int(jobs), int(seed), None if refine is None else bool(refine),
+    return _core.scan(heads, index, shape, _optional_integer("d_k", d_k, _INDEX),
+                      None if epsilon is None else float(epsilon), _mask(mask, n),
+                      _optional_integer("max_dk", max_dk, _INDEX),
+                      _jobs(jobs), _integer("seed", seed, _SEED), None if refine is None else bool(refine),
                       _time_limit(time_limit), "tensor")
+
+
+def _jobs(jobs):
+    """Threads for a local scan: None (0 to the library) is every core."""
+    return 0 if jobs is None else _integer("jobs", jobs, (1, _UNSIGNED[1]), "a number of threads >= 1, or None for every core")
 
 
 def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, max_dk=None, seed=1, refine=None,
@@ -314,12 +350,16 @@ def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, m
     ``reach``'s."""
     heads, index, shape = _head_stack(tensor)
     _time_limit(time_limit)  # the same checks as the local path, before anything is sent
+    _optional_integer("d_k", d_k, _INDEX)
+    _optional_integer("max_dk", max_dk, _INDEX)
+    _jobs(jobs)
+    _integer("seed", seed, _SEED)
     if epsilon is not None and not (0 <= float(epsilon) <= 1):
         raise ValueError(f"epsilon: {epsilon} is outside [0, 1]")
     options = (d_k, epsilon, mask, max_dk, jobs, seed, refine, time_limit)
     if client is None:
         return _scan_heads(heads, index, shape, *options)
-    step = max(1, int(heads_per_task))
+    step = _integer("heads_per_task", heads_per_task, (1, _INDEX[1]), "an integer >= 1")
     chunks = [(heads[k:k + step], index[k:k + step]) for k in range(0, len(index), step)]
     worker_options = (d_k, epsilon, mask, max_dk, 1, seed, refine, time_limit)  # one thread per task
     futures = [client.submit(_scan_heads, h, i, shape, *worker_options, pure=False) for h, i in chunks]

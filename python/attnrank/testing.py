@@ -60,11 +60,15 @@ def _to_bhsd(x, layout, name):
 
 
 def _entry(x, where):
-    """out's value at the worst entry (attnrank's layout) as a float, for the message."""
+    """out's value at the worst entry (attnrank's layout) in out's own dtype: the shortest
+    decimal that reads back to that value (float64 to 17 digits, never through float32)."""
     if _is_torch(x):
-        x = x.detach().cpu().float()
+        t = x.detach().cpu()
+        if str(t.dtype) == "torch.bfloat16":  # NumPy has no bfloat16; float32 holds it exactly
+            t = t.float()
+        x = t.numpy()
     index = tuple(where.get(key) for key in ("batch", "head") if key in where) + (where["row"], where["column"])
-    return float(_np.asarray(x)[index])
+    return str(_np.asarray(x)[index])
 
 
 def _place(where):
@@ -128,16 +132,24 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
                  " (certified)")
     lines.append(f"  max |out - exact| / max |exact| in [{c['max_rel_error_lower']}, {c['max_rel_error_upper']}]")
     if not c["nonfinite"]:
-        lines.append(f"  largest proven error at {_place(c['worst'])}: out = {_entry(arrays[3], c['worst']):.9g}")
+        lines.append(f"  largest proven error at {_place(c['worst'])}: out = {_entry(arrays[3], c['worst'])}")
     if max_error is not None:
         rule = f"max_error {max_error:g}" + (f" + rtol {rtol:g} x max |exact|" if rtol else "")
         lines.append(_verdict_line("tolerance", check["max_error_verdict"], rule))
     if reference is not None:
         r = check["reference"]
-        lines.append(f"  reference: max |reference - exact| in [{r['max_abs_error_lower']}, {r['max_abs_error_upper']}]")
-        lines.append(f"  error(out) / error(reference)    in [{check['ratio_lower']}, {check['ratio_upper']}]")
-        if max_ratio is not None:
-            lines.append(_verdict_line("ratio", check["max_ratio_verdict"], f"max_ratio {max_ratio:g}"))
+        if r["nonfinite"]:
+            lines.append(f"  reference: {r['nonfinite']} entries are NaN or infinite; the first at {_place(r['worst'])}")
+            lines.append("  its error is infinite, so error(out) / error(reference) is not defined (band [0, inf])")
+            if max_ratio is not None:
+                lines.append(f"  ratio max_ratio {max_ratio:g}: NOT JUDGED (the reference is not finite; "
+                             "fix the reference, or use max_error)")
+        else:
+            lines.append(f"  reference: max |reference - exact| in [{r['max_abs_error_lower']}, "
+                         f"{r['max_abs_error_upper']}]")
+            lines.append(f"  error(out) / error(reference)    in [{check['ratio_lower']}, {check['ratio_upper']}]")
+            if max_ratio is not None:
+                lines.append(_verdict_line("ratio", check["max_ratio_verdict"], f"max_ratio {max_ratio:g}"))
     method = "the certified double tier" if check["method"] == "double" else f"MPFI at {check['bits']} bits"
     lines.append(f"  exact output enclosed by {method}, widths <= {check['enclosure_width']}")
     if "fallback_skipped" in check:

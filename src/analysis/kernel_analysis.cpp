@@ -2,6 +2,7 @@
 #include <attnrank/analysis/kernel_analysis.hpp>
 
 #include <attnrank/analysis/document.hpp>
+#include <attnrank/analysis/result_guard.hpp>
 #include <attnrank/io/binary_array.hpp>
 #include <attnrank/numbers/decimal.hpp>
 
@@ -138,6 +139,7 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   if (q.max_error) out.error_verdict = judge_error(out.result.candidate, {*q.max_error, q.rtol.value_or(0)});
   if (q.max_ratio) out.ratio_verdict = judge_ratio(out.result, *q.max_ratio);
   out.max_error_exceeded = out.error_verdict == ToleranceVerdict::exceeded;
+  guard_result(out);
   return out;
 }
 
@@ -186,7 +188,7 @@ std::string to_text(const KernelAnalysis& k) {
   if (r.reference) {
     s << error_text(k.layout, *r.reference, "reference", k.reference_name, k.reference_dtype);
     s << "\ncandidate error / reference error in [" << lower_text(r.ratio_lower) << ", " << upper_text(r.ratio_upper)
-      << "]\n";
+      << "]" << (r.reference->nonfinite > 0 ? " (the reference is not finite: its error is infinite)" : "") << "\n";
   }
   if (!r.fallback_skipped.empty()) s << "\nNote: " << r.fallback_skipped << "\n";
   if (k.max_error) {
@@ -194,9 +196,11 @@ std::string to_text(const KernelAnalysis& k) {
     if (k.rtol) s << " --rtol " << shortest_text(*k.rtol) << " (max_error + rtol max |exact|)";
     s << ": " << tolerance_text(*k.error_verdict, "the error") << "\n";
   }
-  if (k.max_ratio)
-    s << (k.max_error ? "" : "\n") << "--max-ratio " << shortest_text(*k.max_ratio) << ": "
-      << tolerance_text(*k.ratio_verdict, "the error ratio") << "\n";
+  if (k.max_ratio) {
+    s << (k.max_error ? "" : "\n") << "--max-ratio " << shortest_text(*k.max_ratio) << ": ";
+    if (r.reference && r.reference->nonfinite > 0) s << "not judged: the reference has NaN or infinite entries\n";
+    else s << tolerance_text(*k.ratio_verdict, "the error ratio") << "\n";
+  }
   return s.str();
 }
 

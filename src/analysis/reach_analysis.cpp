@@ -3,6 +3,7 @@
 #include <attnrank/analysis/reach_analysis.hpp>
 
 #include <attnrank/analysis/document.hpp>
+#include <attnrank/analysis/result_guard.hpp>
 #include <attnrank/reach/certificate.hpp>
 #include <attnrank/reach/embeddings_certificate.hpp>
 #include <attnrank/reach/masked_certificate.hpp>
@@ -169,6 +170,7 @@ ReachAnalysis analyze_reach(const Matrix<Rational>& A, const ReachQuestion& q) {
     out.witness_error = w->max_abs_error;
   }
   out.best_error = best_of(out.witness_error, approx ? std::optional<double>(approx->error_upper) : std::nullopt);
+  guard_result(out);
   return out;
 }
 

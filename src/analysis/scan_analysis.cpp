@@ -3,6 +3,7 @@
 
 #include <attnrank/analysis/document.hpp>
 #include <attnrank/analysis/reach_analysis.hpp>
+#include <attnrank/analysis/result_guard.hpp>
 #include <attnrank/analysis/width_analysis.hpp>
 #include <attnrank/io/double_tensor.hpp>
 #include <attnrank/reach/masked.hpp>
@@ -81,7 +82,7 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
   if (q.epsilon) {
     WidthQuestion wq;
     wq.epsilon = *q.epsilon;
-    wq.max_dk = q.max_dk == 0 ? 0 : std::min(q.max_dk, h.n);
+    wq.max_dk = q.max_dk;
     wq.mask = q.mask;
     wq.seed = q.seed;
     wq.refine = q.refine;
@@ -94,6 +95,7 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
     h.time_limit_reached = h.time_limit_reached || w.refinement.time_limit_reached;
   }
   h.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  guard_result(h);
   return h;
 }
 
@@ -115,6 +117,9 @@ void validate(const HeadStack& stack, const ScanQuestion& q) {
     if (q.dk && (*q.dk < 1 || *q.dk > A.rows()))
       throw input_error("--dk " + std::to_string(*q.dk) + " is out of range for " + name + ": 1 <= d_k <= n = " +
                         std::to_string(A.rows()));
+    if (q.max_dk && (*q.max_dk < 1 || *q.max_dk > A.rows()))
+      throw input_error("--max-dk " + std::to_string(*q.max_dk) + " is out of range for " + name +
+                        ": 1 <= max d_k <= n = " + std::to_string(A.rows()));
   }
 }
 

@@ -2,6 +2,7 @@
 #include <attnrank/analysis/width_analysis.hpp>
 
 #include <attnrank/analysis/document.hpp>
+#include <attnrank/analysis/result_guard.hpp>
 #include <attnrank/numbers/decimal.hpp>
 #include <attnrank/reach/masked.hpp>
 
@@ -15,9 +16,9 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
   if (!(q.epsilon >= 0 && q.epsilon <= 1))
     throw input_error("--epsilon " + std::to_string(q.epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
   const Eigen::Index n = A.rows();
-  const Eigen::Index max_dk = q.max_dk == 0 ? std::min<Eigen::Index>(n, 16) : q.max_dk;
+  const Eigen::Index max_dk = q.max_dk.value_or(std::min<Eigen::Index>(n, 16));
   if (max_dk < 1 || max_dk > n)
-    throw input_error("--max-dk " + std::to_string(q.max_dk) + " is out of range: 1 <= max d_k <= n = " +
+    throw input_error("--max-dk " + std::to_string(max_dk) + " is out of range: 1 <= max d_k <= n = " +
                       std::to_string(n));
   validate(q.refine);
   // Every width at once: the starts' bracket answers in about the time of one
@@ -52,6 +53,7 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
              : !o.optimise ? "not asked: --refine searches the open widths within --time-limit"
              : r.ran       ? "run where the starts left the bracket open"
                            : "asked, but no search could start";
+  guard_result(out);
   return out;
 }
 

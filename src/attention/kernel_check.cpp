@@ -276,7 +276,12 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
     out.bits = PrecisionScope::bits();
   }
 
-  if (out.reference) {
+  if (out.reference && out.reference->nonfinite > 0) {
+    // An infinite reference error: the ratio is 0 for a finite candidate error and undefined
+    // otherwise; nothing a ratio rule could use is proven, and the band says so.
+    out.ratio_lower = 0;
+    out.ratio_upper = inf;
+  } else if (out.reference) {
     const OutputError& c = out.candidate;
     const OutputError& r = *out.reference;
     {

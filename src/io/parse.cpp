@@ -119,7 +119,8 @@ char detect_separator(std::string_view first, std::string_view rest) {
   return ' ';
 }
 
-/// The cells of one line, split at `sep` (' ': runs of spaces and tabs).
+/// The cells of one line, split at `sep` (' ': runs of spaces and tabs; '\t': tabs,
+/// and spaces inside a cell too).
 void split_cells(std::string_view line, char sep, std::vector<std::string_view>& cells) {
   cells.clear();
   if (sep == ' ') {
@@ -136,7 +137,16 @@ void split_cells(std::string_view line, char sep, std::vector<std::string_view>&
   }
   while (true) {
     const auto at = line.find(sep);
-    cells.push_back(trim(line.substr(0, at)));
+    const std::string_view cell = trim(line.substr(0, at));
+    // Tab-separated text with spaces between some cells too ("0.5 0.5" on one line,
+    // "0.001<TAB>-250" on the next): white space inside a cell separates as well.
+    if (sep == '\t' && cell.find_first_of(" \r") != std::string_view::npos) {
+      std::vector<std::string_view> parts;
+      split_cells(cell, ' ', parts);
+      cells.insert(cells.end(), parts.begin(), parts.end());
+    } else {
+      cells.push_back(cell);
+    }
     if (at == std::string_view::npos) break;
     line = line.substr(at + 1);
   }

@@ -199,3 +199,71 @@ TEST_CASE("attnrank::analyze_width, analyze_rank, analyze_svd: their writers", "
     CHECK_THROWS_AS(analyze_svd(D, {0, false, "D"}), input_error);
   }
 }
+
+TEST_CASE("attnrank::guard_result") {
+  // The last line: an injected band that is not one, or a verdict its bands do not support,
+  // is an internal_error naming it; a sound result passes untouched.
+  SECTION("check-kernel: an inverted error band (the overflow audit's [inf, 5e307])") {
+    KernelAnalysis k;
+    k.result.candidate.max_abs_error_lower = 1e-3;
+    k.result.candidate.max_abs_error_upper = 2e-3;
+    CHECK_NOTHROW(guard_result(k));
+    k.result.candidate.max_abs_error_lower = INFINITY;
+    k.result.candidate.max_abs_error_upper = 5e307;
+    CHECK_THROWS_AS(guard_result(k), internal_error);
+    CHECK_THROWS_WITH(guard_result(k), Catch::Contains("candidate max_abs_error") && Catch::Contains("inverted"));
+    k.result.candidate.nonfinite = 1;  // an infinite error at a NaN entry is proven: [inf, inf] is a band there
+    k.result.candidate.max_abs_error_upper = INFINITY;
+    CHECK_NOTHROW(guard_result(k));
+  }
+  SECTION("check-kernel: NaN, and a verdict its bounds do not support") {
+    KernelAnalysis k;
+    k.result.candidate.max_abs_error_upper = std::nan("");
+    CHECK_THROWS_WITH(guard_result(k), Catch::Contains("NaN"));
+    k.result.candidate.max_abs_error_upper = 0.5;
+    k.max_error = 0.1;
+    k.error_verdict = ToleranceVerdict::within;
+    CHECK_THROWS_WITH(guard_result(k), Catch::Contains("within the tolerance"));
+    k.error_verdict = ToleranceVerdict::exceeded;  // lower bound 0: not proven larger either
+    CHECK_THROWS_AS(guard_result(k), internal_error);
+    k.error_verdict = ToleranceVerdict::undecided;
+    CHECK_NOTHROW(guard_result(k));
+  }
+  SECTION("svd, width, rank and a scan's head") {
+    SvdAnalysis s;
+    s.values.values = {{2.0, 2.5}, {1.0, 0.5}};
+    CHECK_THROWS_WITH(guard_result(s), Catch::Contains("sigma_2"));
+    WidthAnalysis w;
+    w.result.epsilon = 0.1;
+    w.result.width_lower = 2;
+    w.result.width_upper = 2;
+    w.result.profile = {{1, 0.05, 0.3}, {2, 0.0, 0.05}};  // d_k = 1 below width_lower, yet not proven to miss
+    CHECK_THROWS_WITH(guard_result(w), Catch::Contains("width_lower is 2"));
+    w.result.profile[0].error_lower = 0.2;
+    CHECK_NOTHROW(guard_result(w));
+    RankAnalysis r;
+    r.certified = CertifiedRank{};
+    r.certified->lower = 3;
+    r.certified->upper = 2;
+    CHECK_THROWS_AS(guard_result(r), internal_error);
+    HeadScan h;
+    h.index = {1, 2};
+    h.floor_lower = 1;
+    h.floor_upper = 2;
+    h.error_lower = 0.3;
+    h.error_upper = 0.2;
+    CHECK_THROWS_WITH(guard_result(h), Catch::Contains("scan head [1,2]"));
+  }
+  SECTION("the analyses at the end of the double range never reach it") {
+    // V near DBL_MAX and subnormal: what check_kernel gives passes the guard analyze_kernel runs.
+    const Eigen::MatrixXd Q{{0.5, -1.0}, {1.0, 0.25}, {-0.75, 2.0}, {0.0, 1.0}};
+    const Eigen::MatrixXd K{{1.0, 0.0}, {0.0, 1.0}, {1.0, 1.0}, {-1.0, 0.5}};
+    for (const double size : {1e308, std::numeric_limits<double>::max(), 0x1p-1074}) {
+      const Eigen::MatrixXd V{{size}, {-size}, {size}, {size / 3}};
+      KernelAnalysis k;
+      const std::vector<Eigen::MatrixXd> reference{V};
+      k.result = check_kernel({Q}, {K}, {V}, {V * 0.5}, &reference);
+      CHECK_NOTHROW(guard_result(k));
+    }
+  }
+}

@@ -7,6 +7,7 @@
 
 #include "array_support.hpp"
 
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <fstream>
@@ -140,14 +141,14 @@ TEST_CASE("attnrank --help and --version exit 0 on stdout") {
 TEST_CASE("attnrank: matrices from .npy, safetensors, text of every kind and stdin") {
   const std::string in = std::string(ATTNRANK_SOURCE_DIR) + "/tests/cli/inputs/";
   // The same 2 x 2 pattern written three ways as 0.7, 0.3, ... is one exact determinant, 3/10.
-  for (const std::string& f : {"space-separated.csv", "header.csv", "pandas-index.csv"}) {
+  for (const char* f : {"space-separated.csv", "header.csv", "pandas-index.csv"}) {
     const Run r = attnrank_cli("det " + in + f);
     INFO(f);
     CHECK(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("det = 3/10"));
   }
   // NumPy's savetxt writes 19 digits of the doubles nearest 0.7, ...: not 3/10, read as written.
-  for (const std::string& f : {"pattern.tsv", "savetxt-default.txt"}) {
+  for (const char* f : {"pattern.tsv", "savetxt-default.txt"}) {
     const Run r = attnrank_cli("det " + in + f);
     INFO(f);
     CHECK(r.code == 0);
@@ -831,5 +832,68 @@ TEST_CASE("attnrank scan") {
     const Run r = attnrank_cli("scan " + inputs + "stack-nan.npy --jsonl");
     CHECK(r.code == 2);
     CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("attnrank: the overflow audit's smaller findings") {
+  const std::string inputs = ATTNRANK_SOURCE_DIR "/tests/cli/inputs/";
+  SECTION("--max-dk 0 (and above n) is refused with the range, for width and scan") {
+    expect_input_error("width diag:4:0.7 --epsilon 0.1 --max-dk 0", "1 <= max d_k <= n = 4");
+    expect_input_error("width diag:4:0.7 --epsilon 0.1 --max-dk 5", "1 <= max d_k <= n = 4");
+    expect_input_error("scan " + inputs + "stack.npy --epsilon 0.1 --max-dk 0", "1 <= max d_k <= n");
+    const Run ok = attnrank_cli("width diag:4:0.7 --epsilon 0.1 --max-dk 4 --json");
+    CHECK(ok.code == 0);
+  }
+  SECTION("a bad value of a real option says what it takes and suggests no other name") {
+    const Run jobs = attnrank_cli("scan " + inputs + "stack.npy --jobs -1");
+    CHECK(jobs.code == 2);
+    CHECK(jobs.out.empty());
+    CHECK_THAT(jobs.err, Catch::Contains("whole number >= 0"));
+    CHECK_THAT(jobs.err, !Catch::Contains("did you mean"));
+    const Run big = attnrank_cli("reach diag:3:0.8 --dk 99999999999999999999999");
+    CHECK(big.code == 2);
+    CHECK_THAT(big.err, Catch::Contains("'99999999999999999999999' is too large for a whole number"));
+    const Run wide = attnrank_cli("scan " + inputs + "stack.npy --jobs 99999999999");  // past 32 bits
+    CHECK(wide.code == 2);
+    CHECK_THAT(wide.err, Catch::Contains("--jobs = 99999999999 is not a value this option takes"));
+    CHECK_THAT(wide.err, !Catch::Contains("did you mean"));
+    CHECK_THAT(big.err, !Catch::Contains("did you mean"));
+    expect_input_error("reach diag:3:0.8 --d_k 2", "did you mean --dk instead of --d_k?");  // unknown names still do
+  }
+  SECTION("white space and tabs mixed in one text file") {
+    const Run r = attnrank_cli("rank " + file("mixed.txt", "0.5 0.5\n0.001\t-250\n") + " --json");
+    CHECK(r.code == 0);
+    CHECK(nlohmann::json::parse(r.out)["rank_lower"] == 2);
+  }
+  SECTION("svd bounds as tight at 1e-200 and 1e200 as at 1 (an exact power-of-two scaling)") {
+    for (const std::string scale : {"", "e-200", "e200", "e-300"}) {
+      INFO("scale 1" << scale);
+      const std::string m = file("scaled" + scale + ".csv", "3" + scale + ",1" + scale + "\n1" + scale + ",2" + scale + "\n");
+      const Run r = attnrank_cli("svd " + m + " --json");
+      REQUIRE(r.code == 0);
+      for (const auto& v : nlohmann::json::parse(r.out)["singular_values"]) {
+        REQUIRE(v["lower"].is_string());  // null: no finite bound
+        REQUIRE(v["upper"].is_string());
+        const double lo = std::stod(v["lower"].get<std::string>()), hi = std::stod(v["upper"].get<std::string>());
+        CHECK(lo > 0);
+        CHECK(hi - lo <= 1e-13 * hi);
+      }
+    }
+    // Doubles near DBL_MAX beside the smallest subnormal: no exact power-of-two scaling exists
+    // (2^-1074 would vanish), so the subnormal's rounding is a ball; still tight, still true.
+    std::string data;
+    for (const double x : {1.5e308, 0x1p-1074, 0x1p-1074, 1.0e308}) {  // row-major 2 x 2
+      std::uint64_t bits;
+      std::memcpy(&bits, &x, sizeof bits);
+      data += raw_bytes(bits, 8);
+    }
+    const Run r = attnrank_cli("svd " + file("max-and-subnormal.npy", npy_bytes("<f8", false, {2, 2}, data)) + " --json");
+    REQUIRE(r.code == 0);
+    const auto values = nlohmann::json::parse(r.out)["singular_values"];
+    CHECK(std::stod(values[0]["lower"].get<std::string>()) <= 1.5e308);
+    CHECK(std::stod(values[0]["upper"].get<std::string>()) >= 1.5e308);
+    CHECK(std::stod(values[0]["upper"].get<std::string>()) - std::stod(values[0]["lower"].get<std::string>()) <= 1e-13 * 1.5e308);
+    CHECK(std::stod(values[1]["lower"].get<std::string>()) <= 1.0e308);
+    CHECK(std::stod(values[1]["upper"].get<std::string>()) >= 1.0e308);
   }
 }

@@ -141,3 +141,64 @@ def test_nonfinite_outputs_fail_and_misuse_is_a_value_error():
         default_tolerance("int8")
     with pytest.raises(ValueError):  # shapes that do not fit name the tensor
         assert_attention_close(out[:, :3], q, k, v)
+
+
+def test_v_near_the_largest_double_is_never_certified_wrong():
+    # The outside audit's case: a constant column of 1e308, so the exact output is 1e308
+    # exactly, and a candidate at half of it (true error 5e307 > rtol x 1e308 = 1e307).
+    q = np.array([[0.5, -1.0], [1.0, 0.25], [-0.75, 2.0], [0.0, 1.0]])
+    k = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [-1.0, 0.5]])
+    v = np.full((4, 1), 1e308)
+    with pytest.raises(AssertionError, match="EXCEEDED"):
+        assert_attention_close(v * 0.5, q, k, v, max_error=0.0, rtol=0.1)
+    for fallback in ("never", "auto", "always"):
+        c = attnrank.check_kernel(q, k, v, v * 0.5, fallback=fallback)["candidate"]
+        assert float(c["max_abs_error_lower"]) <= 5e307 <= float(c["max_abs_error_upper"])
+        assert float(c["max_rel_error_lower"]) <= 0.5 <= float(c["max_rel_error_upper"])
+    # V near DBL_MAX with both signs, 300 keys: the band still holds the true error.
+    rng = np.random.default_rng(49)
+    print("seed 49")
+    q, k = rng.normal(size=(300, 4)), rng.normal(size=(300, 4))
+    v = rng.uniform(-1, 1, size=(300, 2)) * 1.5e308
+    exact = attnrank.check_kernel(q, k, v, np.zeros((300, 2)), fallback="always")
+    c = attnrank.check_kernel(q, k, v, np.zeros((300, 2)))["candidate"]
+    assert float(c["max_abs_error_lower"]) <= float(exact["candidate"]["max_abs_error_upper"])
+    assert float(c["max_abs_error_upper"]) >= float(exact["candidate"]["max_abs_error_lower"])
+
+
+def test_the_failure_message_prints_out_in_its_own_dtype():
+    torch = pytest.importorskip("torch")
+    q, k, v = (torch.tensor(x, dtype=torch.float64) for x in inputs((8, 4)))
+    out = torch.tensor(attention(q.numpy(), k.numpy(), v.numpy(), dtype=np.float64))
+    out[2, 1] = 0.123456789012
+    with pytest.raises(AssertionError, match=r"out = 0\.123456789012\b"):
+        assert_attention_close(out, q, k, v, max_error=1e-9)
+
+
+def test_a_reference_with_nan_is_named_and_its_ratio_band_is_honest():
+    q, k, v = inputs((16, 4))
+    out = attention(q, k, v)
+    ref = out.copy()
+    ref[1, 1] = np.nan
+    check = attnrank.check_kernel(q, k, v, out, ref)
+    assert float(check["ratio_lower"]) == 0 and check["ratio_upper"] == "inf"  # nothing proven, and it says so
+    with pytest.raises(AssertionError, match="reference: 1 entries are NaN or infinite") as failure:
+        assert_attention_close(out, q, k, v, reference=ref, max_ratio=2)
+    assert "NOT JUDGED (the reference is not finite" in str(failure.value)
+    assert "straddle" not in str(failure.value)
+
+
+def test_integer_arguments_are_checked_before_the_binding():
+    a = np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]])
+    stack = np.stack([a, a])
+    for call, match in ((lambda: attnrank.scan(stack, jobs=-1), "jobs: -1 is out of range"),
+                        (lambda: attnrank.scan(stack, epsilon=0.1, max_dk=0), "max d_k"),
+                        (lambda: attnrank.width(a, 0.1, max_dk=0), "max d_k"),
+                        (lambda: attnrank.width(a, 0.1, max_dk=2.5), "max_dk: 2.5 is not an integer"),
+                        (lambda: attnrank.reach(a, "2"), "d_k: '2' is not an integer"),
+                        (lambda: attnrank.reach(a, 1, bits=-3), "bits: -3 is out of range"),
+                        (lambda: attnrank.reach(a, 1, seed=-1), "seed: -1 is out of range"),
+                        (lambda: attnrank.det(a, digits=0), "digits: 0 is out of range")):
+        with pytest.raises(ValueError, match=match):
+            call()
+    assert attnrank.width(a, 0.5, max_dk=np.int64(2))["max_d_k"] == 2

@@ -24,7 +24,7 @@ namespace attnrank {
 
 struct WidthQuestion {
   double epsilon = 0;         ///< largest acceptable max entrywise error, in [0, 1]
-  Eigen::Index max_dk = 0;    ///< largest width tried; 0: min(n, 16)
+  std::optional<Eigen::Index> max_dk;  ///< largest width tried, in [1, n]; nullopt: min(n, 16)
   std::optional<Mask> mask;   ///< widths of a masked head
   std::uint64_t seed = 1;     ///< the optimiser's restarts
   /// The bracket from the starts is the default answer (automatic, never); with

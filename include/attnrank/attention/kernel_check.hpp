@@ -60,7 +60,8 @@ struct KernelCheck {
   OutputError candidate;
   std::optional<OutputError> reference;
   /// Bounds on candidate error / reference error (hi = +inf when the reference's
-  /// lower bound is 0); only with a reference.
+  /// lower bound is 0; [0, +inf] when the reference has a non-finite entry, whose
+  /// error is infinite); only with a reference.
   double ratio_lower = 0, ratio_upper = 0;
   std::string method;      ///< "double" (certified double tier) or "mpfi"
   /// With method "double": "a_priori" (one GEMM per product, an a priori error
