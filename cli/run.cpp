@@ -222,7 +222,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   state.stream = &out;
   CLI::App app{"attnrank: trustworthy numerics of multi-head attention (exact, certified, numeric)", "attnrank"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "attnrank 0.1.0");
+  app.set_version_flag("--version", std::string("attnrank ") + ATTNRANK_VERSION);  // CMake's project version
   std::size_t max_size = default_max_dimension;
   app.add_option("--max-size", max_size,
                  "Largest n (rows, columns, spec size) a matrix may have; before the command (default 8192)")

@@ -10,12 +10,16 @@
 #include <attnrank/analysis.hpp>
 #include <attnrank/io/binary_array.hpp>
 
+#include "run.hpp"  // the command line, for python -m attnrank
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace py = pybind11;
 using namespace attnrank;
@@ -125,6 +129,20 @@ bool is_number_matrix(const json& j) {
   return true;
 }
 
+/// Whether NumPy can be imported (it is then, once): without it, number matrices
+/// come back as lists of floats (docs/python.md, "Getting it").
+bool numpy_available() {
+  static const bool available = [] {
+    try {
+      py::module_::import("numpy");
+      return true;
+    } catch (const py::error_already_set&) {
+      return false;
+    }
+  }();
+  return available;
+}
+
 /// The document as Python objects; `numeric` turns number matrices into arrays
 /// (off inside certificates, which stay plain JSON data).
 py::object to_python(const json& j, bool numeric = true) {
@@ -136,7 +154,7 @@ py::object to_python(const json& j, bool numeric = true) {
     case json::value_t::number_float: return py::float_(j.get<double>());
     case json::value_t::string: return py::str(j.get_ref<const std::string&>());
     case json::value_t::array: {
-      if (numeric && is_number_matrix(j)) {
+      if (numeric && is_number_matrix(j) && numpy_available()) {
         py::array_t<double> a({j.size(), j.front().size()});
         auto w = a.mutable_unchecked<2>();
         for (std::size_t i = 0; i < j.size(); ++i)
@@ -202,6 +220,18 @@ RefineOptions refine_options(std::optional<bool> refine, std::optional<double> t
 PYBIND11_MODULE(_attnrank, m) {
   m.doc() = "attnrank's C++ analyses: exact inputs from NumPy, each question answered with the GIL released";
   py::register_exception<input_error>(m, "InputError", PyExc_ValueError);
+  m.attr("__version__") = ATTNRANK_VERSION;  // CMake's project version, as attnrank --version prints
+  m.def(
+      "main",
+      [](const std::vector<std::string>& args) {
+        std::vector<const char*> argv;
+        for (const std::string& a : args) argv.push_back(a.c_str());
+        const py::gil_scoped_release release;
+        const int code = cli::run(static_cast<int>(argv.size()), argv.data(), std::cout, std::cerr);
+        std::cout.flush();
+        return code;
+      },
+      py::arg("argv"), "Runs the attnrank command line on argv (argv[0] the program name); returns its exit code");
 
   py::class_<Matrix<Rational>>(m, "ExactMatrix", "An exact rational matrix, as attnrank reads it")
       .def_property_readonly("shape", [](const Matrix<Rational>& a) { return py::make_tuple(a.rows(), a.cols()); })

@@ -14,26 +14,47 @@ bounds (a bound's decimal string is rounded outward so that it is still the
 bound: do not turn it into a float and call that certified), and float64 NumPy
 arrays for numeric matrices (witness heads). Bad input raises ``ValueError`` with
 the library's message. See docs/python.md.
+
+NumPy is imported only when an array is passed or returned: without it, lists of
+rows (of ints, ``Fraction``s, strings or floats) work, and numeric matrices come
+back as lists of floats.
 """
 
 from fractions import Fraction as _Fraction
 import operator as _operator
-
-import numpy as _np
+import sys as _sys
 
 from . import _attnrank as _core
+
+__version__ = _core.__version__
 
 __all__ = ["reach", "check_certificate", "width", "rank", "det", "svd", "layer", "check_kernel", "from_torch",
            "exact_matrix", "scan"]
 
 
+def _numpy(name="input"):
+    """NumPy, imported on first use (only arrays need it); ValueError naming ``name`` without it."""
+    try:
+        import numpy
+    except ImportError:
+        raise ValueError(f"{name}: arrays need NumPy (pip install numpy, or attnrank[numpy]); "
+                         "without it, pass a list of rows") from None
+    return numpy
+
+
+def _numpy_types(*names):
+    """NumPy's scalar types ``names`` when NumPy is loaded, else (): a value cannot be one then."""
+    np = _sys.modules.get("numpy")
+    return tuple(getattr(np, n) for n in names) if np is not None else ()
+
+
 def _exact_text(value):
     """One entry of an exact input as attnrank's text: p/q, an integer or a decimal."""
-    if isinstance(value, (bool, _np.bool_)):
+    if isinstance(value, (bool,) + _numpy_types("bool_")):
         return "1" if value else "0"
-    if isinstance(value, (int, _np.integer)):
+    if isinstance(value, (int,) + _numpy_types("integer")):
         return str(int(value))
-    if isinstance(value, (float, _np.floating)):
+    if isinstance(value, (float,) + _numpy_types("floating")):
         f = _Fraction(float(value))  # exact: the double's own value
         return f"{f.numerator}/{f.denominator}"
     if isinstance(value, _Fraction):
@@ -48,17 +69,23 @@ def _is_torch(value):
     return hasattr(value, "detach") and hasattr(value, "numpy")
 
 
+def _from_torch(value):
+    """A torch tensor's values as a NumPy array, exactly (NumPy has no bfloat16: float32
+    holds every bfloat16 exactly), and "bfloat16" when it was one (else None)."""
+    t = value.detach().cpu()
+    if str(t.dtype) == "torch.bfloat16":
+        return t.float().numpy(), "bfloat16"
+    return t.numpy(), None
+
+
 def exact_matrix(value, name="matrix"):
     """``value`` as attnrank's exact matrix (an ``ExactMatrix`` with ``.shape`` and
     ``.entry(i, j)`` as "p/q"); ``name`` is used in messages."""
     if isinstance(value, _core.ExactMatrix):
         return value
     if _is_torch(value):
-        t = value.detach().cpu()
-        if str(t.dtype) == "torch.bfloat16":  # NumPy has no bfloat16: float32 holds every bfloat16 exactly
-            t = t.float()
-        value = t.numpy()
-    array = _np.asarray(value) if not isinstance(value, list) else None
+        value = _from_torch(value)[0]
+    array = _numpy(name).asarray(value) if not isinstance(value, list) else None
     if array is not None and array.dtype != object and array.dtype.kind not in "USO":
         if array.ndim != 2:
             raise ValueError(f"{name}: a 2-D array is needed, this one has shape {array.shape}")
@@ -191,6 +218,15 @@ def svd(M, top=None, *, gaps=False):
     return _core.svd(exact_matrix(M, "M"), _optional_integer("top", top, _INDEX), bool(gaps))
 
 
+def _has_numpy():
+    """Whether NumPy can be imported (it is then, once)."""
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _as_arrays(node):
     """Matrices of decimal strings (the double tier's) as float64 NumPy arrays."""
     if isinstance(node, dict):
@@ -198,7 +234,8 @@ def _as_arrays(node):
     if isinstance(node, list):
         if node and all(isinstance(r, list) and r and all(isinstance(v, str) for v in r) for r in node):
             try:
-                return _np.array([[float(v) for v in r] for r in node])
+                rows = [[float(v) for v in r] for r in node]
+                return _sys.modules["numpy"].array(rows) if _has_numpy() else rows
             except ValueError:
                 pass
         return [_as_arrays(v) for v in node]
@@ -214,7 +251,7 @@ def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, mask=None, bi
     every head ("causal", "none" or a 0/1 array) or a list with one per head."""
     xm = exact_matrix(x, "x")
     n = xm.shape[0]
-    if isinstance(mask, (list, tuple)) and mask and not isinstance(mask[0], (int, float, _np.number, list, tuple)):
+    if isinstance(mask, (list, tuple)) and mask and not isinstance(mask[0], (int, float, list, tuple) + _numpy_types("number")):
         masks = [_mask(m, n) or _core.full_mask(n) for m in mask]
     else:
         one = _mask(mask, n)
@@ -234,11 +271,8 @@ def _tensor(value, name, keep_nonfinite=False):
     """A float or integer array or torch tensor of 2 to 4 dimensions, read exactly."""
     dtype = None
     if _is_torch(value):
-        t = value.detach().cpu()
-        if str(t.dtype) == "torch.bfloat16":  # float32 holds every bfloat16 exactly
-            t, dtype = t.float(), "bfloat16"
-        value = t.numpy()
-    array = _np.asarray(value)
+        value, dtype = _from_torch(value)
+    array = _numpy(name).asarray(value)
     if array.dtype.kind not in "fiub":
         raise ValueError(f"{name}: a float or integer array is needed, not dtype {array.dtype}")
     return _core.tensor_from_array(array, name, keep_nonfinite, dtype)
@@ -301,20 +335,18 @@ def _head_stack(tensor):
     """A NumPy array or torch tensor (..., n, n) as float64 heads (exact for every
     float and integer dtype NumPy and torch have) with each head's leading index."""
     if _is_torch(tensor):
-        t = tensor.detach().cpu()
-        if str(t.dtype) == "torch.bfloat16":  # float32 holds every bfloat16 exactly
-            t = t.float()
-        tensor = t.numpy()
-    array = _np.asarray(tensor)
+        tensor = _from_torch(tensor)[0]
+    np = _numpy("tensor")
+    array = np.asarray(tensor)
     if array.dtype.kind not in "fiub":
         raise ValueError(f"tensor: a float or integer array is needed, not dtype {array.dtype}")
     if array.ndim < 2:
         raise ValueError(f"tensor: shape {array.shape} has {array.ndim} dimensions; a scan needs (..., n, n)")
-    if array.dtype.kind in "iu" and array.size and _np.abs(array).max() > 2 ** 53:
+    if array.dtype.kind in "iu" and array.size and np.abs(array).max() > 2 ** 53:
         raise ValueError("tensor: integers beyond 2^53 are not all doubles")
     lead = array.shape[:-2]
-    heads = _np.ascontiguousarray(array.reshape((-1,) + array.shape[-2:]), dtype=_np.float64)
-    index = [list(i) for i in _np.ndindex(*lead)] if lead else [[]]
+    heads = np.ascontiguousarray(array.reshape((-1,) + array.shape[-2:]), dtype=np.float64)
+    index = [list(i) for i in np.ndindex(*lead)] if lead else [[]]
     return heads, index, list(array.shape)
 
 

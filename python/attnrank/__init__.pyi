@@ -13,6 +13,7 @@ Tensor = Any  # a NumPy array or a torch.Tensor of 2 to 4 dimensions
 Document = Dict[str, Any]
 
 __all__: List[str]
+__version__: str
 
 def exact_matrix(value: Exact, name: str = ...) -> ExactMatrix: ...
 def reach(A: Exact, d_k: int, *, epsilon: Optional[float] = ..., mask: MaskArg = ..., x: Optional[Exact] = ...,

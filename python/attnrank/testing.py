@@ -12,7 +12,7 @@ docs/kernels.md ("In a test suite").
 
 import numpy as _np
 
-from . import check_kernel as _check_kernel
+from . import _from_torch, _is_torch, check_kernel as _check_kernel
 
 __all__ = ["assert_attention_close", "default_tolerance"]
 
@@ -41,10 +41,6 @@ def default_tolerance(dtype):
     return _DEFAULT_TOLERANCE[name]
 
 
-def _is_torch(x):
-    return hasattr(x, "detach") and hasattr(x, "numpy")
-
-
 def _to_bhsd(x, layout, name):
     """``x`` in attnrank's (..., N, d) layout: FlashAttention's (B, N, H, d) has its sequence
     and head axes swapped (a view; nothing is converted or rounded)."""
@@ -63,10 +59,7 @@ def _entry(x, where):
     """out's value at the worst entry (attnrank's layout) in out's own dtype: the shortest
     decimal that reads back to that value (float64 to 17 digits, never through float32)."""
     if _is_torch(x):
-        t = x.detach().cpu()
-        if str(t.dtype) == "torch.bfloat16":  # NumPy has no bfloat16; float32 holds it exactly
-            t = t.float()
-        x = t.numpy()
+        x = _from_torch(x)[0]
     index = tuple(where.get(key) for key in ("batch", "head") if key in where) + (where["row"], where["column"])
     return str(_np.asarray(x)[index])
 

@@ -330,3 +330,53 @@ def test_the_default_band_is_cheap_and_refine_only_narrows_it():
     for bad in (0, -1, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="time_limit"):
             attnrank.reach(a, 2, time_limit=bad)
+
+
+def test_import_without_numpy_works_for_lists_and_fractions():
+    """NumPy hidden from the import system: lists of rows in, lists of floats out."""
+    import subprocess
+    import sys
+    code = "\n".join([
+        "import sys",
+        "class Hide:",
+        "    def find_spec(self, name, path=None, target=None):",
+        "        if name == 'numpy' or name.startswith('numpy.'):",
+        "            raise ImportError('numpy is hidden')",
+        "sys.meta_path.insert(0, Hide())",
+        "import attnrank",
+        "from fractions import Fraction as F",
+        "a = [[F(4, 5), F(1, 10), F(1, 10)], [F(1, 10), F(4, 5), F(1, 10)], [F(1, 10), F(1, 10), F(4, 5)]]",
+        "r = attnrank.reach(a, 2)",
+        "assert r['verdict'] == 'reachable', r['verdict']",
+        "assert isinstance(r['witness_Q'], list) and isinstance(r['witness_Q'][0][0], float)",
+        "assert attnrank.rank([[1, 2], [2, 4]])['rank_lower'] == 1",
+        "assert attnrank.det([['1/3', 0], [0, 3]])['det'] == '1'",
+        "assert attnrank.svd([[3, 0], [0, 4]])['singular_values'][0]['upper'] is not None",
+        "try:",
+        "    attnrank.scan([[[1.0]]])",
+        "except ValueError as e:",
+        "    assert 'NumPy' in str(e), e",
+        "else:",
+        "    raise AssertionError('an array path without NumPy must say it needs NumPy')",
+        "assert 'numpy' not in sys.modules",
+        "print('ok')",
+    ])
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+
+
+def test_version_is_the_commands():
+    import subprocess
+    import sys
+    cli = os.environ.get("ATTNRANK_CLI")
+    if cli:
+        out = subprocess.run([cli, "--version"], capture_output=True, text=True).stdout
+        assert out.strip() == f"attnrank {attnrank.__version__}"
+    r = subprocess.run([sys.executable, "-m", "attnrank", "reach", "diag:3:0.8", "--dk", "1", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["verdict"] == "unreachable"
+    bad = subprocess.run([sys.executable, "-m", "attnrank", "reach", "diag:3:0.8", "--dk", "0"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stdout == "" and "d_k" in bad.stderr
