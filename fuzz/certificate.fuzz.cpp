@@ -26,7 +26,7 @@ struct Target {
 };
 
 Target make_target(const char* spec) {
-  Target t{*builtin_matrix(spec)};
+  Target t{*builtin_matrix(spec), -1, std::nullopt};
   ReachOptions o;
   o.bits = 256;
   o.full_floor = true;

@@ -1,10 +1,8 @@
 // The last check before a certified result leaves the library (attnrank/analysis/result_guard.hpp).
 #include <attnrank/analysis/result_guard.hpp>
-
 #include <attnrank/error.hpp>
 #include <attnrank/numbers/bands.hpp>
 #include <attnrank/numbers/scalar_traits.hpp>
-
 #include <cmath>
 #include <iomanip>
 #include <sstream>
@@ -32,10 +30,13 @@ class ResultGuard {
   /// A band of a value that is >= 0 (an error, a singular value).
   void nonnegative_band(const std::string& name, double lo, double hi, bool infinite_allowed = false) const {
     band(name, lo, hi, infinite_allowed);
-    if (!(lo >= 0)) fail(std::string("the band ") + name + " [" + num(lo) + ", " + num(hi) + "] has a negative lower end");
+    if (!(lo >= 0))
+      fail(std::string("the band ") + name + " [" + num(lo) + ", " + num(hi) + "] has a negative lower end");
   }
   void counts(const std::string& name, Eigen::Index lo, Eigen::Index hi) const {
-    if (!(lo <= hi)) fail(std::string("the bounds ") + name + " [" + std::to_string(lo) + ", " + std::to_string(hi) + "] are inverted");
+    if (!(lo <= hi))
+      fail(std::string("the bounds ") + name + " [" + std::to_string(lo) + ", " + std::to_string(hi) +
+           "] are inverted");
   }
   void require(bool ok, const std::string& what) const {
     if (!ok) fail(what);
@@ -43,8 +44,9 @@ class ResultGuard {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw internal_error(result_ + ": " + what +
-                         " -- attnrank refuses to report it; this is a bug in attnrank, please report it with the input");
+    throw internal_error(
+        result_ + ": " + what +
+        " -- attnrank refuses to report it; this is a bug in attnrank, please report it with the input");
   }
   std::string result_;
 };
@@ -62,21 +64,24 @@ void guard_error_band(const ResultGuard& g, double lower, double upper, const st
   g.nonnegative_band("E* (error_lower, error_upper)", lower, upper);
   if (!epsilon || !verdict) return;
   if (*verdict == "within")
-    g.require(upper <= *epsilon, std::string("epsilon_verdict is within but error_upper ") + num(upper) + " > epsilon " + num(*epsilon));
+    g.require(upper <= *epsilon,
+              std::string("epsilon_verdict is within but error_upper ") + num(upper) + " > epsilon " + num(*epsilon));
   if (*verdict == "not_within")
-    g.require(lower > *epsilon, std::string("epsilon_verdict is not_within but error_lower ") + num(lower) + " <= epsilon " + num(*epsilon));
+    g.require(lower > *epsilon, std::string("epsilon_verdict is not_within but error_lower ") + num(lower) +
+                                    " <= epsilon " + num(*epsilon));
 }
 
-void guard_floor(const ResultGuard& g, Eigen::Index dk, Eigen::Index lower, Eigen::Index upper, Verdict v, bool zero_entry,
-                 bool on_embeddings) {
+void guard_floor(const ResultGuard& g, Eigen::Index dk, Eigen::Index lower, Eigen::Index upper, Verdict v,
+                 bool zero_entry, bool on_embeddings) {
   g.counts("floor (floor_lower, floor_upper)", lower, upper);
   if (v == Verdict::reachable)
-    g.require(!zero_entry && upper <= dk,
-              std::string("the verdict is reachable but floor_upper ") + std::to_string(upper) + " > d_k " + std::to_string(dk) + " (or the target has a zero)");
+    g.require(!zero_entry && upper <= dk, std::string("the verdict is reachable but floor_upper ") +
+                                              std::to_string(upper) + " > d_k " + std::to_string(dk) +
+                                              " (or the target has a zero)");
   // With embeddings a violated linear constraint proves unreachable at any floor.
   if (v == Verdict::unreachable)
-    g.require(zero_entry || on_embeddings || lower > dk,
-              std::string("the verdict is unreachable but floor_lower ") + std::to_string(lower) + " <= d_k " + std::to_string(dk));
+    g.require(zero_entry || on_embeddings || lower > dk, std::string("the verdict is unreachable but floor_lower ") +
+                                                             std::to_string(lower) + " <= d_k " + std::to_string(dk));
 }
 
 void guard_width(const ResultGuard& g, Eigen::Index lower, const std::optional<Eigen::Index>& upper) {
@@ -99,10 +104,12 @@ void guard_result(const KernelAnalysis& k) {
     const double rtol = k.rtol.value_or(0.0);
     if (*k.error_verdict == ToleranceVerdict::within)
       g.require(c.candidate.max_abs_error_upper <= *k.max_error + rtol * c.candidate.max_abs_exact_upper,
-                std::string("the error is called within the tolerance but its upper bound ") + num(c.candidate.max_abs_error_upper) + " is above it");
+                std::string("the error is called within the tolerance but its upper bound ") +
+                    num(c.candidate.max_abs_error_upper) + " is above it");
     if (*k.error_verdict == ToleranceVerdict::exceeded)
       g.require(c.candidate.max_abs_error_lower > *k.max_error + rtol * c.candidate.max_abs_exact_lower,
-                std::string("the error is called above the tolerance but its lower bound ") + num(c.candidate.max_abs_error_lower) + " is not");
+                std::string("the error is called above the tolerance but its lower bound ") +
+                    num(c.candidate.max_abs_error_lower) + " is not");
   }
   if (k.ratio_verdict && k.max_ratio && c.reference) {
     if (*k.ratio_verdict == ToleranceVerdict::within)
@@ -134,24 +141,29 @@ void guard_result(const WidthAnalysis& w) {
   const ResultGuard g("width");
   const WidthResult& res = w.result;
   for (const WidthProfileEntry& e : res.profile) {
-    g.nonnegative_band(std::string("E* at d_k = ") + std::to_string(e.dk), e.error_lower, e.error_upper);
+    if (!is_band(e.error_lower, e.error_upper) || !(e.error_lower >= 0))
+      g.nonnegative_band(std::string("E* at d_k = ") + std::to_string(e.dk), e.error_lower, e.error_upper);
     if (e.dk < res.width_lower)
-      g.require(e.error_lower > res.epsilon,
-                std::string("width_lower is ") + std::to_string(res.width_lower) + " but at d_k = " + std::to_string(e.dk) + " error_lower " + num(e.error_lower) + " <= epsilon");
+      g.require(e.error_lower > res.epsilon, std::string("width_lower is ") + std::to_string(res.width_lower) +
+                                                 " but at d_k = " + std::to_string(e.dk) + " error_lower " +
+                                                 num(e.error_lower) + " <= epsilon");
     if (e.dk == res.width_upper)
-      g.require(e.error_upper <= res.epsilon,
-                std::string("width_upper is ") + std::to_string(e.dk) + " but there error_upper " + num(e.error_upper) + " > epsilon");
+      g.require(e.error_upper <= res.epsilon, std::string("width_upper is ") + std::to_string(e.dk) +
+                                                  " but there error_upper " + num(e.error_upper) + " > epsilon");
   }
   guard_width(g, res.width_lower, res.width_upper > 0 ? std::optional<Eigen::Index>(res.width_upper) : std::nullopt);
 }
 
 void guard_result(const SvdAnalysis& s) {
   const ResultGuard g("svd");
-  for (std::size_t i = 0; i < s.values.values.size(); ++i)
-    g.nonnegative_band(std::string("sigma_") + std::to_string(i + 1), s.values.values[i].lower, s.values.values[i].upper);
+  for (std::size_t i = 0; i < s.values.values.size(); ++i) {
+    const SingularValueBounds& b = s.values.values[i];
+    if (!is_band(b.lower, b.upper) || !(b.lower >= 0))  // the name is built only for the message
+      g.nonnegative_band(std::string("sigma_") + std::to_string(i + 1), b.lower, b.upper);
+  }
   // A gap's lower bound may be <= 0 (not separated: it proves nothing) but never NaN.
   for (std::size_t i = 0; i < s.gap_lower.size(); ++i)
-    g.require(!std::isnan(s.gap_lower[i]), std::string("the gap lower bound ") + std::to_string(i + 1) + " is NaN");
+    if (std::isnan(s.gap_lower[i])) g.require(false, "the gap lower bound " + std::to_string(i + 1) + " is NaN");
 }
 
 void guard_result(const RankAnalysis& r) {

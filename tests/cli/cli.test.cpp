@@ -871,7 +871,8 @@ TEST_CASE("attnrank: the overflow audit's smaller findings") {
       const std::string m = file("scaled" + scale + ".csv", "3" + scale + ",1" + scale + "\n1" + scale + ",2" + scale + "\n");
       const Run r = attnrank_cli("svd " + m + " --json");
       REQUIRE(r.code == 0);
-      for (const auto& v : nlohmann::json::parse(r.out)["singular_values"]) {
+      const nlohmann::json doc = nlohmann::json::parse(r.out);  // alive through the loop
+      for (const auto& v : doc["singular_values"]) {
         REQUIRE(v["lower"].is_string());  // null: no finite bound
         REQUIRE(v["upper"].is_string());
         const double lo = std::stod(v["lower"].get<std::string>()), hi = std::stod(v["upper"].get<std::string>());
