@@ -1,8 +1,10 @@
 // The last check before a certified result leaves the library (attnrank/analysis/result_guard.hpp).
 #include <attnrank/analysis/result_guard.hpp>
+
 #include <attnrank/error.hpp>
 #include <attnrank/numbers/bands.hpp>
 #include <attnrank/numbers/scalar_traits.hpp>
+
 #include <cmath>
 #include <iomanip>
 #include <sstream>
@@ -99,25 +101,42 @@ void guard_result(const KernelAnalysis& k) {
     guard_output_error(g, "reference", *c.reference);
     g.nonnegative_band("error ratio", c.ratio_lower, c.ratio_upper, true);  // inf when the reference is proven exact
   }
-  // A verdict and the bounds it rests on (nearest-rounded sums bracket the directed ones the verdict used).
+  // A verdict and the bounds it rests on. The verdict's tolerance was rounded against its claim
+  // (attention/kernel_tolerance.hpp); here each side is rounded the other way, so a sound verdict
+  // always passes. A factor of 0 is 0 (0 x inf: rtol = 0 beside an unbounded max |E|).
+  const auto plus_times = [](double a, double factor, double x, bool up) {
+    if (factor == 0) return a;
+    double r;
+    if (up) {
+      UpwardRounding rounding;
+      r = a + factor * x;
+      detail::rounding_barrier(r);
+    } else {
+      DownwardRounding rounding;
+      r = a + factor * x;
+      detail::rounding_barrier(r);
+    }
+    return r;
+  };
+  const OutputError& cand = c.candidate;
   if (k.error_verdict && k.max_error) {
     const double rtol = k.rtol.value_or(0.0);
-    if (*k.error_verdict == ToleranceVerdict::within)
-      g.require(c.candidate.max_abs_error_upper <= *k.max_error + rtol * c.candidate.max_abs_exact_upper,
-                std::string("the error is called within the tolerance but its upper bound ") +
-                    num(c.candidate.max_abs_error_upper) + " is above it");
-    if (*k.error_verdict == ToleranceVerdict::exceeded)
-      g.require(c.candidate.max_abs_error_lower > *k.max_error + rtol * c.candidate.max_abs_exact_lower,
-                std::string("the error is called above the tolerance but its lower bound ") +
-                    num(c.candidate.max_abs_error_lower) + " is not");
+    if (*k.error_verdict == ToleranceVerdict::within &&
+        !(cand.max_abs_error_upper <= plus_times(*k.max_error, rtol, cand.max_abs_exact_upper, true)))
+      g.require(false, "the error is called within the tolerance but its upper bound " +
+                           num(cand.max_abs_error_upper) + " is above it");
+    if (*k.error_verdict == ToleranceVerdict::exceeded &&
+        !(cand.max_abs_error_lower > plus_times(*k.max_error, rtol, cand.max_abs_exact_lower, false)))
+      g.require(false, "the error is called above the tolerance but its lower bound " +
+                           num(cand.max_abs_error_lower) + " is not");
   }
   if (k.ratio_verdict && k.max_ratio && c.reference) {
-    if (*k.ratio_verdict == ToleranceVerdict::within)
-      g.require(c.candidate.max_abs_error_upper <= *k.max_ratio * c.reference->max_abs_error_lower,
-                "the ratio is called within max_ratio but the candidate's upper bound is above it");
-    if (*k.ratio_verdict == ToleranceVerdict::exceeded)
-      g.require(c.candidate.max_abs_error_lower > *k.max_ratio * c.reference->max_abs_error_upper,
-                "the ratio is called above max_ratio but the candidate's lower bound is not");
+    if (*k.ratio_verdict == ToleranceVerdict::within &&
+        !(cand.max_abs_error_upper <= plus_times(0, *k.max_ratio, c.reference->max_abs_error_lower, true)))
+      g.require(false, "the ratio is called within max_ratio but the candidate's upper bound is above it");
+    if (*k.ratio_verdict == ToleranceVerdict::exceeded &&
+        !(cand.max_abs_error_lower > plus_times(0, *k.max_ratio, c.reference->max_abs_error_upper, false)))
+      g.require(false, "the ratio is called above max_ratio but the candidate's lower bound is not");
   }
 }
 

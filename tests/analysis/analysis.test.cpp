@@ -228,6 +228,15 @@ TEST_CASE("attnrank::guard_result") {
     CHECK_THROWS_AS(guard_result(k), internal_error);
     k.error_verdict = ToleranceVerdict::undecided;
     CHECK_NOTHROW(guard_result(k));
+    // A sound "within" passes however its tolerance was rounded: rtol = 0 beside an unbounded
+    // max |E| (an MPFI end past DBL_MAX) is max_error itself, not 0 x inf = NaN.
+    k.result.candidate.max_abs_error_upper = 0.05;
+    k.result.candidate.max_abs_exact_lower = 1;
+    k.result.candidate.max_abs_exact_upper = INFINITY;
+    k.error_verdict = ToleranceVerdict::within;
+    CHECK_NOTHROW(guard_result(k));
+    k.rtol = 0.5;
+    CHECK_NOTHROW(guard_result(k));
   }
   SECTION("svd, width, rank and a scan's head") {
     SvdAnalysis s;
