@@ -103,39 +103,25 @@ void guard_result(const KernelAnalysis& k) {
   }
   // A verdict and the bounds it rests on. The verdict's tolerance was rounded against its claim
   // (attention/kernel_tolerance.hpp); here each side is rounded the other way, so a sound verdict
-  // always passes. A factor of 0 is 0 (0 x inf: rtol = 0 beside an unbounded max |E|).
-  const auto plus_times = [](double a, double factor, double x, bool up) {
-    if (factor == 0) return a;
-    double r;
-    if (up) {
-      UpwardRounding rounding;
-      r = a + factor * x;
-      detail::rounding_barrier(r);
-    } else {
-      DownwardRounding rounding;
-      r = a + factor * x;
-      detail::rounding_barrier(r);
-    }
-    return r;
-  };
+  // always passes.
   const OutputError& cand = c.candidate;
   if (k.error_verdict && k.max_error) {
     const double rtol = k.rtol.value_or(0.0);
     if (*k.error_verdict == ToleranceVerdict::within &&
-        !(cand.max_abs_error_upper <= plus_times(*k.max_error, rtol, cand.max_abs_exact_upper, true)))
-      g.require(false, "the error is called within the tolerance but its upper bound " +
-                           num(cand.max_abs_error_upper) + " is above it");
+        !(cand.max_abs_error_upper <= tolerance_bound(*k.max_error, rtol, cand.max_abs_exact_upper, true)))
+      g.require(false, "the error is called within the tolerance but its upper bound " + num(cand.max_abs_error_upper) +
+                           " is above it");
     if (*k.error_verdict == ToleranceVerdict::exceeded &&
-        !(cand.max_abs_error_lower > plus_times(*k.max_error, rtol, cand.max_abs_exact_lower, false)))
-      g.require(false, "the error is called above the tolerance but its lower bound " +
-                           num(cand.max_abs_error_lower) + " is not");
+        !(cand.max_abs_error_lower > tolerance_bound(*k.max_error, rtol, cand.max_abs_exact_lower, false)))
+      g.require(false, "the error is called above the tolerance but its lower bound " + num(cand.max_abs_error_lower) +
+                           " is not");
   }
   if (k.ratio_verdict && k.max_ratio && c.reference) {
     if (*k.ratio_verdict == ToleranceVerdict::within &&
-        !(cand.max_abs_error_upper <= plus_times(0, *k.max_ratio, c.reference->max_abs_error_lower, true)))
+        !(cand.max_abs_error_upper <= tolerance_bound(0, *k.max_ratio, c.reference->max_abs_error_lower, true)))
       g.require(false, "the ratio is called within max_ratio but the candidate's upper bound is above it");
     if (*k.ratio_verdict == ToleranceVerdict::exceeded &&
-        !(cand.max_abs_error_lower > plus_times(0, *k.max_ratio, c.reference->max_abs_error_upper, false)))
+        !(cand.max_abs_error_lower > tolerance_bound(0, *k.max_ratio, c.reference->max_abs_error_upper, false)))
       g.require(false, "the ratio is called above max_ratio but the candidate's lower bound is not");
   }
 }

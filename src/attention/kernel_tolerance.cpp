@@ -15,20 +15,6 @@ void require_tolerance(double x, const char* what) {
     throw input_error(std::string(what) + " = " + std::to_string(x) + " is not a non-negative finite number");
 }
 
-/// a + b c rounded down (dir < 0) or up (dir > 0); +inf stays +inf.
-double fused_bound(double a, double b, double c, int dir) {
-  double r;
-  if (dir < 0) {
-    DownwardRounding down;
-    r = a + b * c;
-    detail::rounding_barrier(r);
-  } else {
-    UpwardRounding up;
-    r = a + b * c;
-    detail::rounding_barrier(r);
-  }
-  return std::isnan(r) ? (dir < 0 ? 0.0 : INFINITY) : r;  // 0 x inf: rtol = 0 and an unbounded |E|
-}
 
 ToleranceVerdict judge(double lower, double upper, double allowed_low, double allowed_high) {
   if (upper <= allowed_low) return ToleranceVerdict::within;
@@ -37,6 +23,21 @@ ToleranceVerdict judge(double lower, double upper, double allowed_low, double al
 }
 
 }  // namespace
+
+double tolerance_bound(double a, double b, double c, bool up) {
+  if (b == 0) return a;  // rtol = 0 beside an unbounded |E|: the true c is finite, so b c = 0
+  double r;
+  if (up) {
+    UpwardRounding rounding;
+    r = a + b * c;
+    detail::rounding_barrier(r);
+  } else {
+    DownwardRounding rounding;
+    r = a + b * c;
+    detail::rounding_barrier(r);
+  }
+  return std::isnan(r) ? (up ? INFINITY : 0.0) : r;  // NaN only from a NaN c: nothing proven
+}
 
 const char* to_string(ToleranceVerdict v) {
   switch (v) {
@@ -52,8 +53,8 @@ ToleranceVerdict judge_error(const OutputError& e, const ErrorTolerance& tol) {
   require_tolerance(tol.rtol, "rtol");
   if (e.nonfinite > 0) return ToleranceVerdict::exceeded;
   // rtol x max|E| with the bound on max|E| that makes each claim hardest.
-  const double low = tol.rtol == 0 ? tol.atol : fused_bound(tol.atol, tol.rtol, e.max_abs_exact_lower, -1);
-  const double high = tol.rtol == 0 ? tol.atol : fused_bound(tol.atol, tol.rtol, e.max_abs_exact_upper, +1);
+  const double low = tolerance_bound(tol.atol, tol.rtol, e.max_abs_exact_lower, false);
+  const double high = tolerance_bound(tol.atol, tol.rtol, e.max_abs_exact_upper, true);
   return judge(e.max_abs_error_lower, e.max_abs_error_upper, low, high);
 }
 
@@ -65,8 +66,9 @@ ToleranceVerdict judge_ratio(const KernelCheck& check, double max_ratio) {
   if (c.nonfinite > 0) return ToleranceVerdict::exceeded;
   if (r.nonfinite > 0) return ToleranceVerdict::undecided;  // an infinite reference error allows anything finite
   // The multiplicative form: a reference with error 0 allows only error 0.
-  return judge(c.max_abs_error_lower, c.max_abs_error_upper, fused_bound(0, max_ratio, r.max_abs_error_lower, -1),
-               fused_bound(0, max_ratio, r.max_abs_error_upper, +1));
+  return judge(c.max_abs_error_lower, c.max_abs_error_upper,
+               tolerance_bound(0, max_ratio, r.max_abs_error_lower, false),
+               tolerance_bound(0, max_ratio, r.max_abs_error_upper, true));
 }
 
 }  // namespace attnrank

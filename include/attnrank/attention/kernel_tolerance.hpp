@@ -25,6 +25,10 @@ struct ErrorTolerance {
   double atol = 0, rtol = 0;
 };
 
+/// a + b c rounded up (`up`) or down, for a tolerance's a + b c with a, b >= 0 and c a bound
+/// on a finite value: b = 0 gives a exactly (also beside c = +inf), and +inf stays +inf.
+double tolerance_bound(double a, double b, double c, bool up);
+
 /// Proven verdict on one output's error against `tol` (see the header comment).
 ToleranceVerdict judge_error(const OutputError& e, const ErrorTolerance& tol);
 
