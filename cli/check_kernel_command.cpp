@@ -12,9 +12,12 @@ namespace attnrank::cli {
 
 void add_check_kernel_command(CLI::App& app, Run& run) {
   auto* cmd = app.add_subcommand(
-      "check-kernel", "Certified error of an attention kernel's output O against the exact softmax(s Q K^T) V");
+      "check-kernel",
+      "Certified error of an attention kernel's output O = softmax(s Q K^T) V, its gradients and logsumexp");
   struct Options {
     std::string q, k, v, candidate, reference, mask, fallback = "auto";
+    std::string from, reference_from, dout, dq, dk, dv, lse, reference_dq, reference_dk, reference_dv, reference_lse;
+    std::optional<double> ratio_atol;
     std::string scale;
     unsigned bits = 128;
     std::string max_error;
@@ -23,11 +26,24 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
   };
   auto opt = std::make_shared<Options>();
   const std::string arrays = " (.npy or F.safetensors:NAME; shape (N, d), (H, N, d) or (B, H, N, d); any float dtype)";
-  cmd->add_option("--q", opt->q, "Queries Q" + arrays)->required();
-  cmd->add_option("--k", opt->k, "Keys K, (..., N_k, d)")->required();
-  cmd->add_option("--v", opt->v, "Values V, (..., N_k, d_v)")->required();
-  cmd->add_option("--candidate", opt->candidate, "The kernel's output O, (..., N, d_v)")->required();
+  cmd->add_option("--q", opt->q, "Queries Q" + arrays);
+  cmd->add_option("--k", opt->k, "Keys K, (..., N_k, d)");
+  cmd->add_option("--v", opt->v, "Values V, (..., N_k, d_v)");
+  cmd->add_option("--candidate", opt->candidate, "The kernel's output O, (..., N, d_v)");
   cmd->add_option("--reference", opt->reference, "A reference output (float32 or float64 attention, say) to compare with");
+  cmd->add_option("--dout", opt->dout, "The upstream gradient dO the backward pass ran with, (..., N, d_v)");
+  cmd->add_option("--dq", opt->dq, "The kernel's dQ, (..., N, d)");
+  cmd->add_option("--dk", opt->dk, "The kernel's dK, (..., N_k, d)");
+  cmd->add_option("--dv", opt->dv, "The kernel's dV, (..., N_k, d_v)");
+  cmd->add_option("--lse", opt->lse, "The kernel's logsumexp of the scaled scores (natural log), (..., N)");
+  cmd->add_option("--reference-dq", opt->reference_dq, "A reference's dQ");
+  cmd->add_option("--reference-dk", opt->reference_dk, "A reference's dK");
+  cmd->add_option("--reference-dv", opt->reference_dv, "A reference's dV");
+  cmd->add_option("--reference-lse", opt->reference_lse, "A reference's logsumexp");
+  cmd->add_option("--from", opt->from,
+                  "A safetensors file holding any of q, k, v, out, dout, dq, dk, dv, lse (a flag given wins)");
+  cmd->add_option("--reference-from", opt->reference_from,
+                  "A safetensors file holding a reference's out, dq, dk, dv, lse (a flag given wins)");
   cmd->add_option("--mask", opt->mask, "causal, none, or an N x N file of 0s and 1s (1: the query may attend)");
   cmd->add_option("--scale", opt->scale,
                   "Softmax scale s (default 1/sqrt(d)); the double nearest to it, as Python's float() reads it")
@@ -61,7 +77,11 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
       ->check(non_negative);
   cmd->add_option("--max-ratio", opt->max_ratio,
                   "Exit 3 when the candidate's error is proven above this multiple of the reference's "
-                  "(FlashAttention's rule is 2)")
+                  "plus --ratio-atol (FlashAttention's rule: 2 or 3)")
+      ->type_name("FLOAT")
+      ->check(non_negative);
+  cmd->add_option("--ratio-atol", opt->ratio_atol,
+                  "With --max-ratio: the floor a of the rule err <= max_ratio err(reference) + a (default 0)")
       ->type_name("FLOAT")
       ->check(non_negative);
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
@@ -71,11 +91,31 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     const auto read = [&](const std::string& path, NonFiniteElements nonfinite = NonFiniteElements::refuse) {
       return NamedTensor{read_double_tensor(path, run.limits, nonfinite), path};
     };
-    q.q = read(opt->q);
-    q.k = read(opt->k);
-    q.v = read(opt->v);
-    q.candidate = read(opt->candidate, NonFiniteElements::keep);
-    if (!opt->reference.empty()) q.reference = read(opt->reference, NonFiniteElements::keep);
+    const auto read_lse = [&](const std::string& path) {
+      return NamedTensor{read_row_stack(path, run.limits, NonFiniteElements::keep), path};
+    };
+    const auto maybe = [&](std::optional<NamedTensor>& slot, const std::string& path, bool lse = false,
+                           NonFiniteElements nonfinite = NonFiniteElements::keep) {
+      if (!path.empty()) slot = lse ? read_lse(path) : read(path, nonfinite);
+    };
+    if (!opt->q.empty()) q.q = read(opt->q);
+    if (!opt->k.empty()) q.k = read(opt->k);
+    if (!opt->v.empty()) q.v = read(opt->v);
+    maybe(q.candidate, opt->candidate);
+    maybe(q.reference, opt->reference);
+    maybe(q.dout, opt->dout, false, NonFiniteElements::refuse);
+    maybe(q.dq, opt->dq);
+    maybe(q.dk, opt->dk);
+    maybe(q.dv, opt->dv);
+    maybe(q.lse, opt->lse, true);
+    maybe(q.reference_dq, opt->reference_dq);
+    maybe(q.reference_dk, opt->reference_dk);
+    maybe(q.reference_dv, opt->reference_dv);
+    maybe(q.reference_lse, opt->reference_lse, true);
+    if (!opt->from.empty()) read_kernel_tensors(q, opt->from, false, run.limits);
+    if (!opt->reference_from.empty()) read_kernel_tensors(q, opt->reference_from, true, run.limits);
+    if (q.q.tensor.matrices.empty() || q.k.tensor.matrices.empty() || q.v.tensor.matrices.empty())
+      throw input_error("check-kernel needs Q, K and V: --q, --k, --v, or tensors named q, k, v in a --from file");
     if (!opt->max_error.empty()) {
       char* end = nullptr;
       q.max_error = std::strtod(opt->max_error.c_str(), &end);
@@ -84,8 +124,9 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     }
     q.rtol = opt->rtol;
     q.max_ratio = opt->max_ratio;
+    q.ratio_atol = opt->ratio_atol;
     if (!opt->scale.empty()) q.options.scale = std::strtod(opt->scale.c_str(), nullptr);
-    if (!opt->mask.empty()) q.options.mask = run.read_mask(opt->mask, q.q.tensor.matrices[0].rows(), opt->q + " (Q)");
+    if (!opt->mask.empty()) q.options.mask = run.read_mask(opt->mask, q.q.tensor.matrices[0].rows(), q.q.name + " (Q)");
     q.options.fallback = opt->fallback == "never"    ? FallbackPolicy::never
                          : opt->fallback == "always" ? FallbackPolicy::always
                                                      : FallbackPolicy::automatic;
@@ -93,7 +134,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     const KernelAnalysis k = analyze_kernel(q);
     if (opt->json) run.print(to_json(k));
     else run.print(to_text(k));
-    if (k.max_error_exceeded || k.ratio_verdict == ToleranceVerdict::exceeded) run.exit_code = 3;
+    if (!k.exceeded.empty()) run.exit_code = 3;
   });
 }
 

@@ -17,6 +17,7 @@
 #include <pybind11/stl.h>
 
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -366,14 +367,37 @@ PYBIND11_MODULE(_attnrank, m) {
       py::arg("max_dk"), py::arg("jobs"), py::arg("seed"), py::arg("refine"), py::arg("time_limit"), py::arg("name"));
   m.def(
       "check_kernel",
-      [](NamedTensor q, NamedTensor k, NamedTensor v, NamedTensor candidate, std::optional<NamedTensor> reference,
+      [](NamedTensor q, NamedTensor k, NamedTensor v, std::optional<NamedTensor> candidate,
+         std::optional<NamedTensor> reference, std::optional<NamedTensor> dout,
+         std::map<std::string, NamedTensor> gradients, std::map<std::string, NamedTensor> reference_gradients,
          std::optional<Mask> mask, std::optional<double> scale, const std::string& fallback, unsigned bits,
-         std::optional<double> max_error, std::optional<double> rtol, std::optional<double> max_ratio) {
-        KernelQuestion kq{std::move(q), std::move(k), std::move(v), std::move(candidate), std::move(reference), {}, max_error,
-                          !max_error                 ? ""
-                          : std::isfinite(*max_error) ? format_significant(Rational(*max_error), 17)
-                                                      : std::to_string(*max_error),
-                          rtol, max_ratio};
+         std::optional<double> max_error, std::optional<double> rtol, std::optional<double> max_ratio,
+         std::optional<double> ratio_atol) {
+        KernelQuestion kq;
+        kq.q = std::move(q);
+        kq.k = std::move(k);
+        kq.v = std::move(v);
+        kq.candidate = std::move(candidate);
+        kq.reference = std::move(reference);
+        kq.dout = std::move(dout);
+        const auto take = [](std::map<std::string, NamedTensor>& from, const char* name, std::optional<NamedTensor>& to) {
+          if (auto it = from.find(name); it != from.end()) to = std::move(it->second);
+        };
+        take(gradients, "dq", kq.dq);
+        take(gradients, "dk", kq.dk);
+        take(gradients, "dv", kq.dv);
+        take(gradients, "lse", kq.lse);
+        take(reference_gradients, "dq", kq.reference_dq);
+        take(reference_gradients, "dk", kq.reference_dk);
+        take(reference_gradients, "dv", kq.reference_dv);
+        take(reference_gradients, "lse", kq.reference_lse);
+        kq.max_error = max_error;
+        kq.max_error_text = !max_error                  ? ""
+                            : std::isfinite(*max_error) ? format_significant(Rational(*max_error), 17)
+                                                        : std::to_string(*max_error);
+        kq.rtol = rtol;
+        kq.max_ratio = max_ratio;
+        kq.ratio_atol = ratio_atol;
         if (scale && !(std::isfinite(*scale) && *scale > 0))
           throw input_error("scale " + std::to_string(*scale) + " is not a positive number");
         kq.options.scale = scale;
@@ -387,7 +411,7 @@ PYBIND11_MODULE(_attnrank, m) {
         kq.options.fallback_bits = bits;
         return released([&] { return to_json(analyze_kernel(kq)); });
       },
-      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("candidate"), py::arg("reference"), py::arg("mask"),
-      py::arg("scale"), py::arg("fallback"), py::arg("bits"), py::arg("max_error"), py::arg("rtol") = py::none(),
-      py::arg("max_ratio") = py::none());
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("candidate"), py::arg("reference"), py::arg("dout"),
+      py::arg("gradients"), py::arg("reference_gradients"), py::arg("mask"), py::arg("scale"), py::arg("fallback"),
+      py::arg("bits"), py::arg("max_error"), py::arg("rtol"), py::arg("max_ratio"), py::arg("ratio_atol"));
 }

@@ -278,30 +278,72 @@ def _tensor(value, name, keep_nonfinite=False):
     return _core.tensor_from_array(array, name, keep_nonfinite, dtype)
 
 
-def check_kernel(q, k, v, candidate, reference=None, *, mask=None, scale=None, fallback="auto", bits=None,
-                 max_error=None, rtol=None, max_ratio=None):
+def _row_tensor(value, name):
+    """A per-row tensor (the logsumexp) of shape (N,), (H, N) or (B, H, N), read exactly
+    as one (N, 1) matrix per head."""
+    dtype = None
+    if _is_torch(value):
+        value, dtype = _from_torch(value)
+    array = _numpy(name).asarray(value)
+    if array.dtype.kind not in "fiub":
+        raise ValueError(f"{name}: a float or integer array is needed, not dtype {array.dtype}")
+    if not 1 <= array.ndim <= 3:
+        raise ValueError(f"{name}: shape {tuple(array.shape)} has {array.ndim} dimensions; the logsumexp has "
+                         "1 to 3: (N,), (H, N) or (B, H, N)")
+    return _core.tensor_from_array(array[..., None], name, True, dtype)
+
+
+def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None, dk=None, dv=None, lse=None,
+                 reference_dq=None, reference_dk=None, reference_dv=None, reference_lse=None, mask=None,
+                 scale=None, fallback="auto", bits=None, max_error=None, rtol=None, max_ratio=None,
+                 ratio_atol=None):
     """The certified error of an attention kernel's output ``candidate`` (and of ``reference``)
-    against the exact ``softmax(scale q k^T) v``, as ``attnrank check-kernel --json``: per output,
-    ``max_abs_error_lower <= max |O - exact| <= max_abs_error_upper`` (decimal strings rounded
-    outward), the relative bounds and the worst entry; with a reference, ``ratio_lower`` /
-    ``ratio_upper`` enclose candidate error / reference error. Arrays are NumPy arrays or torch
-    tensors of shape (N, d), (H, N, d) or (B, H, N, d), any float dtype (bfloat16 too), read
-    exactly. ``mask`` is "causal", "none" or an N x N 0/1 array; ``scale`` defaults to 1/sqrt(d).
-    NaN or infinite entries of ``candidate`` or ``reference`` are reported (``nonfinite``, an
-    infinite error, ``worst`` at the first in C order); in q, k or v they raise ValueError.
-    With ``max_error`` (and ``rtol``: the tolerance max_error + rtol max |exact|), ``max_error_verdict``
-    is "within" or "exceeded" only when proven, "undecided" otherwise, and ``max_error_exceeded`` is
-    True only when the error is proven larger; ``max_ratio`` (needs ``reference``) judges candidate
-    error <= max_ratio x reference error the same way (``max_ratio_verdict``). For tests, see
-    ``attnrank.testing.assert_attention_close``."""
+    against the exact ``softmax(scale q k^T) v``, and of its backward pass, as ``attnrank
+    check-kernel --json``: per tensor, ``max_abs_error_lower <= max |O - exact| <= max_abs_error_upper``
+    (decimal strings rounded outward), the relative bounds, the mean absolute and RMS error bands
+    and the worst entry; with a reference, ``ratio_lower`` / ``ratio_upper`` enclose candidate
+    error / reference error. Arrays are NumPy arrays or torch tensors of shape (N, d), (H, N, d)
+    or (B, H, N, d), any float dtype (bfloat16 too), read exactly. ``mask`` is "causal", "none" or
+    an N x N 0/1 array; ``scale`` defaults to 1/sqrt(d).
+
+    The backward pass: ``dq``, ``dk``, ``dv`` (any subset; they need ``dout``, the upstream gradient
+    the kernel's backward ran with) are checked against the exact gradients of that attention
+    contracted with ``dout``, and ``lse`` (shape (N,), (H, N) or (B, H, N): FlashAttention's
+    softmax_lse, natural log) against the exact logsumexp of the scaled scores. Each result is
+    under its own key ("dq", "dk", "dv", "lse") with the output's band names, a reference's
+    (``reference_dq``, ...) under "reference" there; "backward" says how they were enclosed.
+
+    NaN or infinite entries of a kernel's result are reported (``nonfinite``, an infinite error,
+    ``worst`` at the first in C order); in q, k, v or dout they raise ValueError. With
+    ``max_error`` (and ``rtol``: the tolerance max_error + rtol max |exact|), every tensor's
+    ``max_error_verdict`` is "within" or "exceeded" only when proven, "undecided" otherwise;
+    ``max_ratio`` (needs a reference) judges FlashAttention's rule candidate error <= max_ratio x
+    reference error + ``ratio_atol`` (default 0) the same way (``max_ratio_verdict``); ``exceeded``
+    lists every tensor proven outside a tolerance. For tests, see ``attnrank.testing``."""
     tq = _tensor(q, "q")
     n = tq.shape[-2]
-    return _core.check_kernel(tq, _tensor(k, "k"), _tensor(v, "v"), _tensor(candidate, "candidate", True),
-                              None if reference is None else _tensor(reference, "reference", True),
+
+    def opt(value, name, keep=True):
+        return None if value is None else _tensor(value, name, keep)
+
+    grads = {}
+    refs = {}
+    for key, value, ref in (("dq", dq, reference_dq), ("dk", dk, reference_dk), ("dv", dv, reference_dv)):
+        if value is not None:
+            grads[key] = _tensor(value, key, True)
+        if ref is not None:
+            refs[key] = _tensor(ref, "reference_" + key, True)
+    if lse is not None:
+        grads["lse"] = _row_tensor(lse, "lse")
+    if reference_lse is not None:
+        refs["lse"] = _row_tensor(reference_lse, "reference_lse")
+    return _core.check_kernel(tq, _tensor(k, "k"), _tensor(v, "v"), opt(candidate, "candidate"),
+                              opt(reference, "reference"), opt(dout, "dout", False), grads, refs,
                               _mask(mask, n), None if scale is None else float(scale), str(fallback),
                               128 if bits is None else _integer("bits", bits, _UNSIGNED),
                               None if max_error is None else float(max_error),
-                              None if rtol is None else float(rtol), None if max_ratio is None else float(max_ratio))
+                              None if rtol is None else float(rtol), None if max_ratio is None else float(max_ratio),
+                              None if ratio_atol is None else float(ratio_atol))
 
 
 def from_torch(module):

@@ -30,10 +30,14 @@ def svd(M: Exact, top: Optional[int] = ..., *, gaps: bool = ...) -> Document: ..
 def layer(x: Exact, wq: Exact, wk: Exact, wv: Exact, wo: Exact, heads: int, *,
           tier: Literal["double", "certified-double", "mp", "interval"] = ..., digits: Optional[int] = ...,
           mask: Union[MaskArg, Sequence[MaskArg]] = ..., bits: Optional[int] = ...) -> Document: ...
-def check_kernel(q: Tensor, k: Tensor, v: Tensor, candidate: Tensor, reference: Optional[Tensor] = ..., *,
+def check_kernel(q: Tensor, k: Tensor, v: Tensor, candidate: Optional[Tensor] = ...,
+                 reference: Optional[Tensor] = ..., *, dout: Optional[Tensor] = ..., dq: Optional[Tensor] = ...,
+                 dk: Optional[Tensor] = ..., dv: Optional[Tensor] = ..., lse: Optional[Tensor] = ...,
+                 reference_dq: Optional[Tensor] = ..., reference_dk: Optional[Tensor] = ...,
+                 reference_dv: Optional[Tensor] = ..., reference_lse: Optional[Tensor] = ...,
                  mask: MaskArg = ..., scale: Optional[float] = ..., fallback: Literal["auto", "never", "always"] = ...,
                  bits: Optional[int] = ..., max_error: Optional[float] = ..., rtol: Optional[float] = ...,
-                 max_ratio: Optional[float] = ...) -> Document: ...
+                 max_ratio: Optional[float] = ..., ratio_atol: Optional[float] = ...) -> Document: ...
 def from_torch(module: Any) -> Dict[str, Any]: ...
 def scan(tensor: Tensor, *, d_k: Optional[int] = ..., epsilon: Optional[float] = ..., mask: MaskArg = ...,
          jobs: Optional[int] = ..., client: Any = ..., max_dk: Optional[int] = ..., seed: int = ...,

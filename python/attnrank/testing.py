@@ -4,9 +4,12 @@
 kernel's output ``out`` is within tolerance of the exact attention
 softmax(scale q k^T) v of the very numbers in ``q``, ``k``, ``v``: the bounds come
 from attnrank's certified enclosure (attnrank.check_kernel), not from a float32
-reference with an error of its own. It raises ``AssertionError`` (what pytest
-reports as a failed test) with the certified error band, the worst entry and,
-with a ``reference``, the certified ratio of the two true errors. See
+reference with an error of its own. ``assert_attention_grads_close(dq, dk, dv, q, k,
+v, dout)`` does the same for a backward pass against the exact gradients, and
+``assert_attention_kernel(fn, q, k, v)`` runs a kernel's forward and backward with
+autograd on a seeded dout and asserts both. Each raises ``AssertionError`` (what
+pytest reports as a failed test) with the certified error bands, the worst entry
+and, with a reference, the certified ratio of the two true errors. See
 docs/kernels.md ("In a test suite").
 """
 
@@ -14,7 +17,7 @@ import numpy as _np
 
 from . import _from_torch, _is_torch, check_kernel as _check_kernel
 
-__all__ = ["assert_attention_close", "default_tolerance"]
+__all__ = ["assert_attention_close", "assert_attention_grads_close", "assert_attention_kernel", "default_tolerance"]
 
 # torch.testing.assert_close's defaults (rtol, atol) by dtype, applied to the max:
 # max |out - exact| <= atol + rtol max |exact|.
@@ -75,8 +78,66 @@ def _verdict_line(label, verdict, rule):
     return f"  {label} {rule}: {says[verdict]}"
 
 
+def _check_criteria(max_error, rtol, max_ratio, ratio_atol, has_reference):
+    if max_ratio is not None and not has_reference:
+        raise ValueError("max_ratio needs a reference (its true error is what the ratio divides by)")
+    if rtol is not None and max_error is None:
+        raise ValueError("rtol needs max_error (the tolerance is max_error + rtol max |exact|)")
+    for label, value in (("max_error", max_error), ("max_ratio", max_ratio), ("rtol", rtol), ("ratio_atol", ratio_atol)):
+        if value is not None and not (float(value) >= 0 and float(value) != float("inf")):
+            raise ValueError(f"{label}: {value!r} is not a non-negative finite number")
+
+
+def _ratio_rule(max_ratio, ratio_atol):
+    return f"max_ratio {max_ratio:g}" + (f" x error(reference) + ratio_atol {ratio_atol:g}" if ratio_atol else "")
+
+
+def _tensor_lines(part, name, array, max_error, rtol, max_ratio, ratio_atol, has_reference):
+    """The certified bands, worst entry and verdicts of one checked tensor, as message lines."""
+    c = part["candidate"]
+    lines = []
+    if c["nonfinite"]:
+        lines.append(f"  {c['nonfinite']} entries of {name} are NaN or infinite; the first at {_place(c['worst'])}")
+    lines.append(f"  max |{name} - exact|               in [{c['max_abs_error_lower']}, {c['max_abs_error_upper']}]"
+                 " (certified)")
+    lines.append(f"  max |{name} - exact| / max |exact| in [{c['max_rel_error_lower']}, {c['max_rel_error_upper']}]")
+    lines.append(f"  mean |{name} - exact|              in [{c['mean_abs_error_lower']}, {c['mean_abs_error_upper']}]")
+    if not c["nonfinite"]:
+        lines.append(f"  largest proven error at {_place(c['worst'])}: {name} = {_entry(array, c['worst'])}")
+    if max_error is not None:
+        rule = f"max_error {max_error:g}" + (f" + rtol {rtol:g} x max |exact|" if rtol else "")
+        lines.append(_verdict_line("tolerance", part["max_error_verdict"], rule))
+    if has_reference and "reference" in part:
+        r = part["reference"]
+        if r["nonfinite"]:
+            lines.append(f"  reference: {r['nonfinite']} entries are NaN or infinite; the first at {_place(r['worst'])}")
+            lines.append("  its error is infinite, so error(candidate) / error(reference) is not defined (band [0, inf])")
+            if max_ratio is not None:
+                lines.append(f"  ratio {_ratio_rule(max_ratio, ratio_atol)}: NOT JUDGED (the reference is not finite; "
+                             "fix the reference, or use max_error)")
+        else:
+            lines.append(f"  reference: max |reference - exact| in [{r['max_abs_error_lower']}, "
+                         f"{r['max_abs_error_upper']}]")
+            lines.append(f"  error({name}) / error(reference)    in [{part['ratio_lower']}, {part['ratio_upper']}]")
+            if max_ratio is not None:
+                lines.append(_verdict_line("ratio", part["max_ratio_verdict"], _ratio_rule(max_ratio, ratio_atol)))
+    return lines
+
+
+def _method_line(meta, what):
+    method = "the certified double tier" if meta["method"] == "double" else f"MPFI at {meta['bits']} bits"
+    lines = [f"  exact {what} enclosed by {method}, widths <= {meta['enclosure_width']}"]
+    if "fallback_skipped" in meta:
+        lines.append(f"  note: {meta['fallback_skipped']}")
+    return lines
+
+
+def _passed(part):
+    return all(part.get(key) in (None, "within") for key in ("max_error_verdict", "max_ratio_verdict"))
+
+
 def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None, max_error=None, max_ratio=None,
-                           reference=None, rtol=None, layout="bhsd", fallback="auto", bits=None):
+                           reference=None, rtol=None, ratio_atol=0, layout="bhsd", fallback="auto", bits=None):
     """Asserts, with proof, that ``out`` is close to the exact attention of ``q``, ``k``, ``v``.
 
     Arrays are NumPy arrays or torch tensors (any device; float16, bfloat16, float32, float64),
@@ -88,8 +149,10 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
     Criteria (each given one must be proven):
       * ``max_error`` (with ``rtol``): max |out - exact| <= max_error + rtol max |exact|;
       * ``max_ratio`` (needs ``reference``): the error of ``out`` <= max_ratio x the error of
-        ``reference``, both true errors -- FlashAttention's "at most 2x the error of PyTorch's
-        low-precision attention" rule is ``max_ratio=2`` with that output as ``reference``.
+        ``reference`` + ``ratio_atol``, both true errors -- FlashAttention's "at most 2x the error
+        of PyTorch's low-precision attention" rule is ``max_ratio=2`` with that output as
+        ``reference``; ``ratio_atol`` is its floor (without one, an exact reference lets only an
+        exact output pass).
       * Neither: ``max_ratio=2`` with a reference, otherwise torch.testing's (rtol, atol) for
         ``out``'s dtype, on the max (``default_tolerance``).
 
@@ -98,13 +161,7 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
     ``attnrank.check_kernel``, with the verdicts) when every criterion is proven."""
     if causal and mask is not None:
         raise ValueError("pass causal=True or mask, not both")
-    if max_ratio is not None and reference is None:
-        raise ValueError("max_ratio needs a reference output (its true error is what the ratio divides by)")
-    if rtol is not None and max_error is None:
-        raise ValueError("rtol needs max_error (the tolerance is max_error + rtol max |exact|)")
-    for label, value in (("max_error", max_error), ("max_ratio", max_ratio), ("rtol", rtol)):
-        if value is not None and not (float(value) >= 0 and float(value) != float("inf")):
-            raise ValueError(f"{label}: {value!r} is not a non-negative finite number")
+    _check_criteria(max_error, rtol, max_ratio, ratio_atol, reference is not None)
     if max_error is None and max_ratio is None:
         if reference is not None:
             max_ratio = 2.0
@@ -113,38 +170,116 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
     arrays = [_to_bhsd(x, layout, name) for x, name in ((q, "q"), (k, "k"), (v, "v"), (out, "out"))]
     ref = None if reference is None else _to_bhsd(reference, layout, "reference")
     check = _check_kernel(*arrays, ref, mask="causal" if causal else mask, scale=scale, fallback=fallback,
-                          bits=bits, max_error=max_error, rtol=rtol, max_ratio=max_ratio)
-    verdicts = [check.get("max_error_verdict"), check.get("max_ratio_verdict")]
-    if all(v in (None, "within") for v in verdicts):
+                          bits=bits, max_error=max_error, rtol=rtol, max_ratio=max_ratio,
+                          ratio_atol=None if max_ratio is None else ratio_atol)
+    if _passed(check):
         return check
-    c = check["candidate"]
     lines = ["attention output not proven close to the exact softmax(scale q k^T) v:"]
-    if c["nonfinite"]:
-        lines.append(f"  {c['nonfinite']} entries of out are NaN or infinite; the first at {_place(c['worst'])}")
-    lines.append(f"  max |out - exact|               in [{c['max_abs_error_lower']}, {c['max_abs_error_upper']}]"
-                 " (certified)")
-    lines.append(f"  max |out - exact| / max |exact| in [{c['max_rel_error_lower']}, {c['max_rel_error_upper']}]")
-    if not c["nonfinite"]:
-        lines.append(f"  largest proven error at {_place(c['worst'])}: out = {_entry(arrays[3], c['worst'])}")
-    if max_error is not None:
-        rule = f"max_error {max_error:g}" + (f" + rtol {rtol:g} x max |exact|" if rtol else "")
-        lines.append(_verdict_line("tolerance", check["max_error_verdict"], rule))
-    if reference is not None:
-        r = check["reference"]
-        if r["nonfinite"]:
-            lines.append(f"  reference: {r['nonfinite']} entries are NaN or infinite; the first at {_place(r['worst'])}")
-            lines.append("  its error is infinite, so error(out) / error(reference) is not defined (band [0, inf])")
-            if max_ratio is not None:
-                lines.append(f"  ratio max_ratio {max_ratio:g}: NOT JUDGED (the reference is not finite; "
-                             "fix the reference, or use max_error)")
-        else:
-            lines.append(f"  reference: max |reference - exact| in [{r['max_abs_error_lower']}, "
-                         f"{r['max_abs_error_upper']}]")
-            lines.append(f"  error(out) / error(reference)    in [{check['ratio_lower']}, {check['ratio_upper']}]")
-            if max_ratio is not None:
-                lines.append(_verdict_line("ratio", check["max_ratio_verdict"], f"max_ratio {max_ratio:g}"))
-    method = "the certified double tier" if check["method"] == "double" else f"MPFI at {check['bits']} bits"
-    lines.append(f"  exact output enclosed by {method}, widths <= {check['enclosure_width']}")
-    if "fallback_skipped" in check:
-        lines.append(f"  note: {check['fallback_skipped']}")
+    lines += _tensor_lines(check, "out", arrays[3], max_error, rtol, max_ratio, ratio_atol, reference is not None)
+    lines += _method_line(check, "output")
     raise AssertionError("\n".join(lines))
+
+
+def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mask=None, scale=None, max_error=None,
+                                 rtol=None, reference=None, max_ratio=None, ratio_atol=0, layout="bhsd",
+                                 fallback="auto", bits=None):
+    """Asserts, with proof, that a backward pass's ``dq``, ``dk``, ``dv`` are close to the exact
+    gradients of softmax(scale q k^T) v contracted with ``dout`` (any of the three may be None:
+    not checked). Arrays, ``causal``, ``mask``, ``scale`` and ``layout`` as in
+    ``assert_attention_close``; the exact gradients use the exact output, not the kernel's.
+
+    Criteria, applied to each gradient given (each must be proven):
+      * ``max_error`` (with ``rtol``): max |dX - exact| <= max_error + rtol max |exact|;
+      * ``max_ratio`` (needs ``reference``, the tuple (dq, dk, dv) of a second computation,
+        entries None where absent): error(dX) <= max_ratio x error(reference dX) + ``ratio_atol``,
+        FlashAttention's gradient rule on true errors;
+      * neither: ``max_ratio=2`` with a reference, otherwise torch.testing's (rtol, atol) for
+        each gradient's dtype, on the max.
+
+    Raises AssertionError naming each gradient that is proven outside a criterion or not proven
+    within it, with its certified bands and worst entry. Returns the check when all pass."""
+    if causal and mask is not None:
+        raise ValueError("pass causal=True or mask, not both")
+    grads = {"dq": dq, "dk": dk, "dv": dv}
+    if all(g is None for g in grads.values()):
+        raise ValueError("no gradient to check: pass dq, dk or dv")
+    refs = {}
+    if reference is not None:
+        if not isinstance(reference, (tuple, list)) or len(reference) != 3:
+            raise ValueError("reference: the tuple (dq, dk, dv) of a second computation's gradients is needed")
+        refs = {key: value for key, value in zip(("dq", "dk", "dv"), reference) if value is not None}
+        for key in refs:
+            if grads[key] is None:
+                raise ValueError(f"reference {key} is given but {key} is not: nothing to compare it with")
+    _check_criteria(max_error, rtol, max_ratio, ratio_atol, bool(refs))
+    per_dtype = max_error is None and max_ratio is None and not refs
+    if max_error is None and max_ratio is None and refs:
+        max_ratio = 2.0
+    arrays = {key: (None if g is None else _to_bhsd(g, layout, key)) for key, g in grads.items()}
+    base = [_to_bhsd(x, layout, name) for x, name in ((q, "q"), (k, "k"), (v, "v"))]
+    d_out = _to_bhsd(dout, layout, "dout")
+    checks = {}
+    # One tolerance per dtype when none is given: each gradient is judged by its own dtype's default.
+    groups = {}
+    for key, g in arrays.items():
+        if g is not None:
+            groups.setdefault(_dtype_name(g) if per_dtype else "", []).append(key)
+    for dtype, keys in groups.items():
+        tol_rtol, tol_error = (default_tolerance(dtype) if per_dtype else (rtol, max_error))
+        kwargs = {key: arrays[key] for key in keys}
+        kwargs.update({"reference_" + key: _to_bhsd(refs[key], layout, "reference " + key) for key in keys if key in refs})
+        check = _check_kernel(*base, dout=d_out, mask="causal" if causal else mask, scale=scale, fallback=fallback,
+                              bits=bits, max_error=tol_error, rtol=tol_rtol, max_ratio=max_ratio,
+                              ratio_atol=None if max_ratio is None else ratio_atol, **kwargs)
+        for key in keys:
+            checks[key] = (check, tol_error, tol_rtol)
+    failing = [key for key in ("dq", "dk", "dv") if key in checks and not _passed(checks[key][0][key])]
+    if not failing:
+        return {key: value[0][key] for key, value in checks.items()} | {"backward": next(iter(checks.values()))[0]["backward"]}
+    lines = [f"attention gradients not proven close to the exact gradients ({', '.join(failing)}):"]
+    for key in failing:
+        check, tol_error, tol_rtol = checks[key]
+        lines.append(f" {key}:")
+        lines += _tensor_lines(check[key], key, arrays[key], tol_error, tol_rtol, max_ratio, ratio_atol, key in refs)
+    lines += _method_line(checks[failing[0]][0]["backward"], "gradients")
+    raise AssertionError("\n".join(lines))
+
+
+def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None, seed=0, max_error=None, rtol=None,
+                            grad_max_error=None, grad_rtol=None, reference=None, max_ratio=None, ratio_atol=0,
+                            fallback="auto", bits=None):
+    """Runs the kernel ``fn(q, k, v) -> out`` (torch tensors, (..., N, d) layout) forward and
+    backward with autograd on an upstream gradient drawn from ``torch.randn`` with ``seed`` in
+    ``out``'s dtype, and asserts both with proof: ``assert_attention_close`` on ``out`` (with
+    ``max_error`` / ``rtol``) and ``assert_attention_grads_close`` on q.grad, k.grad, v.grad
+    (with ``grad_max_error`` / ``grad_rtol``). ``causal``, ``mask`` and ``scale`` say what the
+    kernel computes. ``reference`` is a second callable (PyTorch's attention in the same dtype,
+    say) run the same way; with it the criterion is FlashAttention's rule, ``max_ratio`` (default
+    2) x the reference's true error + ``ratio_atol``, for the output and each gradient. The seed
+    is in every failure message. Returns {"out": ..., "dq": ..., ...}, the checks."""
+    import torch
+
+    def run(kernel):
+        leaves = [x.detach().clone().requires_grad_(True) for x in (q, k, v)]
+        out = kernel(*leaves)
+        generator = torch.Generator(device="cpu").manual_seed(int(seed))
+        dout = torch.randn(out.shape, generator=generator, dtype=torch.float32).to(dtype=out.dtype, device=out.device)
+        out.backward(dout)
+        return out.detach(), dout, tuple(x.grad for x in leaves)
+
+    out, dout, grads = run(fn)
+    ref_out = ref_grads = None
+    if reference is not None:
+        ref_out, ref_dout, ref_grads = run(reference)
+        if not bool(torch.equal(ref_dout, dout)):
+            raise ValueError("the reference's output dtype differs from the kernel's: the seeded dout would differ")
+    common = dict(causal=causal, mask=mask, scale=scale, fallback=fallback, bits=bits)
+    try:
+        forward = assert_attention_close(out, q, k, v, max_error=max_error, rtol=rtol, reference=ref_out,
+                                         max_ratio=max_ratio, ratio_atol=ratio_atol, **common)
+        backward = assert_attention_grads_close(*grads, q, k, v, dout, max_error=grad_max_error, rtol=grad_rtol,
+                                                reference=ref_grads, max_ratio=max_ratio, ratio_atol=ratio_atol,
+                                                **common)
+    except AssertionError as failure:
+        raise AssertionError(f"{failure}\n  (dout drawn with torch.randn, seed={seed})") from None
+    return {"out": forward} | backward

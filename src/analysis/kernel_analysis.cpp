@@ -4,8 +4,10 @@
 #include <attnrank/analysis/document.hpp>
 #include <attnrank/analysis/result_guard.hpp>
 #include <attnrank/io/binary_array.hpp>
+#include <attnrank/io/safetensors.hpp>
 #include <attnrank/numbers/decimal.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <sstream>
@@ -51,19 +53,31 @@ json error_json(const DoubleTensor& q, const OutputError& e, const std::string& 
           {"max_abs_error_upper", upper_text(e.max_abs_error_upper)},
           {"max_rel_error_lower", lower_text(e.max_rel_error_lower)},
           {"max_rel_error_upper", upper_text(e.max_rel_error_upper)},
+          {"mean_abs_error_lower", lower_text(e.mean_abs_error_lower)},
+          {"mean_abs_error_upper", upper_text(e.mean_abs_error_upper)},
+          {"rms_error_lower", lower_text(e.rms_error_lower)},
+          {"rms_error_upper", upper_text(e.rms_error_upper)},
           {"worst", place_json(q, e)},
           {"nonfinite", e.nonfinite}};
 }
 
 std::string error_text(const DoubleTensor& q, const OutputError& e, const std::string& label, const std::string& name,
-                       const std::string& dtype) {
+                       const std::string& dtype, const std::string& symbol = "O") {
+  const auto pad = [&](std::string text) {  // the columns stay aligned for every symbol
+    text.resize(std::max<std::size_t>(text.size(), 31), ' ');
+    return text;
+  };
   std::ostringstream s;
   s << label << " (" << name << ", " << dtype << "):\n";
   if (e.nonfinite > 0) s << "  " << e.nonfinite << " entries are NaN or infinite; the first at " << place_text(q, e) << "\n";
-  s << "  max |O - exact|              in [" << lower_text(e.max_abs_error_lower) << ", "
+  s << "  " << pad("max |" + symbol + " - exact|") << " in [" << lower_text(e.max_abs_error_lower) << ", "
     << upper_text(e.max_abs_error_upper) << "]\n";
-  s << "  max |O - exact| / max |exact| in [" << lower_text(e.max_rel_error_lower) << ", "
+  s << "  " << pad("max |" + symbol + " - exact| / max |exact|") << " in [" << lower_text(e.max_rel_error_lower) << ", "
     << upper_text(e.max_rel_error_upper) << "]\n";
+  s << "  " << pad("mean |" + symbol + " - exact|") << " in [" << lower_text(e.mean_abs_error_lower) << ", "
+    << upper_text(e.mean_abs_error_upper) << "]\n";
+  s << "  " << pad("RMS of " + symbol + " - exact") << " in [" << lower_text(e.rms_error_lower) << ", "
+    << upper_text(e.rms_error_upper) << "]\n";
   if (e.nonfinite == 0) s << "  largest proven error at " << place_text(q, e) << "\n";
   return s.str();
 }
@@ -86,20 +100,126 @@ std::string tolerance_text(ToleranceVerdict v, const char* what) {
 
 }  // namespace
 
+
+namespace {
+
+constexpr const char* roles[] = {"dq", "dk", "dv", "lse"};
+constexpr const char* symbols[] = {"dQ", "dK", "dV", "lse"};
+
+/// The lse tensor has Q's shape without its last dimension (or with a last dimension of 1).
+void require_lse_shape(const NamedTensor& q, const NamedTensor& lse, const std::string& role) {
+  std::vector<std::size_t> want(q.tensor.shape.begin(), q.tensor.shape.end() - 1);
+  std::vector<std::size_t> with_one = want;
+  with_one.push_back(1);
+  if (lse.tensor.shape != want && lse.tensor.shape != with_one)
+    throw input_error(lse.name + " (" + role + ") has shape " + shape_text(lse.tensor.shape) + " but Q has " +
+                          shape_text(q.tensor.shape) + ": the logsumexp has one entry per query row, shape " +
+                          shape_text(want),
+                      lse.name);
+  if (lse.tensor.matrices.size() != q.tensor.matrices.size())
+    throw input_error(lse.name + " (" + role + ") holds " + std::to_string(lse.tensor.matrices.size()) +
+                          " rows of values for " + std::to_string(q.tensor.matrices.size()) + " heads",
+                      lse.name);
+}
+
+void require_tolerance_value(const std::optional<double>& x, const char* flag) {
+  if (x && !(std::isfinite(*x) && *x >= 0))
+    throw input_error(std::string(flag) + " " + std::to_string(*x) + " is not a non-negative number");
+}
+
+}  // namespace
+
+void read_kernel_tensors(KernelQuestion& q, const std::string& path, bool as_reference, const ParseLimits& limits) {
+  const std::vector<SafetensorsEntry> entries = safetensors_index(read_text_file(path, limits), path);
+  const auto read = [&](const std::string& name, bool lse) {
+    const std::string argument = path + ":" + name;
+    return NamedTensor{lse ? read_row_stack(argument, limits, NonFiniteElements::keep)
+                           : read_double_tensor(argument, limits, name == "q" || name == "k" || name == "v" || name == "dout"
+                                                                      ? NonFiniteElements::refuse
+                                                                      : NonFiniteElements::keep),
+                       argument};
+  };
+  std::size_t found = 0;
+  for (const SafetensorsEntry& e : entries) {
+    const std::string& n = e.name;
+    const auto fill = [&](std::optional<NamedTensor>& slot, bool lse = false) {
+      ++found;
+      if (!slot) slot = read(n, lse);
+    };
+    if (as_reference) {
+      if (n == "out") fill(q.reference);
+      else if (n == "dq") fill(q.reference_dq);
+      else if (n == "dk") fill(q.reference_dk);
+      else if (n == "dv") fill(q.reference_dv);
+      else if (n == "lse") fill(q.reference_lse, true);
+      continue;
+    }
+    NamedTensor* point = n == "q" ? &q.q : n == "k" ? &q.k : n == "v" ? &q.v : nullptr;
+    if (point) {
+      ++found;
+      if (point->name.empty()) *point = read(n, false);
+    } else if (n == "out") fill(q.candidate);
+    else if (n == "dout") fill(q.dout);
+    else if (n == "dq") fill(q.dq);
+    else if (n == "dk") fill(q.dk);
+    else if (n == "dv") fill(q.dv);
+    else if (n == "lse") fill(q.lse, true);
+  }
+  if (found == 0)
+    throw input_error(path + ": no tensor named " +
+                          (as_reference ? std::string("out, dq, dk, dv or lse") : std::string("q, k, v, out, dout, dq, dk, dv or lse")) +
+                          " (the names check-kernel reads from a file)",
+                      path);
+}
+
 KernelAnalysis analyze_kernel(const KernelQuestion& q) {
+  for (const NamedTensor* t : {&q.q, &q.k, &q.v})
+    if (t->tensor.matrices.empty())
+      throw input_error(std::string("check-kernel needs ") + (t == &q.q ? "Q" : t == &q.k ? "K" : "V") +
+                        " (--q, --k, --v, or a tensor named q, k, v in --from)");
   require_same_heads(q.q, q.k, "K");
   require_same_heads(q.q, q.v, "V");
-  require_same_heads(q.q, q.candidate, "the candidate");
+  const std::optional<NamedTensor>* candidates[] = {&q.dq, &q.dk, &q.dv, &q.lse};
+  const std::optional<NamedTensor>* references[] = {&q.reference_dq, &q.reference_dk, &q.reference_dv,
+                                                    &q.reference_lse};
+  bool backward = false;
+  for (std::size_t r = 0; r < 4; ++r) {
+    for (const auto* t : {candidates[r], references[r]}) {
+      if (!*t) continue;
+      const std::string role = (t == references[r] ? std::string("the reference ") : std::string("the candidate ")) + roles[r];
+      if (r == 3) require_lse_shape(q.q, **t, role);
+      else require_same_heads(q.q, **t, role);
+    }
+    if (*references[r] && !*candidates[r])
+      throw input_error(std::string("a reference ") + roles[r] + " needs the candidate's " + roles[r] +
+                        " (--" + roles[r] + "): the reference's error is what the candidate's is compared with");
+    backward = backward || *candidates[r];
+  }
+  if (!q.candidate && !backward)
+    throw input_error("nothing to check: give the kernel's output (--candidate) or its backward results "
+                      "(--dq, --dk, --dv, --lse)");
+  if (q.reference && !q.candidate)
+    throw input_error("--reference needs --candidate (the reference's error is what the candidate's is compared with)");
+  if (q.candidate) require_same_heads(q.q, *q.candidate, "the candidate");
   if (q.reference) require_same_heads(q.q, *q.reference, "the reference");
+  const bool gradients = q.dq || q.dk || q.dv;
+  if (gradients && !q.dout)
+    throw input_error("--dq, --dk and --dv need --dout (the upstream gradient the backward pass was run with)");
+  if (q.dout) require_same_heads(q.q, *q.dout, "dout");
   if (q.max_error && !(std::isfinite(*q.max_error) && *q.max_error >= 0))
     throw input_error("--max-error '" + q.max_error_text + "' is not a non-negative number");
-  if (q.rtol && !(std::isfinite(*q.rtol) && *q.rtol >= 0))
-    throw input_error(std::string("--rtol ") + std::to_string(*q.rtol) + " is not a non-negative number");
+  require_tolerance_value(q.rtol, "--rtol");
   if (q.rtol && !q.max_error) throw input_error("--rtol needs --max-error (the tolerance is max_error + rtol max |exact|)");
-  if (q.max_ratio && !(std::isfinite(*q.max_ratio) && *q.max_ratio >= 0))
-    throw input_error(std::string("--max-ratio ") + std::to_string(*q.max_ratio) + " is not a non-negative number");
-  if (q.max_ratio && !q.reference)
-    throw input_error("--max-ratio needs --reference (it bounds the candidate's error by a multiple of the reference's)");
+  require_tolerance_value(q.max_ratio, "--max-ratio");
+  require_tolerance_value(q.ratio_atol, "--ratio-atol");
+  if (q.ratio_atol && !q.max_ratio)
+    throw input_error("--ratio-atol needs --max-ratio (the rule is candidate error <= max_ratio x reference error + "
+                      "ratio_atol)");
+  bool any_reference = q.reference.has_value();
+  for (const auto* t : references) any_reference = any_reference || t->has_value();
+  if (q.max_ratio && !any_reference)
+    throw input_error("--max-ratio needs a reference (--reference, --reference-dq, ...): it bounds the candidate's "
+                      "error by a multiple of the reference's");
   const Eigen::Index n = q.q.tensor.matrices.at(0).rows();
   if (q.options.mask) {
     if (q.k.tensor.matrices.at(0).rows() != n)
@@ -111,9 +231,52 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
                         " rows; they must match");
   }
   KernelAnalysis out;
+  const double ratio_atol = q.ratio_atol.value_or(0);
+  const auto judge = [&](const std::string& role, const OutputError& c, const std::optional<OutputError>& r,
+                         std::optional<ToleranceVerdict>& error_verdict, std::optional<ToleranceVerdict>& ratio_verdict) {
+    if (q.max_error) error_verdict = judge_error(c, {*q.max_error, q.rtol.value_or(0)});
+    if (q.max_ratio && r) ratio_verdict = judge_ratio(c, *r, *q.max_ratio, ratio_atol);
+    if (error_verdict == ToleranceVerdict::exceeded) out.max_error_exceeded = true;
+    if (error_verdict == ToleranceVerdict::exceeded || ratio_verdict == ToleranceVerdict::exceeded)
+      out.exceeded.push_back(role);
+  };
   try {
-    out.result = check_kernel(q.q.tensor.matrices, q.k.tensor.matrices, q.v.tensor.matrices, q.candidate.tensor.matrices,
-                              q.reference ? &q.reference->tensor.matrices : nullptr, q.options);
+    if (q.candidate) {
+      out.result = check_kernel(q.q.tensor.matrices, q.k.tensor.matrices, q.v.tensor.matrices,
+                                q.candidate->tensor.matrices, q.reference ? &q.reference->tensor.matrices : nullptr,
+                                q.options);
+      out.candidate_name = q.candidate->name;
+      out.candidate_dtype = q.candidate->tensor.dtype;
+      judge("out", out.result->candidate, out.result->reference, out.error_verdict, out.ratio_verdict);
+    }
+    if (backward) {
+      KernelGradients c, r;
+      std::vector<Eigen::MatrixXd>* c_lists[] = {&c.dq, &c.dk, &c.dv, &c.lse};
+      std::vector<Eigen::MatrixXd>* r_lists[] = {&r.dq, &r.dk, &r.dv, &r.lse};
+      for (std::size_t i = 0; i < 4; ++i) {
+        if (*candidates[i]) *c_lists[i] = (*candidates[i])->tensor.matrices;
+        if (*references[i]) *r_lists[i] = (*references[i])->tensor.matrices;
+      }
+      static const std::vector<Eigen::MatrixXd> none;
+      out.backward = check_kernel_gradients(q.q.tensor.matrices, q.k.tensor.matrices, q.v.tensor.matrices,
+                                            q.dout ? q.dout->tensor.matrices : none, c, &r, q.options);
+      const std::optional<TensorCheck>* checks[] = {&out.backward->dq, &out.backward->dk, &out.backward->dv,
+                                                    &out.backward->lse};
+      for (std::size_t i = 0; i < 4; ++i) {
+        if (!*checks[i]) continue;
+        GradientReport g;
+        g.role = roles[i];
+        g.check = **checks[i];
+        g.candidate_name = (*candidates[i])->name;
+        g.candidate_dtype = (*candidates[i])->tensor.dtype;
+        if (*references[i]) {
+          g.reference_name = (*references[i])->name;
+          g.reference_dtype = (*references[i])->tensor.dtype;
+        }
+        judge(g.role, g.check.candidate, g.check.reference, g.error_verdict, g.ratio_verdict);
+        out.gradients.push_back(std::move(g));
+      }
+    }
   } catch (const input_error& e) {
     throw input_error(std::string("check-kernel: ") + e.what(), e.subject());
   }
@@ -123,11 +286,13 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   out.q_dtype = q.q.tensor.dtype;
   out.heads = q.q.tensor.matrices.size();
   out.layout.shape = q.q.tensor.shape;
-  out.candidate_name = q.candidate.name;
-  out.candidate_dtype = q.candidate.tensor.dtype;
   if (q.reference) {
     out.reference_name = q.reference->name;
     out.reference_dtype = q.reference->tensor.dtype;
+  }
+  if (q.dout) {
+    out.dout_name = q.dout->name;
+    out.dout_dtype = q.dout->tensor.dtype;
   }
   out.scale_text = q.options.scale ? format_significant(Rational(*q.options.scale), 17)
                                    : "1/sqrt(" + std::to_string(q.q.tensor.matrices[0].cols()) + ")";
@@ -136,70 +301,144 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   out.max_error_text = q.max_error_text;
   out.rtol = q.rtol;
   out.max_ratio = q.max_ratio;
-  if (q.max_error) out.error_verdict = judge_error(out.result.candidate, {*q.max_error, q.rtol.value_or(0)});
-  if (q.max_ratio) out.ratio_verdict = judge_ratio(out.result, *q.max_ratio);
-  out.max_error_exceeded = out.error_verdict == ToleranceVerdict::exceeded;
+  if (q.max_ratio) out.ratio_atol = ratio_atol;
   guard_result(out);
   return out;
 }
 
-json to_json(const KernelAnalysis& k) {
-  const KernelCheck& r = k.result;
-  json j = {{"shape", k.q_shape},
-            {"heads", k.heads},
-            {"mask", k.mask_name},
-            {"scale", k.scale_text},
-            {"method", r.method},
-            {"products", r.products.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.products)},
-            {"bits", r.bits},
-            {"enclosure_width", upper_text(r.enclosure_width)},
-            {"candidate", error_json(k.layout, r.candidate, k.candidate_name, k.candidate_dtype)}};
-  if (r.reference) {
-    j["reference"] = error_json(k.layout, *r.reference, k.reference_name, k.reference_dtype);
-    j["ratio_lower"] = lower_text(r.ratio_lower);
-    j["ratio_upper"] = upper_text(r.ratio_upper);
+namespace {
+
+/// The tolerance verdicts of one tensor, as JSON keys of its object.
+void verdicts_json(json& j, const KernelAnalysis& k, const std::optional<ToleranceVerdict>& error_verdict,
+                   const std::optional<ToleranceVerdict>& ratio_verdict) {
+  if (error_verdict) j["max_error_verdict"] = to_string(*error_verdict);
+  if (ratio_verdict) j["max_ratio_verdict"] = to_string(*ratio_verdict);
+  (void)k;
+}
+
+/// The layout whose leading indices name a tensor's worst entry (every tensor has Q's).
+json gradient_json(const KernelAnalysis& k, const GradientReport& g) {
+  json j = {{"candidate", error_json(k.layout, g.check.candidate, g.candidate_name, g.candidate_dtype)}};
+  if (g.check.reference) {
+    j["reference"] = error_json(k.layout, *g.check.reference, g.reference_name, g.reference_dtype);
+    j["ratio_lower"] = lower_text(g.check.ratio_lower);
+    j["ratio_upper"] = upper_text(g.check.ratio_upper);
   }
-  if (!r.fallback_skipped.empty()) j["fallback_skipped"] = r.fallback_skipped;
+  verdicts_json(j, k, g.error_verdict, g.ratio_verdict);
+  return j;
+}
+
+}  // namespace
+
+json to_json(const KernelAnalysis& k) {
+  json j = {{"shape", k.q_shape}, {"heads", k.heads}, {"mask", k.mask_name}, {"scale", k.scale_text}};
+  if (k.result) {
+    const KernelCheck& r = *k.result;
+    j["method"] = r.method;
+    j["products"] = r.products.empty() ? json(nullptr) : json(r.products);
+    j["bits"] = r.bits;
+    j["enclosure_width"] = upper_text(r.enclosure_width);
+    j["candidate"] = error_json(k.layout, r.candidate, k.candidate_name, k.candidate_dtype);
+    if (r.reference) {
+      j["reference"] = error_json(k.layout, *r.reference, k.reference_name, k.reference_dtype);
+      j["ratio_lower"] = lower_text(r.ratio_lower);
+      j["ratio_upper"] = upper_text(r.ratio_upper);
+    }
+    if (!r.fallback_skipped.empty()) j["fallback_skipped"] = r.fallback_skipped;
+  }
+  if (k.backward) {
+    const GradientCheck& b = *k.backward;
+    json meta = {{"method", b.method},
+                 {"products", b.products.empty() ? json(nullptr) : json(b.products)},
+                 {"bits", b.bits},
+                 {"enclosure_width", upper_text(b.enclosure_width)}};
+    if (!k.dout_name.empty()) meta["dout"] = {{"file", k.dout_name}, {"dtype", k.dout_dtype}};
+    if (!b.fallback_skipped.empty()) meta["fallback_skipped"] = b.fallback_skipped;
+    j["backward"] = meta;
+    for (const GradientReport& g : k.gradients) j[g.role] = gradient_json(k, g);
+  }
   if (k.max_error) {
     j["max_error"] = k.max_error_text;
     j["max_error_exceeded"] = k.max_error_exceeded;
-    j["max_error_verdict"] = to_string(*k.error_verdict);
+    if (k.error_verdict) j["max_error_verdict"] = to_string(*k.error_verdict);
     if (k.rtol) j["rtol"] = shortest_text(*k.rtol);
   }
   if (k.max_ratio) {
     j["max_ratio"] = shortest_text(*k.max_ratio);
-    j["max_ratio_verdict"] = to_string(*k.ratio_verdict);
+    j["ratio_atol"] = shortest_text(k.ratio_atol.value_or(0));
+    if (k.ratio_verdict) j["max_ratio_verdict"] = to_string(*k.ratio_verdict);
   }
+  if (k.max_error || k.max_ratio) j["exceeded"] = k.exceeded;
   return json_document(j, "check-kernel");
 }
 
+namespace {
+
+void tolerances_text(std::ostringstream& s, const KernelAnalysis& k, const std::string& label,
+                     const std::optional<ToleranceVerdict>& error_verdict,
+                     const std::optional<ToleranceVerdict>& ratio_verdict, const std::optional<OutputError>& reference) {
+  if (error_verdict) {
+    s << label << "--max-error " << k.max_error_text;
+    if (k.rtol) s << " --rtol " << shortest_text(*k.rtol) << " (max_error + rtol max |exact|)";
+    s << ": " << tolerance_text(*error_verdict, "the error") << "\n";
+  }
+  if (k.max_ratio && reference) {
+    s << label << "--max-ratio " << shortest_text(*k.max_ratio);
+    if (k.ratio_atol && *k.ratio_atol > 0) s << " --ratio-atol " << shortest_text(*k.ratio_atol);
+    s << ": ";
+    if (reference->nonfinite > 0) s << "not judged: the reference has NaN or infinite entries\n";
+    else if (ratio_verdict) s << tolerance_text(*ratio_verdict, "the candidate's error against the rule") << "\n";
+  }
+}
+
+std::string method_text(const std::string& method, const std::string& products, unsigned bits) {
+  return method != "double"          ? "MPFI at " + std::to_string(bits) + " bits (the double enclosures were too wide)"
+         : products == "directed" ? std::string("the certified double tier (directed rounding)")
+                                  : std::string("the certified double tier (a priori bounded products)");
+}
+
+}  // namespace
+
 std::string to_text(const KernelAnalysis& k) {
-  const KernelCheck& r = k.result;
-  const std::string method =
-      r.method != "double"        ? "MPFI at " + std::to_string(r.bits) + " bits (the double enclosures were too wide)"
-      : r.products == "directed" ? std::string("the certified double tier (directed rounding)")
-                                 : std::string("the certified double tier (a priori bounded products)");
   std::ostringstream s;
   s << "Attention: " << k.heads << (k.heads == 1 ? " head" : " heads") << ", Q " << shape_text(k.q_shape) << " "
     << k.q_dtype << ", K " << shape_text(k.k_shape) << ", V " << shape_text(k.v_shape) << "; scale " << k.scale_text
     << "; mask " << k.mask_name << "\n";
-  s << "Exact output enclosed by " << method << ", widths <= " << upper_text(r.enclosure_width) << "\n\n";
-  s << error_text(k.layout, r.candidate, "candidate", k.candidate_name, k.candidate_dtype);
-  if (r.reference) {
-    s << error_text(k.layout, *r.reference, "reference", k.reference_name, k.reference_dtype);
-    s << "\ncandidate error / reference error in [" << lower_text(r.ratio_lower) << ", " << upper_text(r.ratio_upper)
-      << "]" << (r.reference->nonfinite > 0 ? " (the reference is not finite: its error is infinite)" : "") << "\n";
+  if (k.result) {
+    const KernelCheck& r = *k.result;
+    s << "Exact output enclosed by " << method_text(r.method, r.products, r.bits) << ", widths <= "
+      << upper_text(r.enclosure_width) << "\n\n";
+    s << error_text(k.layout, r.candidate, "candidate", k.candidate_name, k.candidate_dtype);
+    if (r.reference) {
+      s << error_text(k.layout, *r.reference, "reference", k.reference_name, k.reference_dtype);
+      s << "\ncandidate error / reference error in [" << lower_text(r.ratio_lower) << ", " << upper_text(r.ratio_upper)
+        << "]" << (r.reference->nonfinite > 0 ? " (the reference is not finite: its error is infinite)" : "") << "\n";
+    }
+    if (!r.fallback_skipped.empty()) s << "\nNote: " << r.fallback_skipped << "\n";
   }
-  if (!r.fallback_skipped.empty()) s << "\nNote: " << r.fallback_skipped << "\n";
-  if (k.max_error) {
-    s << "\n--max-error " << k.max_error_text;
-    if (k.rtol) s << " --rtol " << shortest_text(*k.rtol) << " (max_error + rtol max |exact|)";
-    s << ": " << tolerance_text(*k.error_verdict, "the error") << "\n";
+  if (k.backward) {
+    const GradientCheck& b = *k.backward;
+    s << (k.result ? "\n" : "") << "Exact backward pass"
+      << (k.dout_name.empty() ? std::string() : " (dout " + k.dout_name + ", " + k.dout_dtype + ")")
+      << " enclosed by " << method_text(b.method, b.products, b.bits) << ", widths <= " << upper_text(b.enclosure_width)
+      << "\n";
+    for (const GradientReport& g : k.gradients) {
+      const std::size_t i = static_cast<std::size_t>(std::find(std::begin(roles), std::end(roles), g.role) - std::begin(roles));
+      s << "\n" << error_text(k.layout, g.check.candidate, g.role + " candidate", g.candidate_name, g.candidate_dtype, symbols[i]);
+      if (g.check.reference) {
+        s << error_text(k.layout, *g.check.reference, g.role + " reference", g.reference_name, g.reference_dtype,
+                        symbols[i]);
+        s << g.role << ": candidate error / reference error in [" << lower_text(g.check.ratio_lower) << ", "
+          << upper_text(g.check.ratio_upper) << "]\n";
+      }
+    }
+    if (!b.fallback_skipped.empty()) s << "\nNote: " << b.fallback_skipped << "\n";
   }
-  if (k.max_ratio) {
-    s << (k.max_error ? "" : "\n") << "--max-ratio " << shortest_text(*k.max_ratio) << ": ";
-    if (r.reference && r.reference->nonfinite > 0) s << "not judged: the reference has NaN or infinite entries\n";
-    else s << tolerance_text(*k.ratio_verdict, "the error ratio") << "\n";
+  if (k.max_error || k.max_ratio) {
+    s << "\n";
+    if (k.result) tolerances_text(s, k, "", k.error_verdict, k.ratio_verdict, k.result->reference);
+    for (const GradientReport& g : k.gradients)
+      tolerances_text(s, k, g.role + ": ", g.error_verdict, g.ratio_verdict, g.check.reference);
   }
   return s.str();
 }

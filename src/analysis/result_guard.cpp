@@ -58,6 +58,10 @@ void guard_output_error(const ResultGuard& g, const std::string& who, const Outp
   g.nonnegative_band(who + " max_abs_error", e.max_abs_error_lower, e.max_abs_error_upper, infinite);
   g.nonnegative_band(who + " max_rel_error", e.max_rel_error_lower, e.max_rel_error_upper, true);  // inf where E = 0
   g.nonnegative_band(who + " max_abs_exact", e.max_abs_exact_lower, e.max_abs_exact_upper);
+  g.nonnegative_band(who + " mean_abs_error", e.mean_abs_error_lower, e.mean_abs_error_upper, infinite);
+  g.nonnegative_band(who + " rms_error", e.rms_error_lower, e.rms_error_upper, infinite);
+  g.require(e.mean_abs_error_lower <= e.max_abs_error_upper && e.rms_error_lower <= e.max_abs_error_upper,
+            who + " a mean or RMS error's lower bound is above the max error's upper bound");
 }
 
 /// error_lower <= E* <= error_upper, and the epsilon verdict those bounds give.
@@ -93,37 +97,54 @@ void guard_width(const ResultGuard& g, Eigen::Index lower, const std::optional<E
 
 }  // namespace
 
+namespace {
+
+/// One checked tensor: its bands, and each verdict against the bounds it rests on. The
+/// verdict's tolerance was rounded against its claim (attention/kernel_tolerance.hpp); here
+/// each side is rounded the other way, so a sound verdict always passes.
+void guard_tensor(const ResultGuard& g, const std::string& who, const KernelAnalysis& k, const OutputError& cand,
+                  const std::optional<OutputError>& reference, double ratio_lower, double ratio_upper,
+                  const std::optional<ToleranceVerdict>& error_verdict,
+                  const std::optional<ToleranceVerdict>& ratio_verdict) {
+  guard_output_error(g, who + "candidate", cand);
+  if (reference) {
+    guard_output_error(g, who + "reference", *reference);
+    g.nonnegative_band(who + "error ratio", ratio_lower, ratio_upper, true);  // inf when the reference is proven exact
+  }
+  if (error_verdict && k.max_error) {
+    const double rtol = k.rtol.value_or(0.0);
+    if (*error_verdict == ToleranceVerdict::within &&
+        !(cand.max_abs_error_upper <= tolerance_bound(*k.max_error, rtol, cand.max_abs_exact_upper, true)))
+      g.require(false, who + "the error is called within the tolerance but its upper bound " +
+                           num(cand.max_abs_error_upper) + " is above it");
+    if (*error_verdict == ToleranceVerdict::exceeded &&
+        !(cand.max_abs_error_lower > tolerance_bound(*k.max_error, rtol, cand.max_abs_exact_lower, false)))
+      g.require(false, who + "the error is called above the tolerance but its lower bound " +
+                           num(cand.max_abs_error_lower) + " is not");
+  }
+  if (ratio_verdict && k.max_ratio && reference) {
+    const double atol = k.ratio_atol.value_or(0.0);
+    if (*ratio_verdict == ToleranceVerdict::within &&
+        !(cand.max_abs_error_upper <= tolerance_bound(atol, *k.max_ratio, reference->max_abs_error_lower, true)))
+      g.require(false, who + "the ratio is called within max_ratio but the candidate's upper bound is above it");
+    if (*ratio_verdict == ToleranceVerdict::exceeded &&
+        !(cand.max_abs_error_lower > tolerance_bound(atol, *k.max_ratio, reference->max_abs_error_upper, false)))
+      g.require(false, who + "the ratio is called above max_ratio but the candidate's lower bound is not");
+  }
+}
+
+}  // namespace
+
 void guard_result(const KernelAnalysis& k) {
   const ResultGuard g("check-kernel");
-  const KernelCheck& c = k.result;
-  guard_output_error(g, "candidate", c.candidate);
-  if (c.reference) {
-    guard_output_error(g, "reference", *c.reference);
-    g.nonnegative_band("error ratio", c.ratio_lower, c.ratio_upper, true);  // inf when the reference is proven exact
+  if (k.result) {
+    const KernelCheck& c = *k.result;
+    guard_tensor(g, "", k, c.candidate, c.reference, c.ratio_lower, c.ratio_upper, k.error_verdict, k.ratio_verdict);
   }
-  // A verdict and the bounds it rests on. The verdict's tolerance was rounded against its claim
-  // (attention/kernel_tolerance.hpp); here each side is rounded the other way, so a sound verdict
-  // always passes.
-  const OutputError& cand = c.candidate;
-  if (k.error_verdict && k.max_error) {
-    const double rtol = k.rtol.value_or(0.0);
-    if (*k.error_verdict == ToleranceVerdict::within &&
-        !(cand.max_abs_error_upper <= tolerance_bound(*k.max_error, rtol, cand.max_abs_exact_upper, true)))
-      g.require(false, "the error is called within the tolerance but its upper bound " + num(cand.max_abs_error_upper) +
-                           " is above it");
-    if (*k.error_verdict == ToleranceVerdict::exceeded &&
-        !(cand.max_abs_error_lower > tolerance_bound(*k.max_error, rtol, cand.max_abs_exact_lower, false)))
-      g.require(false, "the error is called above the tolerance but its lower bound " + num(cand.max_abs_error_lower) +
-                           " is not");
-  }
-  if (k.ratio_verdict && k.max_ratio && c.reference) {
-    if (*k.ratio_verdict == ToleranceVerdict::within &&
-        !(cand.max_abs_error_upper <= tolerance_bound(0, *k.max_ratio, c.reference->max_abs_error_lower, true)))
-      g.require(false, "the ratio is called within max_ratio but the candidate's upper bound is above it");
-    if (*k.ratio_verdict == ToleranceVerdict::exceeded &&
-        !(cand.max_abs_error_lower > tolerance_bound(0, *k.max_ratio, c.reference->max_abs_error_upper, false)))
-      g.require(false, "the ratio is called above max_ratio but the candidate's lower bound is not");
-  }
+  if (k.backward) g.nonnegative_band("backward enclosure_width", 0, k.backward->enclosure_width, true);
+  for (const GradientReport& r : k.gradients)
+    guard_tensor(g, r.role + " ", k, r.check.candidate, r.check.reference, r.check.ratio_lower, r.check.ratio_upper,
+                 r.error_verdict, r.ratio_verdict);
 }
 
 void guard_result(const ReachAnalysis& r) {

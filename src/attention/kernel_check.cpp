@@ -1,6 +1,8 @@
 // The certified error of an attention kernel's output (attnrank/attention/kernel_check.hpp).
 #include <attnrank/attention/kernel_check.hpp>
 
+#include <attnrank/attention/detail/error_accumulator.hpp>
+#include <attnrank/attention/detail/interval_attention.hpp>
 #include <attnrank/attention/softmax.hpp>
 #include <attnrank/linalg/product.hpp>
 #include <attnrank/numbers/decimal.hpp>
@@ -17,172 +19,6 @@ namespace {
 
 using Eigen::Index;
 using detail::inf;
-
-/// Running bounds over the entries of one output, matrix by matrix.
-class ErrorAccumulator {
- public:
-  /// Adds matrix t: enclosure [lo, hi] of the exact output, O the kernel's.
-  void add(std::size_t t, const BoundsMatrix& E, const Eigen::MatrixXd& O) {
-    Eigen::MatrixXd lo = E.lo, hi = E.hi;
-    for (Index j = 0; j < O.cols(); ++j)
-      for (Index i = 0; i < O.rows(); ++i)
-        if (std::isnan(lo(i, j)) || std::isnan(hi(i, j))) lo(i, j) = -inf, hi(i, j) = inf;  // NaN encloses nothing
-    const auto x = O.array();
-    Eigen::MatrixXd lower, upper, mig, mag, width;
-    {
-      DownwardRounding down;
-      lower = (x - hi.array()).max(lo.array() - x).max(0.0).matrix();
-      mig = (lo.array() > 0).select(lo.array(), (hi.array() < 0).select(-hi.array(), 0.0)).matrix();
-      detail::rounding_barrier(lower);
-      detail::rounding_barrier(mig);
-    }
-    {
-      UpwardRounding up;
-      upper = (x - lo.array()).max(hi.array() - x).matrix();
-      mag = lo.array().abs().max(hi.array().abs()).matrix();
-      width = (hi - lo);
-      detail::rounding_barrier(upper);
-      detail::rounding_barrier(mag);
-      detail::rounding_barrier(width);
-    }
-    for (Index j = 0; j < O.cols(); ++j)
-      for (Index i = 0; i < O.rows(); ++i) {
-        if (!std::isfinite(O(i, j))) {
-          nonfinite(t, i, j);
-          continue;
-        }
-        width_ = std::max(width_, width(i, j));
-        record(t, i, j, lower(i, j), upper(i, j), mig(i, j), mag(i, j));
-      }
-  }
-
-  /// Adds matrix t from MPFI enclosures: each bound is rounded outward to double
-  /// first (so the same code proves the bounds), which costs one ulp of the error.
-  void add(std::size_t t, const Matrix<Interval>& E, const Eigen::MatrixXd& O) {
-    // Room for x - l exactly: every end has E's precision, x is a double.
-    const mpfr_prec_t p = E.size() ? mpfi_get_prec(E(0, 0).backend().data()) + 64 : 128;
-    mpfr_t l, r, a, b;
-    mpfr_inits2(p, l, r, a, b, static_cast<mpfr_ptr>(nullptr));
-    for (Index j = 0; j < O.cols(); ++j)
-      for (Index i = 0; i < O.rows(); ++i) {
-        const double x = O(i, j);
-        if (!std::isfinite(x)) {
-          nonfinite(t, i, j);
-          continue;
-        }
-        // The error bounds from the exact ends: |x - E| is within [max(x - r, l - x, 0), max(x - l, r - x)].
-        mpfi_srcptr e = E(i, j).backend().data();
-        mpfi_get_left(l, e);
-        mpfi_get_right(r, e);
-        if (mpfr_nan_p(l) || mpfr_nan_p(r)) {  // NaN encloses nothing
-          width_ = inf;
-          record(t, i, j, 0, inf, 0, inf);
-        } else {
-          mpfr_d_sub(a, x, r, MPFR_RNDD);
-          mpfr_sub_d(b, l, x, MPFR_RNDD);
-          const double lower = std::max({0.0, mpfr_get_d(a, MPFR_RNDD), mpfr_get_d(b, MPFR_RNDD)});
-          mpfr_d_sub(a, x, l, MPFR_RNDU);
-          mpfr_sub_d(b, r, x, MPFR_RNDU);
-          const double upper = std::max(mpfr_get_d(a, MPFR_RNDU), mpfr_get_d(b, MPFR_RNDU));
-          mpfr_abs(a, l, MPFR_RNDU);
-          mpfr_abs(b, r, MPFR_RNDU);
-          const double mag = std::max(mpfr_get_d(a, MPFR_RNDU), mpfr_get_d(b, MPFR_RNDU));
-          double mig = 0;
-          if (mpfr_sgn(l) > 0) mig = mpfr_get_d(l, MPFR_RNDD);
-          else if (mpfr_sgn(r) < 0) mig = -mpfr_get_d(r, MPFR_RNDU);
-          mpfr_sub(a, r, l, MPFR_RNDU);
-          width_ = std::max(width_, mpfr_get_d(a, MPFR_RNDU));
-          record(t, i, j, lower, upper, mig, mag);
-        }
-      }
-    mpfr_clears(l, r, a, b, static_cast<mpfr_ptr>(nullptr));
-  }
-
-  OutputError finish() const {
-    OutputError e = result_;
-    const bool lower_known = e.max_abs_error_lower > 0;
-    e.worst_matrix = lower_known ? lower_at_.t : upper_at_.t;
-    e.worst_row = lower_known ? lower_at_.i : upper_at_.i;
-    e.worst_column = lower_known ? lower_at_.j : upper_at_.j;
-    {
-      DownwardRounding down;
-      double rel = 0;
-      if (e.max_abs_error_lower > 0 && std::isfinite(e.max_abs_exact_upper))
-        rel = e.max_abs_exact_upper > 0 ? e.max_abs_error_lower / e.max_abs_exact_upper : inf;
-      detail::rounding_barrier(rel);
-      e.max_rel_error_lower = rel;
-    }
-    {
-      UpwardRounding up;
-      double rel = e.max_abs_exact_lower > 0 ? e.max_abs_error_upper / e.max_abs_exact_lower : inf;
-      detail::rounding_barrier(rel);
-      e.max_rel_error_upper = std::isnan(rel) ? inf : rel;
-    }
-    return e;
-  }
-
-  /// Largest hi - lo seen, rounded up.
-  double width() const { return width_; }
-
- private:
-  struct Place {
-    std::size_t t = 0;
-    Index i = 0, j = 0;
-  };
-
-  /// An entry of O that is NaN or infinite: the error there is infinite. The
-  /// place reported is the first such entry in C order (what np.argwhere lists
-  /// first), whatever order the entries are visited in.
-  void nonfinite(std::size_t t, Index i, Index j) {
-    if (result_.nonfinite++ == 0 || std::tie(t, i, j) < std::tie(lower_at_.t, lower_at_.i, lower_at_.j))
-      lower_at_ = upper_at_ = {t, i, j};
-    result_.max_abs_error_lower = result_.max_abs_error_upper = inf;
-  }
-
-  void record(std::size_t t, Index i, Index j, double lower, double upper, double mig, double mag) {
-    result_.max_abs_exact_lower = std::max(result_.max_abs_exact_lower, mig);
-    result_.max_abs_exact_upper = std::max(result_.max_abs_exact_upper, mag);
-    if (result_.nonfinite > 0) return;  // the error is already infinite, and its place known
-    if (lower > result_.max_abs_error_lower) {
-      lower_at_ = {t, i, j};
-      result_.max_abs_error_lower = lower;
-    }
-    if (!seen_ || upper > result_.max_abs_error_upper) {
-      upper_at_ = {t, i, j};
-      result_.max_abs_error_upper = upper;
-    }
-    seen_ = true;
-  }
-
-  OutputError result_;
-  Place lower_at_, upper_at_;
-  double width_ = 0;
-  bool seen_ = false;
-};
-
-Matrix<Interval> to_intervals(const Eigen::MatrixXd& M) {
-  Matrix<Interval> out(M.rows(), M.cols());
-  for (Index j = 0; j < M.cols(); ++j)
-    for (Index i = 0; i < M.rows(); ++i) mpfi_set_d(out(i, j).backend().data(), M(i, j));  // exact: bits >= 53
-  return out;
-}
-
-/// MPFI enclosure of one head's exact output, at the precision in force.
-Matrix<Interval> interval_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
-                                    const std::optional<double>& scale, const Mask* mask) {
-  Matrix<Interval> S = multiply_transposed(to_intervals(Q), to_intervals(K));
-  Interval s;
-  if (scale) mpfi_set_d(s.backend().data(), *scale);
-  else {
-    Interval d;
-    mpfi_set_si(d.backend().data(), static_cast<long>(Q.cols()));
-    s = 1 / sqrt(d);
-  }
-  for (Index j = 0; j < S.cols(); ++j)
-    for (Index i = 0; i < S.rows(); ++i) S(i, j) *= s;
-  const Matrix<Interval> A = mask ? softmax_rows(S, *mask) : softmax_rows(S);
-  return multiply(A, to_intervals(V));
-}
 
 std::string shape_of(const Eigen::MatrixXd& M) { return std::to_string(M.rows()) + " x " + std::to_string(M.cols()); }
 
@@ -224,10 +60,10 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
 
   KernelCheck out;
   const auto run = [&](bool intervals, AttentionProducts products) {
-    ErrorAccumulator c, r;
+    detail::ErrorAccumulator c, r;
     for (std::size_t t = 0; t < q.size(); ++t) {
       if (intervals) {
-        const Matrix<Interval> E = interval_attention(q[t], k[t], v[t], options.scale, mask);
+        const Matrix<Interval> E = detail::interval_attention(q[t], k[t], v[t], options.scale, mask);
         c.add(t, E, candidate[t]);
         if (reference) r.add(t, E, (*reference)[t]);
       } else {
@@ -276,30 +112,7 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
     out.bits = PrecisionScope::bits();
   }
 
-  if (out.reference && out.reference->nonfinite > 0) {
-    // An infinite reference error: the ratio is 0 for a finite candidate error and undefined
-    // otherwise; nothing a ratio rule could use is proven, and the band says so.
-    out.ratio_lower = 0;
-    out.ratio_upper = inf;
-  } else if (out.reference) {
-    const OutputError& c = out.candidate;
-    const OutputError& r = *out.reference;
-    {
-      DownwardRounding down;
-      double lo = 0;
-      if (c.max_abs_error_lower > 0) lo = r.max_abs_error_upper > 0 ? c.max_abs_error_lower / r.max_abs_error_upper : inf;
-      if (std::isnan(lo)) lo = 0;  // inf / inf: nothing proven
-      detail::rounding_barrier(lo);
-      out.ratio_lower = lo;
-    }
-    {
-      UpwardRounding up;
-      double hi = r.max_abs_error_lower > 0 ? c.max_abs_error_upper / r.max_abs_error_lower : inf;
-      if (std::isnan(hi)) hi = inf;
-      detail::rounding_barrier(hi);
-      out.ratio_upper = hi;
-    }
-  }
+  if (out.reference) detail::ratio_bounds(out.candidate, *out.reference, out.ratio_lower, out.ratio_upper);
   return out;
 }
 

@@ -58,17 +58,20 @@ ToleranceVerdict judge_error(const OutputError& e, const ErrorTolerance& tol) {
   return judge(e.max_abs_error_lower, e.max_abs_error_upper, low, high);
 }
 
-ToleranceVerdict judge_ratio(const KernelCheck& check, double max_ratio) {
+ToleranceVerdict judge_ratio(const OutputError& c, const OutputError& r, double max_ratio, double ratio_atol) {
   require_tolerance(max_ratio, "max_ratio");
-  if (!check.reference) throw input_error("a ratio tolerance needs a reference output");
-  const OutputError& c = check.candidate;
-  const OutputError& r = *check.reference;
+  require_tolerance(ratio_atol, "ratio_atol");
   if (c.nonfinite > 0) return ToleranceVerdict::exceeded;
-  if (r.nonfinite > 0) return ToleranceVerdict::undecided;  // an infinite reference error allows anything finite
-  // The multiplicative form: a reference with error 0 allows only error 0.
+  if (r.nonfinite > 0) return ToleranceVerdict::undecided;  // an infinite reference error: nothing proven to compare with
+  // ratio_atol = 0 is the multiplicative form: a reference with error 0 then allows only error 0.
   return judge(c.max_abs_error_lower, c.max_abs_error_upper,
-               tolerance_bound(0, max_ratio, r.max_abs_error_lower, false),
-               tolerance_bound(0, max_ratio, r.max_abs_error_upper, true));
+               tolerance_bound(ratio_atol, max_ratio, r.max_abs_error_lower, false),
+               tolerance_bound(ratio_atol, max_ratio, r.max_abs_error_upper, true));
+}
+
+ToleranceVerdict judge_ratio(const KernelCheck& check, double max_ratio, double ratio_atol) {
+  if (!check.reference) throw input_error("a ratio tolerance needs a reference output");
+  return judge_ratio(check.candidate, *check.reference, max_ratio, ratio_atol);
 }
 
 }  // namespace attnrank

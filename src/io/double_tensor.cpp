@@ -17,7 +17,19 @@ void read_matrices(DoubleTensor& out, const unsigned char* data, const ElementTy
                    const std::vector<std::ptrdiff_t>& strides, const std::string& source, const ParseLimits& limits,
                    NonFiniteElements nonfinite, std::size_t max_dims) {
   const std::vector<std::size_t>& shape = out.shape;
-  if (shape.size() < 2 || shape.size() > max_dims)
+  if (max_dims == row_stack_dimensions) {  // (N), (H, N), (B, H, N): read as (1, N) when 1-D
+    if (shape.empty() || shape.size() > max_dims)
+      throw input_error(source + ": shape " + shape_text(shape) + " has " + std::to_string(shape.size()) +
+                        " dimensions; a per-row tensor (the logsumexp) has 1 to 3: (N), (H, N) or (B, H, N)");
+    if (shape.size() == 1) {
+      DoubleTensor row;
+      row.shape = {1, shape[0]};
+      read_matrices(row, data, type, {static_cast<std::ptrdiff_t>(shape[0]) * strides[0], strides[0]}, source, limits,
+                    nonfinite, 4);
+      out.matrices = std::move(row.matrices);
+      return;
+    }
+  } else if (shape.size() < 2 || shape.size() > max_dims)
     throw input_error(source + ": shape " + shape_text(shape) + " has " + std::to_string(shape.size()) +
                       (max_dims == 4 ? " dimensions; an attention tensor has 2 to 4: (N, d), (H, N, d) or (B, H, N, d)"
                                      : " dimensions; a stack of matrices has 2 to " + std::to_string(max_dims) +
@@ -112,6 +124,15 @@ DoubleTensor read_tensor(const std::string& argument, const ParseLimits& limits,
 
 DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits, NonFiniteElements nonfinite) {
   return read_tensor(argument, limits, nonfinite, 4);
+}
+
+DoubleTensor read_row_stack(const std::string& argument, const ParseLimits& limits, NonFiniteElements nonfinite) {
+  DoubleTensor t = read_tensor(argument, limits, nonfinite, row_stack_dimensions);
+  std::vector<Eigen::MatrixXd> rows;
+  for (const Eigen::MatrixXd& m : t.matrices)
+    for (Eigen::Index i = 0; i < m.rows(); ++i) rows.emplace_back(m.row(i).transpose());
+  t.matrices = std::move(rows);
+  return t;
 }
 
 DoubleTensor read_matrix_stack(const std::string& argument, const ParseLimits& limits) {

@@ -205,22 +205,45 @@ TEST_CASE("attnrank::guard_result") {
   // is an internal_error naming it; a sound result passes untouched.
   SECTION("check-kernel: an inverted error band (the overflow audit's [inf, 5e307])") {
     KernelAnalysis k;
-    k.result.candidate.max_abs_error_lower = 1e-3;
-    k.result.candidate.max_abs_error_upper = 2e-3;
+    k.result.emplace();
+    k.result->candidate.max_abs_error_lower = 1e-3;
+    k.result->candidate.max_abs_error_upper = 2e-3;
     CHECK_NOTHROW(guard_result(k));
-    k.result.candidate.max_abs_error_lower = INFINITY;
-    k.result.candidate.max_abs_error_upper = 5e307;
+    k.result->candidate.max_abs_error_lower = INFINITY;
+    k.result->candidate.max_abs_error_upper = 5e307;
     CHECK_THROWS_AS(guard_result(k), internal_error);
     CHECK_THROWS_WITH(guard_result(k), Catch::Contains("candidate max_abs_error") && Catch::Contains("inverted"));
-    k.result.candidate.nonfinite = 1;  // an infinite error at a NaN entry is proven: [inf, inf] is a band there
-    k.result.candidate.max_abs_error_upper = INFINITY;
+    k.result->candidate.nonfinite = 1;  // an infinite error at a NaN entry is proven: [inf, inf] is a band there
+    k.result->candidate.max_abs_error_upper = INFINITY;
+    CHECK_NOTHROW(guard_result(k));
+  }
+  SECTION("check-kernel: a gradient's mean error band that is not one, and its ratio verdict") {
+    KernelAnalysis k;
+    GradientReport g;
+    g.role = "dq";
+    g.check.candidate.max_abs_error_lower = 1e-3;
+    g.check.candidate.max_abs_error_upper = 2e-3;
+    g.check.candidate.mean_abs_error_lower = 1e-4;
+    g.check.candidate.mean_abs_error_upper = 5e-5;
+    k.gradients.push_back(g);
+    CHECK_THROWS_WITH(guard_result(k), Catch::Contains("dq candidate mean_abs_error") && Catch::Contains("inverted"));
+    k.gradients[0].check.candidate.mean_abs_error_upper = 2e-4;
+    CHECK_NOTHROW(guard_result(k));
+    // FlashAttention's rule with its floor: 2e-3 <= 2 x 0 + 1e-3 is false, so "within" is refused.
+    k.gradients[0].check.reference.emplace();
+    k.max_ratio = 2;
+    k.ratio_atol = 1e-3;
+    k.gradients[0].ratio_verdict = ToleranceVerdict::within;
+    CHECK_THROWS_WITH(guard_result(k), Catch::Contains("dq the ratio is called within"));
+    k.ratio_atol = 2e-3;
     CHECK_NOTHROW(guard_result(k));
   }
   SECTION("check-kernel: NaN, and a verdict its bounds do not support") {
     KernelAnalysis k;
-    k.result.candidate.max_abs_error_upper = std::nan("");
+    k.result.emplace();
+    k.result->candidate.max_abs_error_upper = std::nan("");
     CHECK_THROWS_WITH(guard_result(k), Catch::Contains("NaN"));
-    k.result.candidate.max_abs_error_upper = 0.5;
+    k.result->candidate.max_abs_error_upper = 0.5;
     k.max_error = 0.1;
     k.error_verdict = ToleranceVerdict::within;
     CHECK_THROWS_WITH(guard_result(k), Catch::Contains("within the tolerance"));
@@ -230,9 +253,9 @@ TEST_CASE("attnrank::guard_result") {
     CHECK_NOTHROW(guard_result(k));
     // A sound "within" passes however its tolerance was rounded: rtol = 0 beside an unbounded
     // max |E| (an MPFI end past DBL_MAX) is max_error itself, not 0 x inf = NaN.
-    k.result.candidate.max_abs_error_upper = 0.05;
-    k.result.candidate.max_abs_exact_lower = 1;
-    k.result.candidate.max_abs_exact_upper = INFINITY;
+    k.result->candidate.max_abs_error_upper = 0.05;
+    k.result->candidate.max_abs_exact_lower = 1;
+    k.result->candidate.max_abs_exact_upper = INFINITY;
     k.error_verdict = ToleranceVerdict::within;
     CHECK_NOTHROW(guard_result(k));
     k.rtol = 0.5;

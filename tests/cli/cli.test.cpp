@@ -743,7 +743,7 @@ TEST_CASE("attnrank check-kernel") {
     CHECK(below.code == 3);
     CHECK_THAT(below.out, Catch::Contains("--max-ratio 0.5: exceeded"));
     expect_input_error(args + " --rtol 0.1", "--rtol needs --max-error");
-    expect_input_error(args + " --max-ratio 2", "--max-ratio needs --reference");
+    expect_input_error(args + " --max-ratio 2", "--max-ratio needs a reference");
     expect_input_error(pair + " --max-ratio -1", "is not a non-negative number");
   }
   SECTION("a NaN or an infinity in an output is a finding: an infinite error at its place, not bad input") {
@@ -794,6 +794,109 @@ TEST_CASE("attnrank check-kernel") {
     expect_input_error("check-kernel --q " + npy_f32("nanq.npy", nan_q) + args.substr(args.find(" --k")), "[1][2, 3]");
     expect_input_error(args + " --scale -1", "positive");
     expect_input_error(args + " --mask " + file("m.csv", "1,0\n1,1\n"), "2 x 2");
+  }
+}
+
+namespace {
+
+/// The matrices' float32 bytes in C order (one safetensors tensor's data).
+std::string f32_data(const std::vector<Eigen::MatrixXd>& heads) {
+  std::string data;
+  for (const Eigen::MatrixXd& m : heads)
+    for (Eigen::Index i = 0; i < m.rows(); ++i)
+      for (Eigen::Index j = 0; j < m.cols(); ++j) data += raw_bytes(float_bits(static_cast<float>(m(i, j))), 4);
+  return data;
+}
+
+}  // namespace
+
+TEST_CASE("attnrank check-kernel: the backward pass") {
+  // Two heads of 5 queries and 7 keys (N_q != N_k), d = 3, d_v = 2; the gradients in double, rounded to float32.
+  std::vector<Eigen::MatrixXd> q, k, v, dout, dq, dk, dv, lse;
+  for (int h = 0; h < 2; ++h) {
+    Eigen::MatrixXd Q(5, 3), K(7, 3), V(7, 2), G(5, 2);
+    for (int i = 0; i < 7; ++i)
+      for (int j = 0; j < 3; ++j) {
+        if (i < 5) Q(i, j) = ((i * 7 + j * 3 + h) % 11) / 5.0 - 1;
+        K(i, j) = ((i * 5 + j * 2 + h) % 13) / 6.0 - 1;
+        if (j < 2) V(i, j) = ((i * 3 + j * 7 + h) % 9) / 4.0 - 1;
+        if (i < 5 && j < 2) G(i, j) = ((i * 2 + j * 5 + h) % 7) / 3.0 - 1;
+      }
+    const double s = 1 / std::sqrt(3.0);
+    Eigen::MatrixXd P = Q * K.transpose() * s;
+    Eigen::MatrixXd L(5, 1);
+    for (int i = 0; i < 5; ++i) {
+      const double m = P.row(i).maxCoeff();
+      L(i, 0) = m + std::log((P.row(i).array() - m).exp().sum());
+      P.row(i) = (P.row(i).array() - L(i, 0)).exp();
+    }
+    const Eigen::MatrixXd O = P * V;
+    const Eigen::VectorXd D = (G.array() * O.array()).rowwise().sum();
+    const Eigen::MatrixXd dS = P.array() * ((G * V.transpose()).colwise() - D).array();
+    q.push_back(Q), k.push_back(K), v.push_back(V), dout.push_back(G);
+    dq.push_back(dS * K * s), dk.push_back(dS.transpose() * Q * s), dv.push_back(P.transpose() * G), lse.push_back(L);
+  }
+  const auto npy = [](const std::string& name, const std::vector<Eigen::MatrixXd>& heads) { return npy_f32(name, heads); };
+  const std::string inputs = "check-kernel --q " + npy("bq.npy", q) + " --k " + npy("bk.npy", k) + " --v " +
+                             npy("bv.npy", v) + " --dout " + npy("bdo.npy", dout);
+  const std::string grads = " --dq " + npy("bdq.npy", dq) + " --dk " + npy("bdk.npy", dk) + " --dv " + npy("bdv.npy", dv);
+  SECTION("float32 gradients: bands at float32's size, each under its own key; exit 0") {
+    const Run r = attnrank_cli(inputs + grads + " --json");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(!j.contains("candidate"));
+    CHECK(j["backward"]["method"] == "double");
+    for (const char* g : {"dq", "dk", "dv"}) {
+      INFO(g);
+      CHECK(num(j[g]["candidate"]["max_abs_error_upper"]) < 1e-6);
+      CHECK(num(j[g]["candidate"]["max_abs_error_lower"]) <= num(j[g]["candidate"]["max_abs_error_upper"]));
+      CHECK(num(j[g]["candidate"]["rms_error_upper"]) <= num(j[g]["candidate"]["max_abs_error_upper"]));
+    }
+    CHECK(j["dk"]["candidate"]["worst"]["row"].get<int>() < 7);  // a key row
+  }
+  SECTION("a planted dQ error is found within its band; FlashAttention's rule with its floor decides exit 3") {
+    std::vector<Eigen::MatrixXd> bad = dq;
+    bad[1](3, 2) += 0.01;
+    const std::string args = inputs + " --dq " + npy("bad.npy", bad) + " --reference-dq " + npy("bdq.npy", dq);
+    const Run r = attnrank_cli(args + " --max-ratio 2 --ratio-atol 1e-3 --json");
+    REQUIRE(r.code == 3);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(num(j["dq"]["candidate"]["max_abs_error_lower"]) <= 0.01000001);
+    CHECK(num(j["dq"]["candidate"]["max_abs_error_upper"]) >= 0.0099999);
+    CHECK(j["dq"]["candidate"]["worst"]["head"] == 1);
+    CHECK(j["dq"]["candidate"]["worst"]["row"] == 3);
+    CHECK(j["dq"]["max_ratio_verdict"] == "exceeded");
+    CHECK(j["exceeded"] == nlohmann::json::array({"dq"}));
+    CHECK(attnrank_cli(args + " --max-ratio 2 --ratio-atol 0.02").code == 0);  // inside the floor
+  }
+  SECTION("the logsumexp, shape (H, N); --from reads one safetensors file by name") {
+    std::vector<Eigen::MatrixXd> rows;
+    for (const auto& m : lse) rows.push_back(m.transpose());  // (2, 5) as a 2-D array
+    const Run r = attnrank_cli(inputs + " --lse " + npy("blse.npy", rows).substr(0) + " --json");
+    // npy_f32 writes (H, N, d): (2, 1, 5) is not (H, N); the message says which shape is wanted.
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("one entry per query row, shape (2, 5)"));
+    const auto path = scratch() / "run.safetensors";
+    std::ofstream(path, std::ios::binary) << safetensors_bytes({{"q", "F32", {2, 5, 3}, f32_data(q)},
+                                                                {"k", "F32", {2, 7, 3}, f32_data(k)},
+                                                                {"v", "F32", {2, 7, 2}, f32_data(v)},
+                                                                {"dout", "F32", {2, 5, 2}, f32_data(dout)},
+                                                                {"dv", "F32", {2, 7, 2}, f32_data(dv)},
+                                                                {"lse", "F32", {2, 5}, f32_data(rows)}});
+    const Run from = attnrank_cli("check-kernel --from " + path.string() + " --json");
+    INFO(from.err);
+    REQUIRE(from.code == 0);
+    const auto j = nlohmann::json::parse(from.out);
+    CHECK(num(j["lse"]["candidate"]["max_abs_error_upper"]) < 1e-6);
+    CHECK(num(j["dv"]["candidate"]["max_abs_error_upper"]) < 1e-6);
+  }
+  SECTION("bad input: exit 2 naming it") {
+    expect_input_error(inputs.substr(0, inputs.find(" --dout")) + grads, "need --dout");
+    expect_input_error(inputs + " --dq " + npy("bdk.npy", dk), "dq");
+    expect_input_error(inputs, "nothing to check");
+    expect_input_error(inputs + grads + " --ratio-atol 0.1", "--ratio-atol needs --max-ratio");
+    expect_input_error(inputs + " --reference-dk " + npy("bdk.npy", dk), "needs the candidate's dk");
   }
 }
 

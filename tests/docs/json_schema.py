@@ -47,6 +47,19 @@ kernel_args = []
 for name, a in kernel.items():
     np.save(os.path.join(work, f"kernel-{name}.npy"), a)
     kernel_args += [f"--{'candidate' if name == 'o' else name}", os.path.join(work, f"kernel-{name}.npy")]
+# The backward pass in float32 (its values need not be accurate: the schema is what is checked).
+grads = {"dout": rng.standard_normal((2, 8, 4)).astype(np.float32)}
+pw = p / p.sum(axis=-1, keepdims=True)
+grads["dv"] = np.swapaxes(pw, -1, -2) @ grads["dout"]
+dpw = grads["dout"] @ np.swapaxes(kernel["v"], -1, -2)
+ds = pw * (dpw - (grads["dout"] * kernel["o"]).sum(-1, keepdims=True))
+grads["dq"] = (ds @ kernel["k"]) / np.float32(2)
+grads["dk"] = (np.swapaxes(ds, -1, -2) @ kernel["q"]) / np.float32(2)
+grads["lse"] = np.log(np.exp(s).sum(-1)).astype(np.float32)
+backward_args = []
+for name, a in grads.items():
+    np.save(os.path.join(work, f"kernel-{name}.npy"), a)
+    backward_args += [f"--{name}", os.path.join(work, f"kernel-{name}.npy")]
 
 # The output variants the schemas must admit: null bounds, per-head masks, hints,
 # zero entries, targets past the error bounds' size, the numeric modes.
@@ -108,6 +121,9 @@ runs = [
     ["appendix"],
     ["check-kernel", *kernel_args], ["check-kernel", *kernel_args, "--mask", "causal", "--max-error", "1000"],
     ["check-kernel", *kernel_args, "--reference", os.path.join(work, "kernel-o.npy"), "--fallback", "never"],
+    ["check-kernel", *kernel_args[:6], *backward_args],
+    ["check-kernel", *kernel_args, *backward_args, "--reference-dq", os.path.join(work, "kernel-dq.npy"),
+     "--reference", os.path.join(work, "kernel-o.npy"), "--max-ratio", "2", "--ratio-atol", "1e-6", "--max-error", "1"],
     ["layer", *weights, "--tier", "certified-double"],
 ]
 
@@ -131,7 +147,8 @@ def vocabulary(node, path):
         # snake_case; a segment may be one of the tutorial's symbols (A, A1, W_Q, K_heads, det_log_A)
         if not all(re.fullmatch(r"[a-z][a-z0-9]*|[0-9]+|[A-Z][0-9]?", part) for part in key.split("_")):
             failures.append(f"{where}: not snake_case")
-        if key == "dk" or key.endswith("_dk_") or key == "precision_bits":
+        gradient = key == "dk" and path == "" and "backward" in node  # check-kernel's dK (FlashAttention's name)
+        if (key == "dk" and not gradient) or key.endswith("_dk_") or key == "precision_bits":
             failures.append(f"{where}: the vocabulary says d_k and bits")
         for end, other in (("_lower", "_upper"), ("_upper", "_lower")):
             if key.endswith(end) and key[: -len(end)] + other not in node:
@@ -179,6 +196,11 @@ variants = {
     "rank hilbert:6 --mode numeric": lambda d: "rank_lower" not in d and "approx_rank_lower" in d,
     "example": lambda d: d["schema"] == "attnrank/example/1",
     f"scan {stack}": lambda d: any(h["zero_entry"] for h in d["heads"]) and "verdict" not in d["heads"][0],
+    f"check-kernel {' '.join(kernel_args[:6])} {' '.join(backward_args)}":
+        lambda d: "candidate" not in d and {"dq", "dk", "dv", "lse", "backward"} <= set(d),
+    f"check-kernel {' '.join(kernel_args)} {' '.join(backward_args)} --reference-dq {work}/kernel-dq.npy "
+    f"--reference {work}/kernel-o.npy --max-ratio 2 --ratio-atol 1e-6 --max-error 1":
+        lambda d: "reference" in d["dq"] and "max_ratio_verdict" in d["dq"] and "max_error_verdict" in d["dk"],
     f"scan {stack} --dk 2 --epsilon 0.05": lambda d: all("width_upper" in h and "epsilon_verdict" in h
                                                           for h in d["heads"] if not h["zero_entry"]),
 }

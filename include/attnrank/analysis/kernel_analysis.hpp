@@ -1,15 +1,21 @@
 #pragma once
-// An attention kernel's output checked as one analysis (attention/kernel_check.hpp):
-// tensors of one or more heads in, certified bounds on the true error of the
-// candidate (and of a reference, with their ratio) out, and one JSON writer and
-// one text writer for the CLI and Python.
+// An attention kernel's forward and backward results checked as one analysis
+// (attention/kernel_check.hpp, attention/gradient_check.hpp): tensors of one or
+// more heads in, certified bounds on the true error of the candidate's output O,
+// gradients dq, dk, dv (for an upstream gradient dout) and logsumexp (and of a
+// reference's, with their ratio) out, and one JSON writer and one text writer for
+// the CLI and Python.
 //
 // Guarantee: max_abs_error_lower <= max |O - softmax(s Q K^T) V| <= max_abs_error_upper
-// for the exact attention of the exact inputs. With a tolerance
-// (max_error + rtol max |E|, or max_ratio times the reference's error) the
-// verdict is proven either way or `undecided` (attention/kernel_tolerance.hpp);
-// `max_error_exceeded` is true only when the error is proven larger.
+// for the exact attention of the exact inputs, and the same for each gradient
+// against the exact gradient of that function contracted with dout, and for the
+// logsumexp. With a tolerance (max_error + rtol max |exact|, or max_ratio times the
+// reference's error plus ratio_atol: FlashAttention's rule), applied to every
+// tensor checked, each verdict is proven either way or `undecided`
+// (attention/kernel_tolerance.hpp); `max_error_exceeded` is true only when an
+// error is proven larger, `exceeded` lists every tensor proven outside a tolerance.
 
+#include <attnrank/attention/gradient_check.hpp>
 #include <attnrank/attention/kernel_check.hpp>
 #include <attnrank/attention/kernel_tolerance.hpp>
 #include <attnrank/io/double_tensor.hpp>
@@ -28,13 +34,26 @@ struct NamedTensor {
 };
 
 struct KernelQuestion {
-  NamedTensor q, k, v, candidate;
-  std::optional<NamedTensor> reference;
+  NamedTensor q, k, v;
+  std::optional<NamedTensor> candidate;  ///< the kernel's output O (the forward check)
+  std::optional<NamedTensor> reference;  ///< a reference's output
+  std::optional<NamedTensor> dout;       ///< the upstream gradient (Q's rows x V's columns); needed by dq, dk, dv
+  /// The kernel's backward results and a reference's (lse: Q's shape without its last dimension).
+  std::optional<NamedTensor> dq, dk, dv, lse, reference_dq, reference_dk, reference_dv, reference_lse;
   KernelCheckOptions options;         ///< scale, mask, fallback policy and bits
   std::optional<double> max_error;    ///< a CI gate: exceeded when proven larger
   std::string max_error_text;         ///< max_error as the user wrote it (printed back)
   std::optional<double> rtol;         ///< with max_error: the tolerance max_error + rtol max |E|
-  std::optional<double> max_ratio;    ///< candidate error <= max_ratio x reference error (needs a reference)
+  std::optional<double> max_ratio;    ///< candidate error <= max_ratio x reference error + ratio_atol (needs a reference)
+  std::optional<double> ratio_atol;   ///< with max_ratio: FlashAttention's floor a (default 0)
+};
+
+/// One backward result of the kernel checked: its files, bounds and verdicts.
+struct GradientReport {
+  std::string role;  ///< "dq", "dk", "dv" or "lse"
+  std::string candidate_name, candidate_dtype, reference_name, reference_dtype;
+  TensorCheck check;
+  std::optional<ToleranceVerdict> error_verdict, ratio_verdict;
 };
 
 struct KernelAnalysis {
@@ -44,13 +63,25 @@ struct KernelAnalysis {
   DoubleTensor layout;     ///< Q's shape (for the worst entry's batch and head), no data
   std::string scale_text;  ///< the scale as used: 17 digits, or "1/sqrt(d)"
   std::string mask_name = "none";
-  KernelCheck result;
+  std::optional<KernelCheck> result;     ///< the output's check (with a candidate)
+  std::optional<GradientCheck> backward;  ///< the backward pass's enclosure (with dq, dk, dv or lse)
+  std::vector<GradientReport> gradients;  ///< in the order dq, dk, dv, lse
+  std::string dout_name, dout_dtype;
   std::optional<double> max_error;
   std::string max_error_text;
-  std::optional<double> rtol, max_ratio;
-  std::optional<ToleranceVerdict> error_verdict, ratio_verdict;  ///< with max_error / max_ratio
-  bool max_error_exceeded = false;  ///< error_verdict is exceeded
+  std::optional<double> rtol, max_ratio, ratio_atol;
+  std::optional<ToleranceVerdict> error_verdict, ratio_verdict;  ///< the output's, with max_error / max_ratio
+  bool max_error_exceeded = false;  ///< some tensor's error_verdict is exceeded
+  /// Every tensor ("out", "dq", ...) with a verdict proven exceeded: exit 3 in the CLI.
+  std::vector<std::string> exceeded;
 };
+
+/// Fills the tensors of `q` not given yet (an empty name, or nullopt) from a
+/// safetensors file, by name: q, k, v, out (the candidate's output), dout, dq, dk,
+/// dv, lse; with `as_reference`, the file holds a reference computation's out, dq,
+/// dk, dv, lse instead. What a GPU run saves with safetensors.torch.save_file.
+/// Other names are ignored; input_error when the file has none of them.
+void read_kernel_tensors(KernelQuestion& q, const std::string& path, bool as_reference, const ParseLimits& limits = {});
 
 /// Checks the shapes (every tensor has Q's leading dimensions; a mask needs as
 /// many queries as keys) and runs check_kernel. input_error names the tensor.

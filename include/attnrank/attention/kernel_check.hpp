@@ -18,8 +18,10 @@
 // and says so; with FallbackPolicy::automatic only when the work (the
 // multiply-adds of all heads) is below `fallback_budget`, otherwise the wide
 // bounds stand and `fallback_skipped` explains what would tighten them.
-// A non-finite entry of an output is an infinite error at that entry: the
-// bounds are +inf and the entry is reported, never skipped.
+// The mean absolute error and the RMS error over all entries are bounded the
+// same way (FlexAttention and FlashInfer compare those). A non-finite entry of an
+// output is an infinite error at that entry: the bounds are +inf and the entry is
+// reported, never skipped.
 
 #include <attnrank/attention/certified_attention.hpp>
 
@@ -34,6 +36,8 @@ struct OutputError {
   double max_abs_error_lower = 0, max_abs_error_upper = 0;  ///< on max |O - E|
   double max_rel_error_lower = 0, max_rel_error_upper = 0;  ///< on max |O - E| / max |E|
   double max_abs_exact_lower = 0, max_abs_exact_upper = 0;  ///< on max |E|
+  double mean_abs_error_lower = 0, mean_abs_error_upper = 0;  ///< on the mean of |O - E| over every entry
+  double rms_error_lower = 0, rms_error_upper = 0;  ///< on sqrt(mean of (O - E)^2) over every entry
   /// Where the error is largest as far as proven: the entry with the largest
   /// lower bound (the largest upper bound when every lower bound is 0), or the
   /// first non-finite entry in C order when there is one, as (matrix index t,

@@ -4,9 +4,11 @@
 //  * an error tolerance max |O - E| <= atol + rtol max |E| is `within` when the
 //    error's upper bound is at most atol + rtol (lower bound on max |E|), and
 //    `exceeded` when its lower bound is above atol + rtol (upper bound on max |E|);
-//  * a ratio tolerance (the "at most r times the reference's error" of kernel
-//    test suites, with true errors) err_c <= r err_r is `within` when
-//    c_upper <= r r_lower and `exceeded` when c_lower > r r_upper.
+//  * a ratio tolerance (FlashAttention's rule "at most c times the reference's
+//    error plus a", with true errors) err_c <= c err_r + a is `within` when
+//    c_upper <= c r_lower + a and `exceeded` when c_lower > c r_upper + a; a = 0
+//    is the purely multiplicative form, which lets only an exact output pass
+//    beside an exact reference (why the floor a exists: docs/kernels.md).
 // Every product and sum is rounded against the claim it supports. Otherwise the
 // answer is `undecided`: the bounds straddle the tolerance (the enclosure is too
 // wide for it). A non-finite candidate entry is an infinite error: exceeded.
@@ -32,8 +34,12 @@ double tolerance_bound(double a, double b, double c, bool up);
 /// Proven verdict on one output's error against `tol` (see the header comment).
 ToleranceVerdict judge_error(const OutputError& e, const ErrorTolerance& tol);
 
-/// Proven verdict on candidate error <= max_ratio x reference error; needs the
-/// check's reference (input_error otherwise) and max_ratio >= 0, finite.
-ToleranceVerdict judge_ratio(const KernelCheck& check, double max_ratio);
+/// Proven verdict on candidate error <= max_ratio x reference error + ratio_atol
+/// (max errors); max_ratio and ratio_atol >= 0, finite (input_error otherwise).
+/// A non-finite candidate entry is exceeded; a non-finite reference entry undecided.
+ToleranceVerdict judge_ratio(const OutputError& candidate, const OutputError& reference, double max_ratio,
+                             double ratio_atol = 0);
+/// The same for a forward check's candidate and reference (input_error without one).
+ToleranceVerdict judge_ratio(const KernelCheck& check, double max_ratio, double ratio_atol = 0);
 
 }  // namespace attnrank

@@ -36,6 +36,14 @@ struct DoubleTensor {
 DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits = {},
                                 NonFiniteElements nonfinite = NonFiniteElements::refuse);
 
+/// A per-row statistic of an attention kernel (the logsumexp, FlashAttention's
+/// softmax_lse): an array of shape (N), (H, N) or (B, H, N) read exactly as one
+/// N x 1 matrix per head, heads in C order; `shape` is the file's. A text file
+/// is read as (H, N). Otherwise as read_double_tensor.
+inline constexpr std::size_t row_stack_dimensions = 3;
+DoubleTensor read_row_stack(const std::string& argument, const ParseLimits& limits = {},
+                            NonFiniteElements nonfinite = NonFiniteElements::refuse);
+
 /// The rationals the doubles denote, exactly; input_error naming `name`, row
 /// and column (1-based) of a NaN or infinite entry.
 Matrix<Rational> exact_of_doubles(const Eigen::MatrixXd& A, const std::string& name);

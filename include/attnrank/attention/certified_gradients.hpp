@@ -1,0 +1,61 @@
+#pragma once
+// The backward pass of one attention head, certified in doubles: entrywise bounds
+// on the exact gradients of O = softmax(s Q K^T) V (rows over the keys a mask
+// allows) contracted with a given upstream gradient dO, and on the logsumexp of
+// the scaled scores, for the exact values of the given doubles:
+//   P = softmax(s Q K^T),  dV = P^T dO,  dP = dO V^T,  D_i = sum_l dO_il O_il,
+//   dS = P o (dP - D 1^T),  dQ = s dS K,  dK = s dS^T Q,
+//   lse_i = log sum_{j allowed} exp(s q_i . k_j).
+// D comes from the exact O (enclosed here), not from any kernel's output.
+//
+// The proof is a chain of enclosures, each of the exact value given enclosures of
+// its inputs, on a block of query rows at a time (nothing N_q x N_k is stored but a
+// block's rows; dK and dV are sums over the blocks, added in directed rounding):
+//  * scores and weights as in attention/certified_attention.hpp: the scores from
+//    a product pair (or one product with an a priori bound), scaled outward, then
+//    certified_softmax_bounds; O from the weights as an interval matrix times V,
+//    clamped to V's column range (each O_il is a convex combination of V_jl);
+//  * D_i = sum_l dO_il O_il in upward rounding (a lower end as -(sum of -terms));
+//  * dP - D and P o (dP - D) entrywise in directed rounding (P >= 0, so each end
+//    of the product is one product of ends; a weight of exactly 0, a masked key,
+//    gives exactly 0, and 0 x inf is never formed);
+//  * dQ, dK, dV as products of an interval matrix and a point matrix (Rump's
+//    midpoint-radius product with a directed pair, or one product with an a priori
+//    bound), the scale s in [scale.lo, scale.hi] applied outward;
+//  * lse_i = x_ij - log p_ij for ANY allowed j (p_ij = exp(x_ij - lse_i) exactly);
+//    the j with the largest lower weight bound (>= about 1/N) keeps log well
+//    conditioned: lse_i in [x_lo - log p_hi, x_hi - log p_lo], log by
+//    numbers/certified_log.hpp.
+// Every pair returned is a band (numbers/bands.hpp): lo <= hi, no NaN, for any
+// finite inputs; an end that overflows, or that met an unbounded enclosure, is
+// infinite on its own side. Width for well-scaled inputs: about N u times the
+// sizes involved with directed products (~10 N u with a priori ones), plus
+// 2^-47 absolute on lse (the certified log's widening).
+
+#include <attnrank/attention/certified_attention.hpp>
+
+namespace attnrank {
+
+/// Which of the backward pass's results to enclose (the others are left empty).
+struct GradientsWanted {
+  bool dq = true, dk = true, dv = true, lse = true;
+  bool any_gradient() const { return dq || dk || dv; }
+};
+
+/// Bounds of the exact gradients and logsumexp of one head: dq (N_q x d), dk
+/// (N_k x d), dv (N_k x d_v), lse (N_q x 1); empty where not wanted.
+struct GradientBounds {
+  BoundsMatrix dq, dk, dv, lse;
+};
+
+/// The backward pass of softmax(s Q K^T) V for the double matrices Q (N_q x d),
+/// K (N_k x d), V (N_k x d_v) and dO (N_q x d_v; may be empty when only lse is
+/// wanted), with `mask` (N_q = N_k, of the mask's size) or without (nullptr).
+/// Throws input_error on mismatched shapes or a non-finite entry.
+GradientBounds certified_attention_gradients(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
+                                             const Eigen::MatrixXd& V, const Eigen::MatrixXd& dO,
+                                             const ScaleBounds& scale, const Mask* mask = nullptr,
+                                             AttentionProducts products = AttentionProducts::directed,
+                                             const GradientsWanted& wanted = {});
+
+}  // namespace attnrank

@@ -1,0 +1,213 @@
+// The backward pass of one head, certified in doubles (attnrank/attention/certified_gradients.hpp).
+#include <attnrank/attention/certified_gradients.hpp>
+
+#include <attnrank/attention/certified_softmax.hpp>
+#include <attnrank/attention/multi_head_attention.hpp>
+#include <attnrank/numbers/balls.hpp>
+#include <attnrank/numbers/bands.hpp>
+#include <attnrank/numbers/certified_log.hpp>
+#include <attnrank/numbers/detail/infinity.hpp>
+#include <attnrank/numbers/detail/parallel.hpp>
+
+#include <mutex>
+#include <string>
+
+namespace attnrank {
+namespace {
+
+using Eigen::Index;
+using detail::inf;
+
+std::string shape_text(const Eigen::MatrixXd& M) { return std::to_string(M.rows()) + " x " + std::to_string(M.cols()); }
+
+BoundsMatrix transposed(const BoundsMatrix& B) { return {B.lo.transpose(), B.hi.transpose()}; }
+
+BoundsMatrix zeros(Index rows, Index cols) {
+  return {Eigen::MatrixXd::Zero(rows, cols), Eigen::MatrixXd::Zero(rows, cols)};
+}
+
+/// Rows of `out` whose row of X has an end that is not finite get no bound at all:
+/// what a midpoint-radius product makes of an infinite end (inf or NaN) is not read.
+void unbounded_rows(BoundsMatrix& out, const BoundsMatrix& X) {
+  for (Index i = 0; i < X.lo.rows(); ++i)
+    if (!X.lo.row(i).allFinite() || !X.hi.row(i).allFinite()) {
+      out.lo.row(i).setConstant(-inf);
+      out.hi.row(i).setConstant(inf);
+    }
+  unbounded_where_nan(out);
+}
+
+/// acc += part, each end in its own direction.
+void accumulate(BoundsMatrix& acc, const BoundsMatrix& part) {
+  UpwardRounding up;
+  acc.hi += part.hi;
+  acc.lo = -((-acc.lo) - part.lo);
+  detail::rounding_barrier(acc.hi);
+  detail::rounding_barrier(acc.lo);
+}
+
+/// One head's shared data: transposes, norms and column maxima the blocks read.
+class GradientHead {
+ public:
+  GradientHead(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V, const Eigen::MatrixXd& dO,
+               const ScaleBounds& scale, const Mask* mask, AttentionProducts products, const GradientsWanted& wanted)
+      : Q_(Q), K_(K), V_(V), dO_(dO), KT_(K.transpose()), VT_(V.transpose()), scale_(scale), mask_(mask),
+        a_priori_(products == AttentionProducts::a_priori), wanted_(wanted) {
+    v_min_ = V.colwise().minCoeff();
+    v_max_ = V.colwise().maxCoeff();
+    v_abs_max_ = V.cwiseAbs().colwise().maxCoeff();
+    k_abs_max_ = K.cwiseAbs().colwise().maxCoeff();
+    if (a_priori_) {
+      q_norms_ = row_norms_upper(Q);
+      k_norms_ = row_norms_upper(K);
+      v_norms_ = row_norms_upper(V);
+      if (dO.size()) do_norms_ = row_norms_upper(dO);
+    }
+  }
+
+  /// Rows first .. first + rows - 1: their dQ rows and lse entries into `out`,
+  /// their shares of dK (unscaled) and dV added to `dk` and `dv`.
+  void block(Index first, Index rows, GradientBounds& out, BoundsMatrix& dk, BoundsMatrix& dv) const {
+    const Eigen::MatrixXd Qb = Q_.middleRows(first, rows);
+    BoundsMatrix S = a_priori_ ? a_priori_product_bounds(Qb, KT_, q_norms_.segment(first, rows), k_norms_)
+                               : certified_product_bounds(Qb, KT_);
+    S = scale_bounds(S, scale_);
+    const BoundsMatrix P = mask_ ? certified_softmax_bounds(S, *mask_, first) : certified_softmax_bounds(S);
+    if (wanted_.lse) logsumexp(S, P, first, out.lse);
+    if (!wanted_.any_gradient()) return;
+    const Eigen::MatrixXd dOb = dO_.middleRows(first, rows);
+
+    // O within V's column range; D = rowsum(dO o O) in upward rounding.
+    BoundsMatrix O = product(P, V_, v_abs_max_);
+    O.lo = O.lo.cwiseMax(v_min_.replicate(rows, 1));
+    O.hi = O.hi.cwiseMin(v_max_.replicate(rows, 1));
+    Eigen::VectorXd d_lo, d_hi;
+    {
+      UpwardRounding up;
+      const Eigen::ArrayXXd g = dOb.array();
+      d_hi = (g * O.lo.array()).max(g * O.hi.array()).rowwise().sum().matrix();
+      d_lo = -((-g) * O.lo.array()).max((-g) * O.hi.array()).rowwise().sum().matrix();
+      detail::rounding_barrier(d_hi);
+      detail::rounding_barrier(d_lo);
+    }
+
+    // dS = P o (dP - D 1^T), P >= 0: each end one product of ends, 0 where P is exactly 0.
+    BoundsMatrix dP = a_priori_ ? a_priori_product_bounds(dOb, VT_, do_norms_.segment(first, rows), v_norms_)
+                                : certified_product_bounds(dOb, VT_);
+    BoundsMatrix dS;
+    {
+      UpwardRounding up;
+      // t_hi >= dP - D and minus_t_lo >= D - dP, both rounded up (so neither is -inf).
+      const Eigen::ArrayXXd t_hi = dP.hi.array().colwise() - d_lo.array();
+      const Eigen::ArrayXXd minus_t_lo = (-dP.lo.array()).colwise() + d_hi.array();
+      const auto p_lo = P.lo.array(), p_hi = P.hi.array();
+      dS.hi = (p_hi == 0).select(0.0, (t_hi >= 0).select(p_hi * t_hi, p_lo * t_hi)).matrix();
+      dS.lo = (p_hi == 0).select(0.0, -(minus_t_lo >= 0).select(p_hi * minus_t_lo, p_lo * minus_t_lo)).matrix();
+      detail::rounding_barrier(dS.hi);
+      detail::rounding_barrier(dS.lo);
+    }
+    unbounded_where_nan(dS);
+
+    if (wanted_.dq) {
+      const BoundsMatrix g = scale_bounds(product(dS, K_, k_abs_max_), scale_);
+      out.dq.lo.middleRows(first, rows) = g.lo;
+      out.dq.hi.middleRows(first, rows) = g.hi;
+    }
+    if (wanted_.dk) accumulate(dk, product(transposed(dS), Qb, Qb.cwiseAbs().colwise().maxCoeff()));
+    if (wanted_.dv) accumulate(dv, product(transposed(P), dOb, dOb.cwiseAbs().colwise().maxCoeff()));
+  }
+
+ private:
+  /// Bounds of X B for every X within the bounds X and the point matrix B.
+  BoundsMatrix product(const BoundsMatrix& X, const Eigen::MatrixXd& B, const Eigen::RowVectorXd& b_abs_max) const {
+    BoundsMatrix out = a_priori_ ? a_priori_interval_product_bounds(X, B, b_abs_max) : certified_product_bounds(to_ball(X), B);
+    unbounded_rows(out, X);
+    return out;
+  }
+
+  /// lse_i = x_ij - log p_ij at the allowed j with the largest lower weight bound.
+  void logsumexp(const BoundsMatrix& S, const BoundsMatrix& P, Index first, BoundsMatrix& lse) const {
+    const Index rows = S.lo.rows();
+    Eigen::VectorXd p_lo(rows), p_hi(rows), x_lo(rows), x_hi(rows), log_lo(rows), log_hi(rows);
+    for (Index i = 0; i < rows; ++i) {
+      Index j = 0;
+      if (P.lo.row(i).maxCoeff(&j) == 0) P.hi.row(i).maxCoeff(&j);  // nothing proven positive: the largest upper end
+      p_lo(i) = P.lo(i, j);
+      p_hi(i) = P.hi(i, j);
+      x_lo(i) = S.lo(i, j);
+      x_hi(i) = S.hi(i, j);
+    }
+    // p_hi > 0 at an allowed key (certified_softmax_bounds never gives an upper end of 0 there).
+    log_bounds(p_lo.data(), p_hi.data(), log_lo.data(), log_hi.data(), static_cast<std::size_t>(rows));
+    UpwardRounding up;
+    Eigen::VectorXd hi = x_hi - log_lo, lo = -((-x_lo) + log_hi);
+    detail::rounding_barrier(hi);
+    detail::rounding_barrier(lo);
+    lse.hi.middleRows(first, rows) = hi;
+    lse.lo.middleRows(first, rows) = lo;
+  }
+
+  const Eigen::MatrixXd &Q_, &K_, &V_, &dO_;
+  Eigen::MatrixXd KT_, VT_;
+  ScaleBounds scale_;
+  const Mask* mask_;
+  bool a_priori_;
+  GradientsWanted wanted_;
+  Eigen::RowVectorXd v_min_, v_max_, v_abs_max_, k_abs_max_;
+  Eigen::VectorXd q_norms_, k_norms_, v_norms_, do_norms_;
+};
+
+}  // namespace
+
+GradientBounds certified_attention_gradients(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
+                                             const Eigen::MatrixXd& V, const Eigen::MatrixXd& dO,
+                                             const ScaleBounds& scale, const Mask* mask, AttentionProducts products,
+                                             const GradientsWanted& wanted) {
+  if (Q.rows() < 1 || K.rows() < 1 || Q.cols() < 1 || V.cols() < 1)
+    throw input_error("attention backward: Q is " + shape_text(Q) + ", K " + shape_text(K) + ", V " + shape_text(V) +
+                      "; every one needs at least one row and one column");
+  if (K.cols() != Q.cols())
+    throw input_error("attention backward: Q is " + shape_text(Q) + " but K is " + shape_text(K) +
+                          " (their columns must agree)", "K");
+  if (V.rows() != K.rows())
+    throw input_error("attention backward: K is " + shape_text(K) + " but V is " + shape_text(V) +
+                          " (one row of V per key)", "V");
+  if (wanted.any_gradient() && (dO.rows() != Q.rows() || dO.cols() != V.cols()))
+    throw input_error("attention backward: dO is " + shape_text(dO) + " but the output is " +
+                          std::to_string(Q.rows()) + " x " + std::to_string(V.cols()) + " (rows of Q x columns of V)",
+                      "dO");
+  detail::require_finite(Matrix<double>(Q), "Q");
+  detail::require_finite(Matrix<double>(K), "K");
+  detail::require_finite(Matrix<double>(V), "V");
+  if (wanted.any_gradient()) detail::require_finite(Matrix<double>(dO), "dO");
+  if (!(scale.lo > 0 && scale.lo <= scale.hi && std::isfinite(scale.hi)))
+    throw input_error("attention backward: the scale bounds must satisfy 0 < lo <= hi < inf");
+  if (mask && (Q.rows() != K.rows() || mask->size() != Q.rows()))
+    throw input_error("attention backward: a mask of size " + std::to_string(mask->size()) + " needs " +
+                      std::to_string(mask->size()) + " queries and keys (Q has " + std::to_string(Q.rows()) +
+                      " rows, K " + std::to_string(K.rows()) + ")");
+
+  const Index n = Q.rows(), keys = K.rows();
+  GradientBounds out;
+  if (wanted.dq) out.dq = zeros(n, Q.cols());
+  if (wanted.lse) out.lse = zeros(n, 1);
+  BoundsMatrix dk = zeros(wanted.dk ? keys : 0, Q.cols()), dv = zeros(wanted.dv ? keys : 0, V.cols());
+  const GradientHead head(Q, K, V, dO, scale, mask, products, wanted);
+  const double work = static_cast<double>(n) * static_cast<double>(keys) * static_cast<double>(3 * Q.cols() + 3 * V.cols());
+  std::mutex joining;
+  detail::for_row_blocks(static_cast<long>(n), work / 50, [&](long begin, long end) {
+    const detail::SerialDirectedProducts serial;  // this thread's share; no threads inside
+    BoundsMatrix my_dk = zeros(dk.lo.rows(), dk.lo.cols()), my_dv = zeros(dv.lo.rows(), dv.lo.cols());
+    for (Index first = begin; first < end; first += 128)
+      head.block(first, std::min<Index>(128, end - first), out, my_dk, my_dv);
+    const std::lock_guard<std::mutex> lock(joining);
+    accumulate(dk, my_dk);
+    accumulate(dv, my_dv);
+  });
+  if (wanted.dk) out.dk = scale_bounds(dk, scale);
+  if (wanted.dv) out.dv = dv;
+  for (BoundsMatrix* m : {&out.dq, &out.dk, &out.dv, &out.lse}) unbounded_where_nan(*m);
+  return out;
+}
+
+}  // namespace attnrank

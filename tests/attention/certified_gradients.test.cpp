@@ -1,0 +1,285 @@
+// Tests for the backward pass: attention/certified_gradients.hpp (one head's
+// gradients and logsumexp in the certified double tier), its MPFI twin
+// (attention/detail/interval_attention.hpp) and attention/gradient_check.hpp (a
+// kernel's gradient errors). The oracles: the MPFI gradients are checked against
+// central differences of the forward pass in MPFR at 320 bits (independent of the
+// backward formulas: a wrong D term or scale fails there), and every double bound
+// must contain the MPFI enclosure at 256 bits.
+#include "mask_support.hpp"
+#include "support.hpp"
+
+#include <attnrank/attention/detail/interval_attention.hpp>
+#include <attnrank/attention/gradient_check.hpp>
+#include <attnrank/attention/kernel_tolerance.hpp>
+#include <attnrank/attention/softmax.hpp>
+#include <attnrank/linalg/product.hpp>
+#include <attnrank/numbers/bands.hpp>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+
+using namespace attnrank;
+
+namespace {
+
+constexpr double u = 0x1p-53;
+
+/// Entries c * (integer in [-1000, 1000]) / 1000, or with c = 0 exact subnormals k 2^-1074.
+Eigen::MatrixXd gen_entries(Eigen::Index rows, Eigen::Index cols, double c) {
+  Eigen::MatrixXd M(rows, cols);
+  for (Eigen::Index i = 0; i < rows; ++i)
+    for (Eigen::Index j = 0; j < cols; ++j)
+      M(i, j) = c == 0 ? *rc::gen::inRange(-1000, 1001) * 0x1p-1074 : c * (*rc::gen::inRange(-1000, 1001) / 1000.0);
+  return M;
+}
+
+/// Magnitudes of V and dO from subnormal to near overflow.
+double gen_magnitude() { return *rc::gen::element(0.0, 1e-300, 1e-5, 1.0, 3.0, 1e150, 1e300, DBL_MAX / 2); }
+
+bool inside(const Interval& x, double lo, double hi) {
+  const double l = lower_bound(x).convert_to<double>(), h = upper_bound(x).convert_to<double>();
+  return std::nextafter(lo, -INFINITY) <= h && l <= std::nextafter(hi, INFINITY);
+}
+
+bool contains_all(const BoundsMatrix& B, const Matrix<Interval>& E) {
+  if (B.lo.rows() != E.rows() || B.lo.cols() != E.cols()) return false;
+  for (Eigen::Index i = 0; i < E.rows(); ++i)
+    for (Eigen::Index j = 0; j < E.cols(); ++j)
+      if (!inside(E(i, j), B.lo(i, j), B.hi(i, j))) return false;
+  return true;
+}
+
+bool all_bands(const BoundsMatrix& B) {
+  for (Eigen::Index i = 0; i < B.lo.size(); ++i)
+    if (!is_band(B.lo.data()[i], B.hi.data()[i])) return false;
+  return true;
+}
+
+Matrix<Real> reals(const Eigen::MatrixXd& M) { return M.cast<Real>(); }
+
+/// sum over entries of dO o softmax(s Q K^T) V, in MPFR at the precision in force.
+Real contracted_forward(const Matrix<Real>& Q, const Matrix<Real>& K, const Matrix<Real>& V, const Matrix<Real>& dO,
+                        const Real& s, const Mask* mask) {
+  Matrix<Real> S = multiply_transposed(Q, K);
+  for (Eigen::Index i = 0; i < S.rows(); ++i)
+    for (Eigen::Index j = 0; j < S.cols(); ++j) S(i, j) *= s;
+  const Matrix<Real> O = multiply(mask ? softmax_rows(S, *mask) : softmax_rows(S), V);
+  Real sum = 0;
+  for (Eigen::Index i = 0; i < O.rows(); ++i)
+    for (Eigen::Index j = 0; j < O.cols(); ++j) sum += O(i, j) * dO(i, j);
+  return sum;
+}
+
+Real midpoint(const Interval& x) { return Real(median(x)); }
+
+/// sum of E o G for a direction E and MPFI gradient G (midpoints).
+Real pairing(const Matrix<Real>& E, const Matrix<Interval>& G) {
+  Real sum = 0;
+  for (Eigen::Index i = 0; i < E.rows(); ++i)
+    for (Eigen::Index j = 0; j < E.cols(); ++j) sum += E(i, j) * midpoint(G(i, j));
+  return sum;
+}
+
+struct Head {
+  Eigen::MatrixXd Q, K, V, dO;
+  std::optional<Mask> mask;
+  std::optional<double> scale;
+  const Mask* mask_ptr() const { return mask ? &*mask : nullptr; }
+};
+
+/// N_q, N_k in [1, 8] (equal when masked), d, d_v in [1, 4].
+Head gen_head(double q_size, double v_size, double do_size) {
+  const bool masked = *rc::gen::arbitrary<bool>();
+  const auto nq = *rc::gen::inRange<Eigen::Index>(1, 9);
+  const auto nk = masked ? nq : *rc::gen::inRange<Eigen::Index>(1, 9);
+  const auto d = *rc::gen::inRange<Eigen::Index>(1, 5), dv = *rc::gen::inRange<Eigen::Index>(1, 5);
+  Head h{gen_entries(nq, d, q_size), gen_entries(nk, d, q_size), gen_entries(nk, dv, v_size),
+         gen_entries(nq, dv, do_size), std::nullopt, std::nullopt};
+  if (masked) h.mask = test::gen_any_mask(nq);
+  if (*rc::gen::arbitrary<bool>()) h.scale = *rc::gen::element(0.125, 0.3, 1.0, 2.5);
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("attnrank::detail::interval_attention_gradients") {
+  rc::prop("each gradient is the derivative of <dO, O>: central differences at 320 bits agree", [] {
+    const Head h = gen_head(1.0, 1.0, 1.0);
+    const PrecisionScope scope(320);
+    const detail::IntervalGradients G =
+        detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), {});
+    const Matrix<Real> Q = reals(h.Q), K = reals(h.K), V = reals(h.V), dO = reals(h.dO);
+    const Real s = h.scale ? Real(*h.scale) : Real(1 / sqrt(Real(static_cast<int>(h.Q.cols()))));
+    const Real step = Real(1) / Real(Integer(1) << 90);
+    const auto direction = [](const Matrix<Real>& M) {
+      Matrix<Real> E(M.rows(), M.cols());
+      for (auto& x : E.reshaped()) x = Real(*rc::gen::inRange(-3, 4));
+      return E;
+    };
+    const Matrix<Real> EQ = direction(Q), EK = direction(K), EV = direction(V);
+    const auto f = [&](int sign) {
+      const Real t = step * sign;
+      return contracted_forward(Q + EQ * t, K + EK * t, V + EV * t, dO, s, h.mask_ptr());
+    };
+    const Real numeric = (f(1) - f(-1)) / (2 * step);
+    const Real analytic = pairing(EQ, G.dq) + pairing(EK, G.dk) + pairing(EV, G.dv);
+    // The difference quotient errs by O(step^2) ~ 2^-180 times third derivatives of size O(10^3).
+    RC_ASSERT(abs(numeric - analytic) <= Real(1e-40) * (1 + abs(analytic)));
+  });
+  rc::prop("lse is log sum exp of the scaled scores: exp(s_ij - lse_i) sums to 1 over each row", [] {
+    const Head h = gen_head(2.0, 1.0, 1.0);
+    const PrecisionScope scope(256);
+    const detail::IntervalGradients G =
+        detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), {false, false, false, true});
+    const Matrix<Real> S = multiply_transposed(reals(h.Q), reals(h.K));
+    const Real s = h.scale ? Real(*h.scale) : Real(1 / sqrt(Real(static_cast<int>(h.Q.cols()))));
+    for (Eigen::Index i = 0; i < S.rows(); ++i) {
+      Real sum = 0;
+      for (Eigen::Index j = 0; j < S.cols(); ++j)
+        if (!h.mask || h.mask->allows(i, j)) sum += exp(s * S(i, j) - midpoint(G.lse(i, 0)));
+      RC_ASSERT(abs(sum - 1) <= Real(1e-60));
+    }
+  });
+}
+
+TEST_CASE("attnrank::certified_attention_gradients") {
+  rc::prop("every bound is a band and contains MPFI's gradients and lse, V and dO from 2^-1074 to DBL_MAX/2", [] {
+    const Head h = gen_head(*rc::gen::element(1e-3, 1.0, 4.0), gen_magnitude(), gen_magnitude());
+    const AttentionProducts products = *rc::gen::element(AttentionProducts::directed, AttentionProducts::a_priori);
+    const ScaleBounds s = h.scale ? ScaleBounds::exactly(*h.scale) : ScaleBounds::inverse_sqrt(h.Q.cols());
+    const GradientBounds B = certified_attention_gradients(h.Q, h.K, h.V, h.dO, s, h.mask_ptr(), products);
+    for (const BoundsMatrix* m : {&B.dq, &B.dk, &B.dv, &B.lse}) RC_ASSERT(all_bands(*m));
+    const PrecisionScope scope(256);
+    const detail::IntervalGradients E =
+        detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), {});
+    RC_ASSERT(contains_all(B.dq, E.dq));
+    RC_ASSERT(contains_all(B.dk, E.dk));
+    RC_ASSERT(contains_all(B.dv, E.dv));
+    RC_ASSERT(contains_all(B.lse, E.lse));
+  });
+  rc::prop("well-scaled inputs: directed bounds within (8 N + 100) u of the gradients' sizes", [] {
+    const Head h = gen_head(1.0, 1.0, 1.0);
+    const ScaleBounds s = h.scale ? ScaleBounds::exactly(*h.scale) : ScaleBounds::inverse_sqrt(h.Q.cols());
+    const GradientBounds B = certified_attention_gradients(h.Q, h.K, h.V, h.dO, s, h.mask_ptr());
+    const double n = static_cast<double>(std::max(h.Q.rows(), h.K.rows()));
+    // |dS| <= 2 max|dO| max|V| d_v; dQ, dK add a factor s N max|K|, max|Q|; dV is at most N max|dO|.
+    const double size = 1 + 4 * static_cast<double>(h.V.cols()) * n * n * 4;
+    const double allowed = (8 * n + 100) * u * size * 4;
+    for (const BoundsMatrix* m : {&B.dq, &B.dk, &B.dv}) RC_ASSERT(((m->hi - m->lo).array() <= allowed).all());
+    RC_ASSERT(((B.lse.hi - B.lse.lo).array() <= 1e-13).all());  // 2^-47 from the certified log, and a few N u
+  });
+  SECTION("shapes and entries are checked") {
+    const Eigen::MatrixXd Q = Eigen::MatrixXd::Ones(3, 2), K = Eigen::MatrixXd::Ones(4, 2), V = Eigen::MatrixXd::Ones(4, 3);
+    CHECK_THROWS_WITH(certified_attention_gradients(Q, K, V, Eigen::MatrixXd::Ones(3, 2), ScaleBounds::exactly(1)),
+                      Catch::Contains("dO is 3 x 2"));
+    Eigen::MatrixXd bad = Eigen::MatrixXd::Ones(3, 3);
+    bad(1, 2) = NAN;
+    CHECK_THROWS_AS(certified_attention_gradients(Q, K, V, bad, ScaleBounds::exactly(1)), input_error);
+    // lse alone needs no dO.
+    const GradientBounds B =
+        certified_attention_gradients(Q, K, V, Eigen::MatrixXd(), ScaleBounds::exactly(1), nullptr,
+                                      AttentionProducts::directed, {false, false, false, true});
+    CHECK(B.dq.lo.size() == 0);
+    CHECK(B.lse.lo(0, 0) <= 2 + std::log(4.0));
+    CHECK(B.lse.hi(0, 0) >= 2 + std::log(4.0));
+  }
+}
+
+namespace {
+
+/// The MPFI enclosure's midpoint as the nearest double.
+Eigen::MatrixXd nearest(const Matrix<Interval>& E) {
+  Eigen::MatrixXd M(E.rows(), E.cols());
+  for (Eigen::Index i = 0; i < E.rows(); ++i)
+    for (Eigen::Index j = 0; j < E.cols(); ++j) M(i, j) = midpoint(E(i, j)).convert_to<double>();
+  return M;
+}
+
+}  // namespace
+
+TEST_CASE("attnrank::check_kernel_gradients") {
+  rc::prop("planted errors: every band contains the true max, mean and RMS error, under every fallback policy", [] {
+    const Head h = gen_head(1.0, 1.0, 1.0);
+    std::vector<Eigen::MatrixXd> q{h.Q}, k{h.K}, v{h.V}, dout{h.dO};
+    KernelGradients candidate;
+    std::vector<Matrix<Interval>> exact;
+    {
+      const PrecisionScope scope(256);
+      const detail::IntervalGradients E =
+          detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), {});
+      exact = {E.dq, E.dk, E.dv, E.lse};
+    }
+    std::vector<Eigen::MatrixXd>* lists[] = {&candidate.dq, &candidate.dk, &candidate.dv, &candidate.lse};
+    const double planted = *rc::gen::element(0.0, 1e-12, 1e-6, 0.5);
+    for (std::size_t r = 0; r < 4; ++r) {
+      Eigen::MatrixXd M = nearest(exact[r]);
+      M(0, 0) += planted;
+      if (*rc::gen::arbitrary<bool>()) M = M.cast<float>().cast<double>();  // a float32 kernel's rounding
+      lists[r]->push_back(M);
+    }
+    KernelCheckOptions options;
+    options.scale = h.scale;
+    options.mask = h.mask;
+    options.fallback = *rc::gen::element(FallbackPolicy::automatic, FallbackPolicy::never, FallbackPolicy::always);
+    const GradientCheck c = check_kernel_gradients(q, k, v, dout, candidate, &candidate, options);
+    const PrecisionScope scope(256);
+    const std::optional<TensorCheck>* checks[] = {&c.dq, &c.dk, &c.dv, &c.lse};
+    for (std::size_t r = 0; r < 4; ++r) {
+      RC_ASSERT(checks[r]->has_value());
+      const OutputError& e = (*checks[r])->candidate;
+      // The true errors from the 256-bit enclosure (its width is far below a double's ulp).
+      Real max = 0, sum = 0, sum2 = 0;
+      const Eigen::MatrixXd& O = (*lists[r])[0];
+      for (Eigen::Index i = 0; i < O.rows(); ++i)
+        for (Eigen::Index j = 0; j < O.cols(); ++j) {
+          const Real err = abs(Real(O(i, j)) - midpoint(exact[r](i, j)));
+          max = std::max(max, err);
+          sum += err;
+          sum2 += err * err;
+        }
+      const Real n = static_cast<double>(O.size());
+      const Real slack = Real(1e-60);
+      RC_ASSERT(Real(e.max_abs_error_lower) <= max + slack);
+      RC_ASSERT(max <= Real(e.max_abs_error_upper) + slack);
+      RC_ASSERT(Real(e.mean_abs_error_lower) <= sum / n + slack);
+      RC_ASSERT(sum / n <= Real(e.mean_abs_error_upper) + slack);
+      RC_ASSERT(Real(e.rms_error_lower) <= sqrt(sum2 / n) + slack);
+      RC_ASSERT(sqrt(sum2 / n) <= Real(e.rms_error_upper) + slack);
+      RC_ASSERT(e.mean_abs_error_lower <= e.max_abs_error_upper);
+      if (planted >= 1e-6 && r < 3) RC_ASSERT(e.max_abs_error_upper >= planted / 2);
+    }
+  });
+
+  SECTION("FlashAttention's rule with its floor, on an exact reference") {
+    // dO = 0: every exact gradient is 0, so a reference of zeros has error exactly 0.
+    const Eigen::MatrixXd Q = Eigen::MatrixXd::Random(6, 4), K = Eigen::MatrixXd::Random(6, 4),
+                          V = Eigen::MatrixXd::Random(6, 3), dO = Eigen::MatrixXd::Zero(6, 3);
+    KernelGradients reference, near, far;
+    reference.dv = {Eigen::MatrixXd::Zero(6, 3)};
+    near.dv = {Eigen::MatrixXd::Constant(6, 3, 1e-6)};
+    far.dv = {Eigen::MatrixXd::Constant(6, 3, 1e-3)};
+    const GradientCheck a = check_kernel_gradients({Q}, {K}, {V}, {dO}, near, &reference);
+    const GradientCheck b = check_kernel_gradients({Q}, {K}, {V}, {dO}, far, &reference);
+    REQUIRE(a.dv->reference->max_abs_error_upper == 0);
+    // The multiplicative form lets nothing but an exact output pass beside an exact reference.
+    CHECK(judge_ratio(a.dv->candidate, *a.dv->reference, 2, 0) == ToleranceVerdict::exceeded);
+    CHECK(judge_ratio(a.dv->candidate, *a.dv->reference, 2, 1e-5) == ToleranceVerdict::within);
+    CHECK(judge_ratio(b.dv->candidate, *b.dv->reference, 2, 1e-5) == ToleranceVerdict::exceeded);
+  }
+
+  SECTION("bad input names the tensor") {
+    const Eigen::MatrixXd Q = Eigen::MatrixXd::Ones(3, 2), K = Eigen::MatrixXd::Ones(4, 2), V = Eigen::MatrixXd::Ones(4, 3);
+    KernelGradients g;
+    CHECK_THROWS_WITH(check_kernel_gradients({Q}, {K}, {V}, {}, g), Catch::Contains("nothing") || Catch::Contains("no gradient"));
+    g.dk = {Eigen::MatrixXd::Ones(3, 2)};
+    CHECK_THROWS_WITH(check_kernel_gradients({Q}, {K}, {V}, {Eigen::MatrixXd::Ones(3, 3)}, g),
+                      Catch::Contains("dk head 0 is 3 x 2") && Catch::Contains("4 x 2"));
+    g.dk = {Eigen::MatrixXd::Ones(4, 2)};
+    CHECK_THROWS_WITH(check_kernel_gradients({Q}, {K}, {V}, {}, g), Catch::Contains("dout"));
+    KernelGradients ref;
+    ref.dq = {Eigen::MatrixXd::Ones(3, 2)};
+    CHECK_THROWS_WITH(check_kernel_gradients({Q}, {K}, {V}, {Eigen::MatrixXd::Ones(3, 3)}, g, &ref),
+                      Catch::Contains("reference dq needs the candidate's dq"));
+  }
+}
