@@ -20,24 +20,28 @@ using detail::inf;
 
 std::string shape_text(const Eigen::MatrixXd& M) { return std::to_string(M.rows()) + " x " + std::to_string(M.cols()); }
 
-BoundsMatrix transposed(const BoundsMatrix& B) { return {B.lo.transpose(), B.hi.transpose()}; }
-
 BoundsMatrix zeros(Index rows, Index cols) {
   return {Eigen::MatrixXd::Zero(rows, cols), Eigen::MatrixXd::Zero(rows, cols)};
 }
 
-/// Rows of `out` whose row of X has an end that is not finite get no bound at all:
-/// what a midpoint-radius product makes of an infinite end (inf or NaN) is not read.
-void unbounded_rows(BoundsMatrix& out, const BoundsMatrix& X) {
-  for (Index i = 0; i < X.lo.rows(); ++i)
-    if (!X.lo.row(i).allFinite() || !X.hi.row(i).allFinite()) {
-      out.lo.row(i).setConstant(-inf);
-      out.hi.row(i).setConstant(inf);
-    }
-  unbounded_where_nan(out);
+/// acc += [C - R, C + R] with R_il = weight_i b_abs_max_l + eta, each end in its own direction;
+/// C from a product in round-to-nearest with |exact - C| <= R. Where C is not finite (an
+/// overflow) or R is NaN nothing is bounded. R is formed a column at a time, never stored.
+void accumulate_around(BoundsMatrix& acc, const Eigen::MatrixXd& C, const Eigen::VectorXd& weight,
+                       const Eigen::RowVectorXd& b_abs_max, double eta) {
+  UpwardRounding up;
+  for (Index l = 0; l < C.cols(); ++l) {
+    const auto c = C.col(l).array();
+    const auto r = weight.array() * b_abs_max(l) + eta;
+    const auto known = c.isFinite() && !r.isNaN();
+    acc.hi.col(l) = known.select(acc.hi.col(l).array() + (c + r), inf);
+    acc.lo.col(l) = known.select(-((-acc.lo.col(l).array()) + (r - c)), -inf);
+  }
+  detail::rounding_barrier(acc.hi);
+  detail::rounding_barrier(acc.lo);
 }
 
-/// acc += part, each end in its own direction.
+/// acc += part, each end in its own direction (ends are bands: no inf - inf).
 void accumulate(BoundsMatrix& acc, const BoundsMatrix& part) {
   UpwardRounding up;
   acc.hi += part.hi;
@@ -45,6 +49,91 @@ void accumulate(BoundsMatrix& acc, const BoundsMatrix& part) {
   detail::rounding_barrier(acc.hi);
   detail::rounding_barrier(acc.lo);
 }
+
+/// An interval matrix X (bounds) as the left factor of products with point matrices,
+/// X B and X^T B: with a priori bounds, ONE GEMM of X's midpoint M each and the radius
+///   |X B - fl(M B)|_il <= (gamma_k sum_j |M_ij| + sum_j rad_ij) max_j |B_jl| + k 2^-1074
+/// (numbers/a_priori_product.hpp; k the inner dimension), whose row (or column) sums are
+/// computed once for both products; otherwise Rump's product with directed pairs. A row
+/// (column) of X with an end that is not finite leaves its row of X B (of X^T B) unbounded.
+class IntervalOperand {
+ public:
+  IntervalOperand(const BoundsMatrix& X, bool a_priori) : a_priori_(a_priori) {
+    mid_ = 0.5 * X.lo + 0.5 * X.hi;  // any double will do; halves first: lo + hi may overflow
+    const auto finite = X.lo.array().isFinite() && X.hi.array().isFinite();
+    bad_rows_ = !finite.rowwise().all();
+    bad_cols_ = !finite.colwise().all().transpose();
+    UpwardRounding up;
+    rad_ = (X.hi - mid_).cwiseMax(mid_ - X.lo);
+    detail::rounding_barrier(rad_);
+    if (a_priori_) {
+      const double g_cols = a_priori_gamma(mid_.cols()), g_rows = a_priori_gamma(mid_.rows());
+      row_weight_ = (mid_.cwiseAbs().rowwise().sum() * g_cols + rad_.rowwise().sum()).eval();
+      col_weight_ = (mid_.cwiseAbs().colwise().sum() * g_rows + rad_.colwise().sum()).transpose().eval();
+      // A row (column) with an end that is not finite: its products are not bounded.
+      row_weight_ = bad_rows_.select(inf, row_weight_);
+      col_weight_ = bad_cols_.select(inf, col_weight_);
+      detail::rounding_barrier(row_weight_);
+      detail::rounding_barrier(col_weight_);
+    }
+  }
+
+  /// Bounds of X B (b_abs_max(l) >= max_j |B(j, l)|); C is scratch space.
+  BoundsMatrix times(const Eigen::MatrixXd& B, const Eigen::RowVectorXd& b_abs_max, Eigen::MatrixXd& C) const {
+    BoundsMatrix out;
+    if (a_priori_) {
+      out = zeros(mid_.rows(), B.cols());
+      nearest(C, mid_, B);
+      accumulate_around(out, C, row_weight_, b_abs_max, a_priori_underflow(mid_.cols()));
+    } else {
+      out = certified_product_bounds(BallMatrix{mid_, rad_}, B);
+    }
+    unbounded(out, bad_rows_);
+    return out;
+  }
+
+  /// acc += X^T B, each end in its own direction; C is scratch space.
+  void add_transposed_times(BoundsMatrix& acc, const Eigen::MatrixXd& B, const Eigen::RowVectorXd& b_abs_max,
+                            Eigen::MatrixXd& C) const {
+    if (a_priori_) {
+      nearest(C, mid_.transpose(), B);
+      accumulate_around(acc, C, col_weight_, b_abs_max, a_priori_underflow(mid_.rows()));
+      return;
+    }
+    BoundsMatrix part = certified_product_bounds(BallMatrix{mid_.transpose(), rad_.transpose()}, B);
+    unbounded(part, bad_cols_);
+    accumulate(acc, part);
+  }
+
+ private:
+  /// C = fl(A B) in round-to-nearest (the a priori bound's assumption), into C's storage.
+  template <class Left>
+  static void nearest(Eigen::MatrixXd& C, const Left& A, const Eigen::MatrixXd& B) {
+    const RoundingScope<FE_TONEAREST> nearest;
+    C.noalias() = A * B;
+    detail::rounding_barrier(C);
+  }
+
+  static void unbounded(BoundsMatrix& out, const Eigen::Array<bool, Eigen::Dynamic, 1>& bad) {
+    for (Index i = 0; i < bad.size(); ++i)
+      if (bad(i)) {
+        out.lo.row(i).setConstant(-inf);
+        out.hi.row(i).setConstant(inf);
+      }
+    unbounded_where_nan(out);
+  }
+
+  bool a_priori_;
+  Eigen::MatrixXd mid_, rad_;
+  Eigen::VectorXd row_weight_, col_weight_;
+  Eigen::Array<bool, Eigen::Dynamic, 1> bad_rows_, bad_cols_;
+};
+
+/// A thread's scratch space, kept across its blocks (a product's 4 MB result would
+/// otherwise be allocated, and its pages faulted in, block after block).
+struct Workspace {
+  Eigen::MatrixXd rows, keys;  // a block's rows x d products; N_k x d products
+};
 
 /// One head's shared data: transposes, norms and column maxima the blocks read.
 class GradientHead {
@@ -67,7 +156,7 @@ class GradientHead {
 
   /// Rows first .. first + rows - 1: their dQ rows and lse entries into `out`,
   /// their shares of dK (unscaled) and dV added to `dk` and `dv`.
-  void block(Index first, Index rows, GradientBounds& out, BoundsMatrix& dk, BoundsMatrix& dv) const {
+  void block(Index first, Index rows, GradientBounds& out, BoundsMatrix& dk, BoundsMatrix& dv, Workspace& work) const {
     const Eigen::MatrixXd Qb = Q_.middleRows(first, rows);
     BoundsMatrix S = a_priori_ ? a_priori_product_bounds(Qb, KT_, q_norms_.segment(first, rows), k_norms_)
                                : certified_product_bounds(Qb, KT_);
@@ -78,7 +167,8 @@ class GradientHead {
     const Eigen::MatrixXd dOb = dO_.middleRows(first, rows);
 
     // O within V's column range; D = rowsum(dO o O) in upward rounding.
-    BoundsMatrix O = product(P, V_, v_abs_max_);
+    const IntervalOperand p(P, a_priori_);
+    BoundsMatrix O = p.times(V_, v_abs_max_, work.rows);
     O.lo = O.lo.cwiseMax(v_min_.replicate(rows, 1));
     O.hi = O.hi.cwiseMin(v_max_.replicate(rows, 1));
     Eigen::VectorXd d_lo, d_hi;
@@ -108,23 +198,17 @@ class GradientHead {
     }
     unbounded_where_nan(dS);
 
+    if (wanted_.dv) p.add_transposed_times(dv, dOb, dOb.cwiseAbs().colwise().maxCoeff(), work.keys);
+    const IntervalOperand ds(dS, a_priori_);
     if (wanted_.dq) {
-      const BoundsMatrix g = scale_bounds(product(dS, K_, k_abs_max_), scale_);
+      const BoundsMatrix g = scale_bounds(ds.times(K_, k_abs_max_, work.rows), scale_);
       out.dq.lo.middleRows(first, rows) = g.lo;
       out.dq.hi.middleRows(first, rows) = g.hi;
     }
-    if (wanted_.dk) accumulate(dk, product(transposed(dS), Qb, Qb.cwiseAbs().colwise().maxCoeff()));
-    if (wanted_.dv) accumulate(dv, product(transposed(P), dOb, dOb.cwiseAbs().colwise().maxCoeff()));
+    if (wanted_.dk) ds.add_transposed_times(dk, Qb, Qb.cwiseAbs().colwise().maxCoeff(), work.keys);
   }
 
  private:
-  /// Bounds of X B for every X within the bounds X and the point matrix B.
-  BoundsMatrix product(const BoundsMatrix& X, const Eigen::MatrixXd& B, const Eigen::RowVectorXd& b_abs_max) const {
-    BoundsMatrix out = a_priori_ ? a_priori_interval_product_bounds(X, B, b_abs_max) : certified_product_bounds(to_ball(X), B);
-    unbounded_rows(out, X);
-    return out;
-  }
-
   /// lse_i = x_ij - log p_ij at the allowed j with the largest lower weight bound.
   void logsumexp(const BoundsMatrix& S, const BoundsMatrix& P, Index first, BoundsMatrix& lse) const {
     const Index rows = S.lo.rows();
@@ -198,8 +282,9 @@ GradientBounds certified_attention_gradients(const Eigen::MatrixXd& Q, const Eig
   detail::for_row_blocks(static_cast<long>(n), work / 50, [&](long begin, long end) {
     const detail::SerialDirectedProducts serial;  // this thread's share; no threads inside
     BoundsMatrix my_dk = zeros(dk.lo.rows(), dk.lo.cols()), my_dv = zeros(dv.lo.rows(), dv.lo.cols());
+    Workspace work;
     for (Index first = begin; first < end; first += 128)
-      head.block(first, std::min<Index>(128, end - first), out, my_dk, my_dv);
+      head.block(first, std::min<Index>(128, end - first), out, my_dk, my_dv, work);
     const std::lock_guard<std::mutex> lock(joining);
     accumulate(dk, my_dk);
     accumulate(dv, my_dv);
