@@ -140,3 +140,27 @@ def svg_plot(path, series, *, xlabel, ylabel, title, logx=True, logy=True, xtick
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
+
+
+def blocked_attention(q, k, v, causal, block=64):
+    """A FlashAttention-style kernel in torch, (B, S, H, d) layout: keys in blocks with a running
+    max and sum (online softmax), float32 accumulation, the output in the inputs' dtype.
+    Differentiable, so autograd gives it a backward pass to test."""
+    dtype = q.dtype
+    qh, kh, vh = (x.transpose(1, 2).float() for x in (q, k, v))
+    n, d = qh.shape[-2:]
+    m = torch.full(qh.shape[:-1] + (1,), -float("inf"))
+    l = torch.zeros_like(m)
+    acc = torch.zeros(qh.shape[:-1] + (vh.shape[-1],))
+    for j0 in range(0, kh.shape[-2], block):
+        s = qh @ kh[..., j0:j0 + block, :].transpose(-1, -2) / math.sqrt(d)
+        if causal:
+            keep = torch.arange(n)[:, None] + (kh.shape[-2] - n) >= torch.arange(j0, j0 + s.shape[-1])[None, :]
+            s = s.masked_fill(~keep, -float("inf"))
+        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
+        p = torch.exp(s - m_new)
+        correction = torch.exp(m - m_new)
+        l = l * correction + p.sum(dim=-1, keepdim=True)
+        acc = acc * correction + p @ vh[..., j0:j0 + block, :]
+        m = m_new
+    return (acc / l).to(dtype).transpose(1, 2)

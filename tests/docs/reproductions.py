@@ -125,3 +125,36 @@ def test_widths_vs_log_n(tmp_path):
     widths = [r["embedding_width"] for r in rows]
     assert widths[-1] > widths[0]  # it grows, but by a constant per doubling, not with n
     assert widths[-1] - widths[0] < (rows[-1]["n"] - rows[0]["n"]) / 4
+
+
+def test_gradient_rules(tmp_path):
+    data, stdout = run("gradient_rules", "--grid", "quick", tmp_path=tmp_path)
+    rows = data["rows"]
+    assert {r["dtype"] for r in rows} == {"float32", "bfloat16"}
+    assert {r["gradient"] for r in rows} == {"dq", "dk", "dv"}
+    for r in rows:
+        e_k, e_pt, e_ref = r["err_kernel"], r["err_pt"], r["err_ref"]
+        for e in (e_k, e_pt, e_ref):
+            assert 0 <= e[0] <= e[1]
+        slack = 1e-12 + 1e-9 * max(e_k[1], e_pt[1])
+        # The measured differences and the certified true errors agree (triangle inequality).
+        assert e_k[0] - e_ref[1] - slack <= r["diff_kernel_ref"] <= e_k[1] + e_ref[1] + slack, r
+        assert e_pt[0] - e_ref[1] - slack <= r["diff_pt_ref"] <= e_pt[1] + e_ref[1] + slack, r
+        assert r["true_ratio"][0] <= r["true_ratio"][1]
+        assert r["method"] == "double"
+    low = [r for r in rows if r["dtype"] == "bfloat16"]
+    # The page's claims: the bfloat16 reference's own error is a real share of the yardstick, and a
+    # kernel with float32 accumulation needs a factor far below PyTorch's fudge factors.
+    assert max(r["ref_share"] for r in low) > 0.1
+    for g, fudge in (("dq", 180), ("dk", 25), ("dv", 8)):
+        assert max(r["factor_needed"] for r in low if r["gradient"] == g and r["kernel"] == "blocked online softmax") < fudge
+    # The floor's reason: in float32, dX_pt and dX_ref are one computation (their difference is 0),
+    # so the purely multiplicative rule fails every kernel not bitwise equal to it, correct or not.
+    zero = [r for r in rows if r["dtype"] == "float32" and r["diff_pt_ref"] == 0 and r["diff_kernel_ref"] > 0]
+    assert zero and all(r["rule"] == "fails" for r in zero)
+    assert any(r["true_rule"] == "passes" for r in zero)
+    # What a passing case can hide, as a law: err(kernel) <= 2 max|dX_pt - dX_ref| + err(dX_ref).
+    for r in rows:
+        if r["rule"] == "passes":
+            assert r["err_kernel"][0] <= 2 * r["diff_pt_ref"] + r["err_ref"][1] + 1e-12, r
+    assert "PyTorch's fudge" in stdout
