@@ -303,7 +303,9 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
     (decimal strings rounded outward), the relative bounds, the mean absolute and RMS error bands
     and the worst entry; with a reference, ``ratio_lower`` / ``ratio_upper`` enclose candidate
     error / reference error. Arrays are NumPy arrays or torch tensors of shape (N, d), (H, N, d)
-    or (B, H, N, d), any float dtype (bfloat16 too), read exactly. ``mask`` is "causal", "none" or
+    or (B, H, N, d), any float dtype (bfloat16 too), read exactly; k and v may have fewer heads
+    than q when their number divides q's (grouped-query and multi-query attention: query head h
+    reads K/V head h / (H / H_kv); dk and dv then have k's heads). ``mask`` is "causal", "none" or
     an N x N 0/1 array; ``scale`` defaults to 1/sqrt(d).
 
     The backward pass: ``dq``, ``dk``, ``dv`` (any subset; they need ``dout``, the upstream gradient

@@ -18,11 +18,28 @@ namespace {
 using nlohmann::json;
 
 /// Every tensor has Q's leading dimensions (one matrix per head).
-void require_same_heads(const NamedTensor& q, const NamedTensor& other, const std::string& role) {
+void require_same_heads(const NamedTensor& q, const NamedTensor& other, const std::string& role,
+                        const char* base = "Q") {
   const auto leading = [](const DoubleTensor& t) { return std::vector<std::size_t>(t.shape.begin(), t.shape.end() - 2); };
   if (leading(q.tensor) != leading(other.tensor))
-    throw input_error(other.name + " (" + role + ") has shape " + shape_text(other.tensor.shape) + " but Q has " +
-                      shape_text(q.tensor.shape) + ": the dimensions before the last two (batch, heads) must agree");
+    throw input_error(other.name + " (" + role + ") has shape " + shape_text(other.tensor.shape) + " but " + base +
+                      " has " + shape_text(q.tensor.shape) +
+                      ": the dimensions before the last two (batch, heads) must agree");
+}
+
+/// K's leading dimensions against Q's: equal, or (grouped queries) the same batches with a
+/// number of K/V heads that divides Q's heads. Returns the options' kv_heads (empty when equal).
+std::vector<std::size_t> kv_heads_from_shapes(const NamedTensor& q, const NamedTensor& k) {
+  const auto leading = [](const DoubleTensor& t) { return std::vector<std::size_t>(t.shape.begin(), t.shape.end() - 2); };
+  const std::vector<std::size_t> lq = leading(q.tensor), lk = leading(k.tensor);
+  if (lq == lk) return {};
+  const bool same_rank = lq.size() == lk.size() && !lq.empty();
+  const bool same_batch = same_rank && (lq.size() == 1 || lq[0] == lk[0]);
+  if (!same_batch || lk.back() == 0 || lq.back() % lk.back() != 0)
+    throw input_error(k.name + " (K) has shape " + shape_text(k.tensor.shape) + " but Q has " +
+                      shape_text(q.tensor.shape) + ": the batch dimensions must agree, and K and V may have fewer " +
+                      "heads than Q only when their number divides Q's (grouped-query attention)");
+  return grouped_kv_heads(lq.size() == 2 ? lq[0] : 1, lq.back(), lk.back());
 }
 
 json place_json(const DoubleTensor& q, const OutputError& e) {
@@ -177,8 +194,9 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
     if (t->tensor.matrices.empty())
       throw input_error(std::string("check-kernel needs ") + (t == &q.q ? "Q" : t == &q.k ? "K" : "V") +
                         " (--q, --k, --v, or a tensor named q, k, v in --from)");
-  require_same_heads(q.q, q.k, "K");
-  require_same_heads(q.q, q.v, "V");
+  KernelCheckOptions options = q.options;
+  options.kv_heads = kv_heads_from_shapes(q.q, q.k);
+  require_same_heads(q.k, q.v, "V", "K");
   const std::optional<NamedTensor>* candidates[] = {&q.dq, &q.dk, &q.dv, &q.lse};
   const std::optional<NamedTensor>* references[] = {&q.reference_dq, &q.reference_dk, &q.reference_dv,
                                                     &q.reference_lse};
@@ -188,7 +206,8 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
       if (!*t) continue;
       const std::string role = (t == references[r] ? std::string("the reference ") : std::string("the candidate ")) + roles[r];
       if (r == 3) require_lse_shape(q.q, **t, role);
-      else require_same_heads(q.q, **t, role);
+      else if (r == 0) require_same_heads(q.q, **t, role);
+      else require_same_heads(q.k, **t, role, "K");  // dK and dV: one per K/V head
     }
     if (*references[r] && !*candidates[r])
       throw input_error(std::string("a reference ") + roles[r] + " needs the candidate's " + roles[r] +
@@ -244,7 +263,7 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
     if (q.candidate) {
       out.result = check_kernel(q.q.tensor.matrices, q.k.tensor.matrices, q.v.tensor.matrices,
                                 q.candidate->tensor.matrices, q.reference ? &q.reference->tensor.matrices : nullptr,
-                                q.options);
+                                options);
       out.candidate_name = q.candidate->name;
       out.candidate_dtype = q.candidate->tensor.dtype;
       judge("out", out.result->candidate, out.result->reference, out.error_verdict, out.ratio_verdict);
@@ -259,7 +278,7 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
       }
       static const std::vector<Eigen::MatrixXd> none;
       out.backward = check_kernel_gradients(q.q.tensor.matrices, q.k.tensor.matrices, q.v.tensor.matrices,
-                                            q.dout ? q.dout->tensor.matrices : none, c, &r, q.options);
+                                            q.dout ? q.dout->tensor.matrices : none, c, &r, options);
       const std::optional<TensorCheck>* checks[] = {&out.backward->dq, &out.backward->dk, &out.backward->dv,
                                                     &out.backward->lse};
       for (std::size_t i = 0; i < 4; ++i) {
@@ -286,6 +305,7 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   out.q_dtype = q.q.tensor.dtype;
   out.heads = q.q.tensor.matrices.size();
   out.layout.shape = q.q.tensor.shape;
+  out.kv_layout.shape = q.k.tensor.shape;
   if (q.reference) {
     out.reference_name = q.reference->name;
     out.reference_dtype = q.reference->tensor.dtype;
@@ -316,11 +336,16 @@ void verdicts_json(json& j, const KernelAnalysis& k, const std::optional<Toleran
   (void)k;
 }
 
-/// The layout whose leading indices name a tensor's worst entry (every tensor has Q's).
+/// The layout whose leading indices name a result's worst entry: K's for dK and dV (one per K/V head), Q's otherwise.
+const DoubleTensor& layout_of(const KernelAnalysis& k, const std::string& role) {
+  return role == "dk" || role == "dv" ? k.kv_layout : k.layout;
+}
+
 json gradient_json(const KernelAnalysis& k, const GradientReport& g) {
-  json j = {{"candidate", error_json(k.layout, g.check.candidate, g.candidate_name, g.candidate_dtype)}};
+  const DoubleTensor& layout = layout_of(k, g.role);
+  json j = {{"candidate", error_json(layout, g.check.candidate, g.candidate_name, g.candidate_dtype)}};
   if (g.check.reference) {
-    j["reference"] = error_json(k.layout, *g.check.reference, g.reference_name, g.reference_dtype);
+    j["reference"] = error_json(layout, *g.check.reference, g.reference_name, g.reference_dtype);
     j["ratio_lower"] = lower_text(g.check.ratio_lower);
     j["ratio_upper"] = upper_text(g.check.ratio_upper);
   }
@@ -424,9 +449,10 @@ std::string to_text(const KernelAnalysis& k) {
       << "\n";
     for (const GradientReport& g : k.gradients) {
       const std::size_t i = static_cast<std::size_t>(std::find(std::begin(roles), std::end(roles), g.role) - std::begin(roles));
-      s << "\n" << error_text(k.layout, g.check.candidate, g.role + " candidate", g.candidate_name, g.candidate_dtype, symbols[i]);
+      const DoubleTensor& layout = layout_of(k, g.role);
+      s << "\n" << error_text(layout, g.check.candidate, g.role + " candidate", g.candidate_name, g.candidate_dtype, symbols[i]);
       if (g.check.reference) {
-        s << error_text(k.layout, *g.check.reference, g.role + " reference", g.reference_name, g.reference_dtype,
+        s << error_text(layout, *g.check.reference, g.role + " reference", g.reference_name, g.reference_dtype,
                         symbols[i]);
         s << g.role << ": candidate error / reference error in [" << lower_text(g.check.ratio_lower) << ", "
           << upper_text(g.check.ratio_upper) << "]\n";

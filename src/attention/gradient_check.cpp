@@ -27,14 +27,18 @@ std::optional<TensorCheck>& part(GradientCheck& c, std::size_t r) {
   return r == 0 ? c.dq : r == 1 ? c.dk : r == 2 ? c.dv : c.lse;
 }
 
-/// The exact result's shape for head t.
-std::pair<Index, Index> expected_shape(std::size_t r, const Eigen::MatrixXd& q, const Eigen::MatrixXd& k,
-                                       const Eigen::MatrixXd& v) {
+/// How many matrices result r has (dk, dv: one per K/V head) and the exact one's shape for matrix t.
+std::size_t count(std::size_t r, const std::vector<Eigen::MatrixXd>& q, const std::vector<Eigen::MatrixXd>& k) {
+  return r == 1 || r == 2 ? k.size() : q.size();
+}
+
+std::pair<Index, Index> expected_shape(std::size_t r, std::size_t t, const std::vector<Eigen::MatrixXd>& q,
+                                       const std::vector<Eigen::MatrixXd>& k, const std::vector<Eigen::MatrixXd>& v) {
   switch (r) {
-    case 0: return {q.rows(), q.cols()};
-    case 1: return {k.rows(), k.cols()};
-    case 2: return {v.rows(), v.cols()};
-    default: return {q.rows(), 1};
+    case 0: return {q[t].rows(), q[t].cols()};
+    case 1: return {k[t].rows(), k[t].cols()};
+    case 2: return {v[t].rows(), v[t].cols()};
+    default: return {q[t].rows(), 1};
   }
 }
 
@@ -42,15 +46,38 @@ void check_list(const std::vector<Eigen::MatrixXd>& list, std::size_t r, const s
                 const std::vector<Eigen::MatrixXd>& k, const std::vector<Eigen::MatrixXd>& v, const std::string& who) {
   if (list.empty()) return;
   const std::string name = who + " " + names[r];
-  if (list.size() != q.size())
-    throw input_error(name + " has " + std::to_string(list.size()) + " matrices for " + std::to_string(q.size()) +
-                          " heads", names[r]);
-  for (std::size_t t = 0; t < q.size(); ++t) {
-    const auto [rows, cols] = expected_shape(r, q[t], k[t], v[t]);
+  const std::size_t n = count(r, q, k);
+  if (list.size() != n)
+    throw input_error(name + " has " + std::to_string(list.size()) + " matrices for " + std::to_string(n) +
+                          (r == 1 || r == 2 ? " K/V heads" : " heads"), names[r]);
+  for (std::size_t t = 0; t < n; ++t) {
+    const auto [rows, cols] = expected_shape(r, t, q, k, v);
     if (list[t].rows() != rows || list[t].cols() != cols)
       throw input_error(name + " head " + std::to_string(t) + " is " + dims(list[t].rows(), list[t].cols()) +
                             " but the exact " + names[r] + " is " + dims(rows, cols), names[r]);
   }
+}
+
+/// sum += part, each end in its own direction (a K/V head's gradient over its query heads).
+void add_bounds(BoundsMatrix& sum, const BoundsMatrix& part) {
+  if (sum.lo.size() == 0) {
+    sum = part;
+    return;
+  }
+  UpwardRounding up;
+  sum.hi += part.hi;
+  sum.lo = -((-sum.lo) - part.lo);
+  detail::rounding_barrier(sum.hi);
+  detail::rounding_barrier(sum.lo);
+}
+
+void add_intervals(Matrix<Interval>& sum, const Matrix<Interval>& part) {
+  if (sum.size() == 0) {
+    sum = part;
+    return;
+  }
+  for (Index j = 0; j < sum.cols(); ++j)
+    for (Index i = 0; i < sum.rows(); ++i) sum(i, j) += part(i, j);
 }
 
 }  // namespace
@@ -60,9 +87,7 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
                                      const KernelGradients& candidate, const KernelGradients* reference,
                                      const KernelCheckOptions& options) {
   if (q.empty()) throw input_error("check_kernel_gradients: no heads");
-  if (k.size() != q.size() || v.size() != q.size())
-    throw input_error("check_kernel_gradients: " + std::to_string(q.size()) + " Q matrices, " +
-                      std::to_string(k.size()) + " K and " + std::to_string(v.size()) + " V (one of each per head)");
+  detail::check_kv_heads(q.size(), k.size(), v.size(), options, "check_kernel_gradients");
   GradientsWanted wanted{!candidate.dq.empty(), !candidate.dk.empty(), !candidate.dv.empty(), !candidate.lse.empty()};
   if (!wanted.any_gradient() && !wanted.lse)
     throw input_error("check_kernel_gradients: no gradient (dq, dk, dv) and no lse to check");
@@ -80,9 +105,10 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
       throw input_error("the gradients need dout: " + std::to_string(dout.size()) + " matrices for " +
                             std::to_string(q.size()) + " heads", "dout");
     for (std::size_t t = 0; t < q.size(); ++t)
-      if (dout[t].rows() != q[t].rows() || dout[t].cols() != v[t].cols())
+      if (dout[t].rows() != q[t].rows() || dout[t].cols() != v[kv_head_of(options, t)].cols())
         throw input_error("dout head " + std::to_string(t) + " is " + dims(dout[t].rows(), dout[t].cols()) +
-                              " but the output is " + dims(q[t].rows(), v[t].cols()) + " (rows of Q x columns of V)",
+                              " but the output is " + dims(q[t].rows(), v[kv_head_of(options, t)].cols()) +
+                              " (rows of Q x columns of V)",
                           "dout");
   }
   if (options.scale) (void)ScaleBounds::exactly(*options.scale);
@@ -95,24 +121,40 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
   GradientCheck out;
   const auto run = [&](bool intervals, AttentionProducts products) {
     std::array<detail::ErrorAccumulator, 4> c, r;
+    const auto add = [&](std::size_t i, std::size_t t, const auto& E) {
+      if (part(candidate, i).empty()) return;
+      c[i].add(t, E, part(candidate, i)[t]);
+      if (reference && !part(*reference, i).empty()) r[i].add(t, E, part(*reference, i)[t]);
+    };
+    // dK and dV of a K/V head are the sums over the query heads that read it (grouped queries).
+    std::vector<BoundsMatrix> dk(k.size()), dv(k.size());
+    std::vector<Matrix<Interval>> idk(k.size()), idv(k.size());
     for (std::size_t t = 0; t < q.size(); ++t) {
+      const std::size_t j = kv_head_of(options, t);
       const Eigen::MatrixXd& dO = wanted.any_gradient() ? dout[t] : none;
-      const auto add = [&](std::size_t i, const auto& E) {
-        c[i].add(t, E, part(candidate, i)[t]);
-        if (reference && !part(*reference, i).empty()) r[i].add(t, E, part(*reference, i)[t]);
-      };
       if (intervals) {
-        const detail::IntervalGradients E = detail::interval_attention_gradients(q[t], k[t], v[t], dO, options.scale,
-                                                                                 mask, wanted);
-        const std::array<const Matrix<Interval>*, 4> e = {&E.dq, &E.dk, &E.dv, &E.lse};
-        for (std::size_t i = 0; i < 4; ++i)
-          if (!part(candidate, i).empty()) add(i, *e[i]);
+        detail::IntervalGradients E =
+            detail::interval_attention_gradients(q[t], k[j], v[j], dO, options.scale, mask, wanted);
+        add(0, t, E.dq);
+        add(3, t, E.lse);
+        if (wanted.dk) add_intervals(idk[j], E.dk);
+        if (wanted.dv) add_intervals(idv[j], E.dv);
       } else {
         const ScaleBounds s = options.scale ? ScaleBounds::exactly(*options.scale) : ScaleBounds::inverse_sqrt(q[t].cols());
-        const GradientBounds E = certified_attention_gradients(q[t], k[t], v[t], dO, s, mask, products, wanted);
-        const std::array<const BoundsMatrix*, 4> e = {&E.dq, &E.dk, &E.dv, &E.lse};
-        for (std::size_t i = 0; i < 4; ++i)
-          if (!part(candidate, i).empty()) add(i, *e[i]);
+        const GradientBounds E = certified_attention_gradients(q[t], k[j], v[j], dO, s, mask, products, wanted);
+        add(0, t, E.dq);
+        add(3, t, E.lse);
+        if (wanted.dk) add_bounds(dk[j], E.dk);
+        if (wanted.dv) add_bounds(dv[j], E.dv);
+      }
+    }
+    for (std::size_t j = 0; j < k.size(); ++j) {
+      if (intervals) {
+        if (wanted.dk) add(1, j, idk[j]);
+        if (wanted.dv) add(2, j, idv[j]);
+      } else {
+        if (wanted.dk) add(1, j, dk[j]);
+        if (wanted.dv) add(2, j, dv[j]);
       }
     }
     out.enclosure_width = 0;
@@ -150,8 +192,8 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
   }
   double work = 0;
   for (std::size_t t = 0; t < q.size(); ++t)
-    work += static_cast<double>(q[t].rows()) * static_cast<double>(k[t].rows()) *
-            static_cast<double>(3 * q[t].cols() + 3 * v[t].cols());
+    work += static_cast<double>(q[t].rows()) * static_cast<double>(k[kv_head_of(options, t)].rows()) *
+            static_cast<double>(3 * q[t].cols() + 3 * v[kv_head_of(options, t)].cols());
   const bool wanted_mpfi = options.fallback == FallbackPolicy::always || (!every(tight) && options.fallback != FallbackPolicy::never);
   if (wanted_mpfi && options.fallback == FallbackPolicy::automatic && work > options.fallback_budget) {
     out.fallback_skipped = "the certified double enclosures of the backward pass (width up to " +

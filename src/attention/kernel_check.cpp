@@ -24,19 +24,59 @@ std::string shape_of(const Eigen::MatrixXd& M) { return std::to_string(M.rows())
 
 /// Each output matrix has its head's output shape (K and V are checked with the head).
 void check_shapes(const std::vector<Eigen::MatrixXd>& q, const std::vector<Eigen::MatrixXd>& v,
-                  const std::vector<Eigen::MatrixXd>& out, const char* name) {
+                  const std::vector<Eigen::MatrixXd>& out, const char* name, const KernelCheckOptions& options) {
   if (out.size() != q.size())
     throw input_error(std::string(name) + " has " + std::to_string(out.size()) + " matrices for " +
                       std::to_string(q.size()) + " heads");
   for (std::size_t t = 0; t < q.size(); ++t)
-    if (out[t].rows() != q[t].rows() || out[t].cols() != v[t].cols())
+    if (out[t].rows() != q[t].rows() || out[t].cols() != v[kv_head_of(options, t)].cols())
       throw input_error(std::string(name) + " head " + std::to_string(t) + " is " + shape_of(out[t]) +
                             " but the attention output is " + std::to_string(q[t].rows()) + " x " +
-                            std::to_string(v[t].cols()) + " (rows of Q x columns of V)",
+                            std::to_string(v[kv_head_of(options, t)].cols()) + " (rows of Q x columns of V)",
                         name);
 }
 
 }  // namespace
+
+std::vector<std::size_t> grouped_kv_heads(std::size_t batches, std::size_t heads, std::size_t kv_heads) {
+  if (kv_heads == 0 || heads == 0 || heads % kv_heads != 0)
+    throw input_error("grouped-query attention needs the K/V heads to divide the query heads: " +
+                      std::to_string(heads) + " query heads, " + std::to_string(kv_heads) + " K/V heads");
+  std::vector<std::size_t> out;
+  const std::size_t group = heads / kv_heads;
+  for (std::size_t b = 0; b < batches; ++b)
+    for (std::size_t h = 0; h < heads; ++h) out.push_back(b * kv_heads + h / group);
+  return out;
+}
+
+namespace detail {
+
+void check_kv_heads(std::size_t queries, std::size_t keys, std::size_t values, const KernelCheckOptions& options,
+                    const char* who) {
+  if (keys != values)
+    throw input_error(std::string(who) + ": " + std::to_string(keys) + " K matrices and " + std::to_string(values) +
+                      " V (one of each per K/V head)");
+  if (options.kv_heads.empty()) {
+    if (keys != queries)
+      throw input_error(std::string(who) + ": " + std::to_string(queries) + " Q matrices, " + std::to_string(keys) +
+                        " K and " + std::to_string(values) + " V (one of each per head, or kv_heads for grouped queries)");
+    return;
+  }
+  if (options.kv_heads.size() != queries)
+    throw input_error(std::string(who) + ": kv_heads has " + std::to_string(options.kv_heads.size()) +
+                      " entries for " + std::to_string(queries) + " query heads");
+  std::vector<bool> read(keys, false);
+  for (std::size_t t = 0; t < queries; ++t) {
+    if (options.kv_heads[t] >= keys)
+      throw input_error(std::string(who) + ": query head " + std::to_string(t) + " reads K/V head " +
+                        std::to_string(options.kv_heads[t]) + " of " + std::to_string(keys));
+    read[options.kv_heads[t]] = true;
+  }
+  for (std::size_t j = 0; j < keys; ++j)
+    if (!read[j]) throw input_error(std::string(who) + ": no query head reads K/V head " + std::to_string(j));
+}
+
+}  // namespace detail
 
 bool OutputError::tight() const {
   if (!(max_abs_error_upper < inf)) return nonfinite > 0;  // an infinite error is known exactly
@@ -47,11 +87,9 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
                          const std::vector<Eigen::MatrixXd>& v, const std::vector<Eigen::MatrixXd>& candidate,
                          const std::vector<Eigen::MatrixXd>* reference, const KernelCheckOptions& options) {
   if (q.empty()) throw input_error("check_kernel: no heads");
-  if (k.size() != q.size() || v.size() != q.size())
-    throw input_error("check_kernel: " + std::to_string(q.size()) + " Q matrices, " + std::to_string(k.size()) +
-                      " K and " + std::to_string(v.size()) + " V (one of each per head)");
-  check_shapes(q, v, candidate, "the candidate");
-  if (reference) check_shapes(q, v, *reference, "the reference");
+  detail::check_kv_heads(q.size(), k.size(), v.size(), options, "check_kernel");
+  check_shapes(q, v, candidate, "the candidate", options);
+  if (reference) check_shapes(q, v, *reference, "the reference", options);
   if (options.scale) (void)ScaleBounds::exactly(*options.scale);
   if (options.fallback_bits < 53 || options.fallback_bits > max_precision_bits)
     throw input_error("check_kernel: fallback precision " + std::to_string(options.fallback_bits) +
@@ -63,12 +101,14 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
     detail::ErrorAccumulator c, r;
     for (std::size_t t = 0; t < q.size(); ++t) {
       if (intervals) {
-        const Matrix<Interval> E = detail::interval_attention(q[t], k[t], v[t], options.scale, mask);
+        const Matrix<Interval> E = detail::interval_attention(q[t], k[kv_head_of(options, t)], v[kv_head_of(options, t)],
+                                                                options.scale, mask);
         c.add(t, E, candidate[t]);
         if (reference) r.add(t, E, (*reference)[t]);
       } else {
         const ScaleBounds s = options.scale ? ScaleBounds::exactly(*options.scale) : ScaleBounds::inverse_sqrt(q[t].cols());
-        const BoundsMatrix E = certified_attention(q[t], k[t], v[t], s, mask, products);
+        const BoundsMatrix E =
+            certified_attention(q[t], k[kv_head_of(options, t)], v[kv_head_of(options, t)], s, mask, products);
         c.add(t, E, candidate[t]);
         if (reference) r.add(t, E, (*reference)[t]);
       }
@@ -95,8 +135,8 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
   const bool tight = all_tight();
   double work = 0;
   for (std::size_t t = 0; t < q.size(); ++t)
-    work += static_cast<double>(q[t].rows()) * static_cast<double>(k[t].rows()) *
-            static_cast<double>(q[t].cols() + v[t].cols());
+    work += static_cast<double>(q[t].rows()) * static_cast<double>(k[kv_head_of(options, t)].rows()) *
+            static_cast<double>(q[t].cols() + v[kv_head_of(options, t)].cols());
   const bool wanted = options.fallback == FallbackPolicy::always || (!tight && options.fallback != FallbackPolicy::never);
   if (wanted && options.fallback == FallbackPolicy::automatic && work > options.fallback_budget) {
     out.fallback_skipped = "the certified double enclosures (width up to " + format_upper_bound(out.enclosure_width) +

@@ -283,3 +283,57 @@ TEST_CASE("attnrank::check_kernel_gradients") {
                       Catch::Contains("reference dq needs the candidate's dq"));
   }
 }
+
+TEST_CASE("attnrank::check_kernel_gradients with grouped queries (GQA and MQA)") {
+  rc::prop("dK and dV of a K/V head are the sums over its query heads: the bands contain the true errors", [] {
+    const auto kv = *rc::gen::inRange<std::size_t>(1, 3), group = *rc::gen::inRange<std::size_t>(1, 9);
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 7), d = *rc::gen::inRange<Eigen::Index>(1, 4);
+    std::vector<Eigen::MatrixXd> q, k, v, dout;
+    for (std::size_t j = 0; j < kv; ++j) k.push_back(gen_entries(n, d, 1.0)), v.push_back(gen_entries(n, d, 1.0));
+    for (std::size_t t = 0; t < kv * group; ++t) q.push_back(gen_entries(n, d, 1.0)), dout.push_back(gen_entries(n, d, 1.0));
+    KernelCheckOptions options;
+    options.kv_heads = grouped_kv_heads(1, kv * group, kv);
+    std::vector<Matrix<Interval>> dk(kv), dv(kv), dq;
+    {
+      const PrecisionScope scope(256);
+      for (std::size_t t = 0; t < q.size(); ++t) {
+        const std::size_t j = t / group;
+        const detail::IntervalGradients E = detail::interval_attention_gradients(q[t], k[j], v[j], dout[t], std::nullopt,
+                                                                                 nullptr, {true, true, true, false});
+        dq.push_back(E.dq);
+        dk[j] = dk[j].size() ? Matrix<Interval>(dk[j] + E.dk) : E.dk;
+        dv[j] = dv[j].size() ? Matrix<Interval>(dv[j] + E.dv) : E.dv;
+      }
+    }
+    KernelGradients candidate;
+    for (std::size_t t = 0; t < q.size(); ++t) candidate.dq.push_back(nearest(dq[t]));
+    for (std::size_t j = 0; j < kv; ++j) candidate.dk.push_back(nearest(dk[j])), candidate.dv.push_back(nearest(dv[j]));
+    const std::size_t planted_head = *rc::gen::inRange<std::size_t>(0, kv);
+    candidate.dk[planted_head](0, 0) += 1e-3;
+    const GradientCheck c = check_kernel_gradients(q, k, v, dout, candidate, nullptr, options);
+    RC_ASSERT(c.dk->candidate.max_abs_error_lower <= 1e-3 * (1 + 1e-9));
+    RC_ASSERT(c.dk->candidate.max_abs_error_upper >= 1e-3 * (1 - 1e-6));
+    RC_ASSERT(c.dk->candidate.worst_matrix == planted_head);
+    RC_ASSERT(c.dv->candidate.max_abs_error_upper < 1e-12);  // the nearest doubles of the exact sums
+    RC_ASSERT(c.dq->candidate.max_abs_error_upper < 1e-12);
+  });
+  SECTION("the forward check of a GQA head is the check with K and V repeated") {
+    std::vector<Eigen::MatrixXd> q, k{Eigen::MatrixXd::Random(5, 3)}, v{Eigen::MatrixXd::Random(5, 2)}, out, rk, rv;
+    for (int t = 0; t < 4; ++t) {
+      q.push_back(Eigen::MatrixXd::Random(5, 3));
+      out.push_back(Eigen::MatrixXd::Random(5, 2));
+      rk.push_back(k[0]);
+      rv.push_back(v[0]);
+    }
+    KernelCheckOptions mqa;
+    mqa.kv_heads = grouped_kv_heads(1, 4, 1);
+    const KernelCheck a = check_kernel(q, k, v, out, nullptr, mqa), b = check_kernel(q, rk, rv, out);
+    CHECK(a.candidate.max_abs_error_lower == b.candidate.max_abs_error_lower);
+    CHECK(a.candidate.max_abs_error_upper == b.candidate.max_abs_error_upper);
+    CHECK_THROWS_WITH(grouped_kv_heads(1, 4, 3), Catch::Contains("divide"));
+    KernelCheckOptions unread;
+    unread.kv_heads = {0, 0, 0, 0};
+    CHECK_THROWS_WITH(check_kernel(q, {k[0], k[0]}, {v[0], v[0]}, out, nullptr, unread),
+                      Catch::Contains("no query head reads K/V head 1"));
+  }
+}

@@ -900,6 +900,59 @@ TEST_CASE("attnrank check-kernel: the backward pass") {
   }
 }
 
+TEST_CASE("attnrank check-kernel: grouped queries (GQA, MQA) read from the shapes") {
+  // Four query heads on one K/V head (MQA): dK and dV of the K/V head are the sums over the four.
+  Eigen::MatrixXd K(6, 3), V(6, 2);
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 3; ++j) {
+      K(i, j) = ((i * 5 + j * 2) % 13) / 6.0 - 1;
+      if (j < 2) V(i, j) = ((i * 3 + j * 7) % 9) / 4.0 - 1;
+    }
+  std::vector<Eigen::MatrixXd> q, dout, out, dq;
+  Eigen::MatrixXd dK = Eigen::MatrixXd::Zero(6, 3), dV = Eigen::MatrixXd::Zero(6, 2);
+  const double s = 1 / std::sqrt(3.0);
+  for (int h = 0; h < 4; ++h) {
+    Eigen::MatrixXd Q(6, 3), G(6, 2);
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 3; ++j) {
+        Q(i, j) = ((i * 7 + j * 3 + h) % 11) / 5.0 - 1;
+        if (j < 2) G(i, j) = ((i * 2 + j * 5 + h) % 7) / 3.0 - 1;
+      }
+    Eigen::MatrixXd P = Q * K.transpose() * s;
+    for (int i = 0; i < 6; ++i) {
+      const double m = P.row(i).maxCoeff();
+      P.row(i) = (P.row(i).array() - m).exp() / (P.row(i).array() - m).exp().sum();
+    }
+    const Eigen::MatrixXd O = P * V;
+    const Eigen::VectorXd D = (G.array() * O.array()).rowwise().sum();
+    const Eigen::MatrixXd dS = P.array() * ((G * V.transpose()).colwise() - D).array();
+    q.push_back(Q), dout.push_back(G), out.push_back(O), dq.push_back(dS * K * s);
+    dK += dS.transpose() * Q * s;
+    dV += P.transpose() * G;
+  }
+  const std::string args = "check-kernel --q " + npy_f32("gq.npy", q) + " --k " + npy_f32("gk.npy", {K}) + " --v " +
+                           npy_f32("gv.npy", {V}) + " --candidate " + npy_f32("go.npy", out) + " --dout " +
+                           npy_f32("gdo.npy", dout) + " --dq " + npy_f32("gdq.npy", dq);
+  SECTION("float32 results within float32's size; dK's worst entry names the K/V head") {
+    const Run r = attnrank_cli(args + " --dk " + npy_f32("gdk.npy", {dK}) + " --dv " + npy_f32("gdv.npy", {dV}) + " --json");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    for (const char* g : {"dq", "dk", "dv"}) CHECK(num(j[g]["candidate"]["max_abs_error_upper"]) < 1e-5);
+    CHECK(num(j["candidate"]["max_abs_error_upper"]) < 1e-6);
+    CHECK(j["dk"]["candidate"]["worst"]["head"] == 0);
+    // dK of one query head instead of the sum: an error of the size of the other three heads' share.
+    const Run wrong = attnrank_cli(args + " --dk " + npy_f32("gdk1.npy", {dK / 4}) + " --json");
+    CHECK(num(nlohmann::json::parse(wrong.out)["dk"]["candidate"]["max_abs_error_lower"]) > 1e-3);
+  }
+  SECTION("K/V heads that do not divide the query heads: exit 2 naming K") {
+    expect_input_error("check-kernel --q " + npy_f32("gq.npy", q) + " --k " + npy_f32("gk3.npy", {K, K, K}) + " --v " +
+                           npy_f32("gv3.npy", {V, V, V}) + " --candidate " + npy_f32("go.npy", out),
+                       "divides Q's (grouped-query attention)");
+    expect_input_error(args + " --dk " + npy_f32("gdk4.npy", {dK, dK, dK, dK}), "but K has");
+  }
+}
+
 TEST_CASE("attnrank scan") {
   const std::string inputs = ATTNRANK_SOURCE_DIR "/tests/cli/inputs/";
   SECTION("--jsonl: one JSON object per head, every head once, the document's heads as they are") {

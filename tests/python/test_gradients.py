@@ -173,3 +173,20 @@ def test_lse_shapes_and_bad_input():
         attnrank.check_kernel(q, k, v, dq=q)
     with pytest.raises(ValueError, match="reference"):
         assert_attention_grads_close(None, q, None, q, k, v, q, reference=(q, None, None))
+
+
+def test_grouped_query_attention_from_the_shapes_forward_and_backward():
+    # Four query heads on two K/V heads (GQA): autograd through repeat_interleave sums dK and dV
+    # over each K/V head's query heads, which is the exact gradient attnrank encloses.
+    g = torch.Generator().manual_seed(SEED)
+    q = torch.randn(1, 4, 20, 8, generator=g)
+    k, v = (torch.randn(1, 2, 20, 8, generator=g) for _ in range(2))
+
+    def gqa(q, k, v):
+        return kernel(q, k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1))
+
+    checks = assert_attention_kernel(gqa, q, k, v, seed=SEED)
+    assert checks["dk"]["candidate"]["worst"]["head"] in (0, 1)
+    with pytest.raises(ValueError, match="divides Q's"):
+        attnrank.check_kernel(q, k[:, :1].expand(1, 3, 20, 8).numpy(), v[:, :1].expand(1, 3, 20, 8).numpy(),
+                              gqa(q, k, v).detach())

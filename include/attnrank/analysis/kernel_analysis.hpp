@@ -61,6 +61,7 @@ struct KernelAnalysis {
   std::string q_dtype, candidate_name, candidate_dtype, reference_name, reference_dtype;
   std::size_t heads = 0;
   DoubleTensor layout;     ///< Q's shape (for the worst entry's batch and head), no data
+  DoubleTensor kv_layout;  ///< K's shape (dK's and dV's worst entries), no data
   std::string scale_text;  ///< the scale as used: 17 digits, or "1/sqrt(d)"
   std::string mask_name = "none";
   std::optional<KernelCheck> result;     ///< the output's check (with a candidate)
@@ -83,7 +84,9 @@ struct KernelAnalysis {
 /// Other names are ignored; input_error when the file has none of them.
 void read_kernel_tensors(KernelQuestion& q, const std::string& path, bool as_reference, const ParseLimits& limits = {});
 
-/// Checks the shapes (every tensor has Q's leading dimensions; a mask needs as
+/// Checks the shapes (every tensor has Q's leading dimensions, except K, V, dK and dV,
+/// which may have fewer heads when their number divides Q's: grouped-query and
+/// multi-query attention, query head h reading K/V head h / (H / H_kv); a mask needs as
 /// many queries as keys) and runs check_kernel. input_error names the tensor.
 KernelAnalysis analyze_kernel(const KernelQuestion& q);
 

@@ -54,6 +54,10 @@ enum class FallbackPolicy { automatic, never, always };
 
 struct KernelCheckOptions {
   std::optional<double> scale;  ///< s (positive, finite); default 1 / sqrt(d) for d = columns of Q
+  /// Grouped-query (GQA) and multi-query (MQA) attention: query head t reads the K and V
+  /// matrices kv_heads[t] (each K/V matrix read by at least one query head). Empty: one K
+  /// and one V per query head, kv_heads[t] = t.
+  std::vector<std::size_t> kv_heads;
   std::optional<Mask> mask;          ///< one mask for every head (square, N x N)
   FallbackPolicy fallback = FallbackPolicy::automatic;
   unsigned fallback_bits = 128;
@@ -77,8 +81,19 @@ struct KernelCheck {
   std::string fallback_skipped;  ///< why the MPFI recomputation did not run, when it was wanted
 };
 
+/// kv_heads for Q with leading dimensions (batches, heads) and K, V with (batches,
+/// kv_heads), kv_heads dividing heads: query head h of batch b reads K/V head
+/// h / (heads / kv_heads) of batch b (FlashAttention's and PyTorch's enable_gqa grouping).
+/// input_error when kv_heads does not divide heads.
+std::vector<std::size_t> grouped_kv_heads(std::size_t batches, std::size_t heads, std::size_t kv_heads);
+
+/// The K/V matrix query head t reads.
+inline std::size_t kv_head_of(const KernelCheckOptions& options, std::size_t t) {
+  return options.kv_heads.empty() ? t : options.kv_heads[t];
+}
+
 /// Checks `candidate` (and `reference`, if given) against the exact attention of
-/// the heads q[t], k[t], v[t]. Every list has one matrix per head, and every
+/// the heads q[t], k[kv_head_of(t)], v[kv_head_of(t)]. Every list has one matrix per head, and every
 /// output matrix the shape of its head's exact output (rows of Q x columns of V).
 /// Throws input_error on a shape mismatch (naming the head and both shapes),
 /// a non-finite entry of Q, K or V, or a mask of the wrong size.
@@ -86,5 +101,12 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
                          const std::vector<Eigen::MatrixXd>& v, const std::vector<Eigen::MatrixXd>& candidate,
                          const std::vector<Eigen::MatrixXd>* reference = nullptr,
                          const KernelCheckOptions& options = {});
+
+namespace detail {
+/// input_error (naming `who`) unless there are as many K as V matrices and options.kv_heads
+/// maps the query heads onto them (empty: one per query head), every K/V head read.
+void check_kv_heads(std::size_t queries, std::size_t keys, std::size_t values, const KernelCheckOptions& options,
+                    const char* who);
+}  // namespace detail
 
 }  // namespace attnrank
