@@ -18,6 +18,8 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     std::string q, k, v, candidate, reference, mask, fallback = "auto";
     std::string from, reference_from, dout, dq, dk, dv, lse, reference_dq, reference_dk, reference_dv, reference_lse;
     std::optional<double> ratio_atol;
+    std::vector<long> window;
+    std::string align = "bottom-right";
     std::string scale;
     unsigned bits = 128;
     std::string max_error;
@@ -44,7 +46,18 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
                   "A safetensors file holding any of q, k, v, out, dout, dq, dk, dv, lse (a flag given wins)");
   cmd->add_option("--reference-from", opt->reference_from,
                   "A safetensors file holding a reference's out, dq, dk, dv, lse (a flag given wins)");
-  cmd->add_option("--mask", opt->mask, "causal, none, or an N x N file of 0s and 1s (1: the query may attend)");
+  cmd->add_option("--mask", opt->mask,
+                  "causal, none, or an N_q x N_k file of 0s and 1s (1: the query may attend), the same for every head");
+  cmd->add_option("--window", opt->window,
+                  "FlashAttention's window_size LEFT,RIGHT: query i sees keys p - LEFT .. p + RIGHT (-1: unbounded), "
+                  "p = i + N_k - N_q (see --align); with --mask causal, RIGHT is 0")
+      ->delimiter(',')
+      ->expected(2)
+      ->type_name("LEFT,RIGHT");
+  cmd->add_option("--align", opt->align,
+                  "Where queries sit among the keys when N_q != N_k, for --mask causal and --window: bottom-right "
+                  "(FlashAttention, default) or top-left (PyTorch's is_causal)")
+      ->check(CLI::IsMember({"bottom-right", "top-left"}));
   cmd->add_option("--scale", opt->scale,
                   "Softmax scale s (default 1/sqrt(d)); the double nearest to it, as Python's float() reads it")
       ->type_name("FLOAT")  // a decimal, checked as every numeric option is (run.cpp); kept as text to round once
@@ -126,7 +139,12 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     q.max_ratio = opt->max_ratio;
     q.ratio_atol = opt->ratio_atol;
     if (!opt->scale.empty()) q.options.scale = std::strtod(opt->scale.c_str(), nullptr);
-    if (!opt->mask.empty()) q.options.mask = run.read_mask(opt->mask, q.q.tensor.matrices[0].rows(), q.q.name + " (Q)");
+    if (opt->mask == "causal") q.causal = true;  // the library builds it for N_q x N_k, aligned as asked
+    else if (!opt->mask.empty())
+      q.options.mask = read_mask_argument(opt->mask, q.q.tensor.matrices[0].rows(), q.q.name + " (Q) and " + q.k.name + " (K)",
+                                          run.limits, q.k.tensor.matrices[0].rows());
+    if (!opt->window.empty()) q.window = std::pair<long, long>(opt->window[0], opt->window[1]);
+    q.alignment = opt->align == "top-left" ? MaskAlignment::top_left : MaskAlignment::bottom_right;
     q.options.fallback = opt->fallback == "never"    ? FallbackPolicy::never
                          : opt->fallback == "always" ? FallbackPolicy::always
                                                      : FallbackPolicy::automatic;

@@ -252,8 +252,10 @@ PYBIND11_MODULE(_attnrank, m) {
   m.def("causal_mask", &Mask::causal, py::arg("n"), "The causal mask on n tokens");
   m.def("full_mask", &Mask::full, py::arg("n"), "The mask that allows every key (for one head of a per-head list)");
   m.def(
-      "mask_from_matrix", [](const Matrix<Rational>& M) { return Mask::from_matrix(M, "mask"); }, py::arg("matrix"),
-      "A 0/1 matrix as a mask (1: the query may attend)");
+      "mask_from_matrix",
+      [](const Matrix<Rational>& M, bool rectangular) { return Mask::from_matrix(M, "mask", rectangular); },
+      py::arg("matrix"), py::arg("rectangular") = false,
+      "A 0/1 matrix as a mask (1: the query may attend); N_q x N_k with rectangular");
 
   py::class_<NamedTensor>(m, "Tensor", "A stack of double matrices (N, d) .. (B, H, N, d), read exactly")
       .def_property_readonly("shape", [](const NamedTensor& t) { return t.tensor.shape; });
@@ -372,8 +374,14 @@ PYBIND11_MODULE(_attnrank, m) {
          std::map<std::string, NamedTensor> gradients, std::map<std::string, NamedTensor> reference_gradients,
          std::optional<Mask> mask, std::optional<double> scale, const std::string& fallback, unsigned bits,
          std::optional<double> max_error, std::optional<double> rtol, std::optional<double> max_ratio,
-         std::optional<double> ratio_atol) {
+         std::optional<double> ratio_atol, bool causal, std::optional<std::pair<long, long>> window,
+         const std::string& alignment) {
         KernelQuestion kq;
+        kq.causal = causal;
+        kq.window = window;
+        if (alignment == "bottom-right") kq.alignment = MaskAlignment::bottom_right;
+        else if (alignment == "top-left") kq.alignment = MaskAlignment::top_left;
+        else throw input_error("alignment '" + alignment + "' is not 'bottom-right' (FlashAttention) or 'top-left' (PyTorch)");
         kq.q = std::move(q);
         kq.k = std::move(k);
         kq.v = std::move(v);
@@ -413,5 +421,6 @@ PYBIND11_MODULE(_attnrank, m) {
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("candidate"), py::arg("reference"), py::arg("dout"),
       py::arg("gradients"), py::arg("reference_gradients"), py::arg("mask"), py::arg("scale"), py::arg("fallback"),
-      py::arg("bits"), py::arg("max_error"), py::arg("rtol"), py::arg("max_ratio"), py::arg("ratio_atol"));
+      py::arg("bits"), py::arg("max_error"), py::arg("rtol"), py::arg("max_ratio"), py::arg("ratio_atol"),
+      py::arg("causal"), py::arg("window"), py::arg("alignment"));
 }

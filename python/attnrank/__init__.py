@@ -295,8 +295,8 @@ def _row_tensor(value, name):
 
 def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None, dk=None, dv=None, lse=None,
                  reference_dq=None, reference_dk=None, reference_dv=None, reference_lse=None, mask=None,
-                 scale=None, fallback="auto", bits=None, max_error=None, rtol=None, max_ratio=None,
-                 ratio_atol=None):
+                 window_size=None, alignment="bottom-right", scale=None, fallback="auto", bits=None,
+                 max_error=None, rtol=None, max_ratio=None, ratio_atol=None):
     """The certified error of an attention kernel's output ``candidate`` (and of ``reference``)
     against the exact ``softmax(scale q k^T) v``, and of its backward pass, as ``attnrank
     check-kernel --json``: per tensor, ``max_abs_error_lower <= max |O - exact| <= max_abs_error_upper``
@@ -306,7 +306,11 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
     or (B, H, N, d), any float dtype (bfloat16 too), read exactly; k and v may have fewer heads
     than q when their number divides q's (grouped-query and multi-query attention: query head h
     reads K/V head h / (H / H_kv); dk and dv then have k's heads). ``mask`` is "causal", "none" or
-    an N x N 0/1 array; ``scale`` defaults to 1/sqrt(d).
+    an N_q x N_k 0/1 array; ``window_size=(left, right)`` is FlashAttention's sliding window
+    (-1: unbounded; with mask="causal", right is 0); when N_q != N_k, "causal" and the window
+    are aligned ``alignment="bottom-right"`` (FlashAttention: query i at key i + N_k - N_q) or
+    "top-left" (PyTorch's is_causal). A query row left without a key raises ValueError.
+    ``scale`` defaults to 1/sqrt(d).
 
     The backward pass: ``dq``, ``dk``, ``dv`` (any subset; they need ``dout``, the upstream gradient
     the kernel's backward ran with) are checked against the exact gradients of that attention
@@ -323,7 +327,18 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
     reference error + ``ratio_atol`` (default 0) the same way (``max_ratio_verdict``); ``exceeded``
     lists every tensor proven outside a tolerance. For tests, see ``attnrank.testing``."""
     tq = _tensor(q, "q")
-    n = tq.shape[-2]
+    causal = isinstance(mask, str) and mask == "causal"
+    if mask is not None and not isinstance(mask, str):
+        mask = _core.mask_from_matrix(exact_matrix(mask, "mask"), True)
+    elif mask not in (None, "none", "causal"):
+        raise ValueError(f"mask: '{mask}' is not 'causal' or 'none' (or pass a 0/1 array)")
+    else:
+        mask = None
+    window = None
+    if window_size is not None:
+        if len(window_size) != 2:
+            raise ValueError(f"window_size: {window_size!r} is not a pair (left, right)")
+        window = tuple(_integer("window_size", w, _INDEX, "a number of keys >= 0, or -1") for w in window_size)
 
     def opt(value, name, keep=True):
         return None if value is None else _tensor(value, name, keep)
@@ -341,11 +356,11 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
         refs["lse"] = _row_tensor(reference_lse, "reference_lse")
     return _core.check_kernel(tq, _tensor(k, "k"), _tensor(v, "v"), opt(candidate, "candidate"),
                               opt(reference, "reference"), opt(dout, "dout", False), grads, refs,
-                              _mask(mask, n), None if scale is None else float(scale), str(fallback),
+                              mask, None if scale is None else float(scale), str(fallback),
                               128 if bits is None else _integer("bits", bits, _UNSIGNED),
                               None if max_error is None else float(max_error),
                               None if rtol is None else float(rtol), None if max_ratio is None else float(max_ratio),
-                              None if ratio_atol is None else float(ratio_atol))
+                              None if ratio_atol is None else float(ratio_atol), causal, window, str(alignment))
 
 
 def from_torch(module):

@@ -1,6 +1,6 @@
 """Typing stubs of the attnrank package (docs/python.md). Every function returns the
 document of the matching ``attnrank COMMAND --json`` (docs/schema/) as Python objects."""
-from typing import Any, Dict, List, Literal, Optional, Sequence, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +35,9 @@ def check_kernel(q: Tensor, k: Tensor, v: Tensor, candidate: Optional[Tensor] = 
                  dk: Optional[Tensor] = ..., dv: Optional[Tensor] = ..., lse: Optional[Tensor] = ...,
                  reference_dq: Optional[Tensor] = ..., reference_dk: Optional[Tensor] = ...,
                  reference_dv: Optional[Tensor] = ..., reference_lse: Optional[Tensor] = ...,
-                 mask: MaskArg = ..., scale: Optional[float] = ..., fallback: Literal["auto", "never", "always"] = ...,
+                 mask: MaskArg = ..., window_size: Optional[Tuple[int, int]] = ...,
+                 alignment: Literal["bottom-right", "top-left"] = ..., scale: Optional[float] = ...,
+                 fallback: Literal["auto", "never", "always"] = ...,
                  bits: Optional[int] = ..., max_error: Optional[float] = ..., rtol: Optional[float] = ...,
                  max_ratio: Optional[float] = ..., ratio_atol: Optional[float] = ...) -> Document: ...
 def from_torch(module: Any) -> Dict[str, Any]: ...

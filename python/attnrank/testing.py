@@ -137,14 +137,18 @@ def _passed(part):
 
 
 def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None, max_error=None, max_ratio=None,
-                           reference=None, rtol=None, ratio_atol=0, layout="bhsd", fallback="auto", bits=None):
+                           reference=None, rtol=None, ratio_atol=0, layout="bhsd", fallback="auto", bits=None,
+                           window_size=None, alignment="bottom-right"):
     """Asserts, with proof, that ``out`` is close to the exact attention of ``q``, ``k``, ``v``.
 
     Arrays are NumPy arrays or torch tensors (any device; float16, bfloat16, float32, float64),
     of shape (N, d), (H, N, d) or (B, H, N, d) -- or FlashAttention's (B, N, H, d) with
     ``layout="bshd"`` -- read exactly (a bfloat16 tensor is the dyadic rationals it stores).
-    ``causal`` is key j <= query i; ``mask`` an N x N bool or 0/1 array (True: may attend);
-    ``scale`` defaults to 1/sqrt(d).
+    ``causal`` is key j <= query i (with N_q != N_k aligned as ``alignment`` says:
+    "bottom-right", FlashAttention's, or "top-left", PyTorch's is_causal); ``window_size=(left,
+    right)`` FlashAttention's sliding window (-1: unbounded); ``mask`` an N_q x N_k bool or 0/1
+    array (True: may attend); ``scale`` defaults to 1/sqrt(d). K and V may have fewer heads than
+    q when their number divides q's (grouped-query attention).
 
     Criteria (each given one must be proven):
       * ``max_error`` (with ``rtol``): max |out - exact| <= max_error + rtol max |exact|;
@@ -171,7 +175,8 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
     ref = None if reference is None else _to_bhsd(reference, layout, "reference")
     check = _check_kernel(*arrays, ref, mask="causal" if causal else mask, scale=scale, fallback=fallback,
                           bits=bits, max_error=max_error, rtol=rtol, max_ratio=max_ratio,
-                          ratio_atol=None if max_ratio is None else ratio_atol)
+                          ratio_atol=None if max_ratio is None else ratio_atol, window_size=window_size,
+                          alignment=alignment)
     if _passed(check):
         return check
     lines = ["attention output not proven close to the exact softmax(scale q k^T) v:"]
@@ -182,7 +187,7 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
 
 def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mask=None, scale=None, max_error=None,
                                  rtol=None, reference=None, max_ratio=None, ratio_atol=0, layout="bhsd",
-                                 fallback="auto", bits=None):
+                                 fallback="auto", bits=None, window_size=None, alignment="bottom-right"):
     """Asserts, with proof, that a backward pass's ``dq``, ``dk``, ``dv`` are close to the exact
     gradients of softmax(scale q k^T) v contracted with ``dout`` (any of the three may be None:
     not checked). Arrays, ``causal``, ``mask``, ``scale`` and ``layout`` as in
@@ -230,7 +235,8 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
         kwargs.update({"reference_" + key: _to_bhsd(refs[key], layout, "reference " + key) for key in keys if key in refs})
         check = _check_kernel(*base, dout=d_out, mask="causal" if causal else mask, scale=scale, fallback=fallback,
                               bits=bits, max_error=tol_error, rtol=tol_rtol, max_ratio=max_ratio,
-                              ratio_atol=None if max_ratio is None else ratio_atol, **kwargs)
+                              ratio_atol=None if max_ratio is None else ratio_atol, window_size=window_size,
+                              alignment=alignment, **kwargs)
         for key in keys:
             checks[key] = (check, tol_error, tol_rtol)
     failing = [key for key in ("dq", "dk", "dv") if key in checks and not _passed(checks[key][0][key])]
@@ -247,7 +253,7 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
 
 def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None, seed=0, max_error=None, rtol=None,
                             grad_max_error=None, grad_rtol=None, reference=None, max_ratio=None, ratio_atol=0,
-                            fallback="auto", bits=None):
+                            fallback="auto", bits=None, window_size=None, alignment="bottom-right"):
     """Runs the kernel ``fn(q, k, v) -> out`` (torch tensors, (..., N, d) layout) forward and
     backward with autograd on an upstream gradient drawn from ``torch.randn`` with ``seed`` in
     ``out``'s dtype, and asserts both with proof: ``assert_attention_close`` on ``out`` (with
@@ -273,7 +279,8 @@ def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None,
         ref_out, ref_dout, ref_grads = run(reference)
         if not bool(torch.equal(ref_dout, dout)):
             raise ValueError("the reference's output dtype differs from the kernel's: the seeded dout would differ")
-    common = dict(causal=causal, mask=mask, scale=scale, fallback=fallback, bits=bits)
+    common = dict(causal=causal, mask=mask, scale=scale, fallback=fallback, bits=bits, window_size=window_size,
+                  alignment=alignment)
     try:
         forward = assert_attention_close(out, q, k, v, max_error=max_error, rtol=rtol, reference=ref_out,
                                          max_ratio=max_ratio, ratio_atol=ratio_atol, **common)

@@ -239,16 +239,21 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   if (q.max_ratio && !any_reference)
     throw input_error("--max-ratio needs a reference (--reference, --reference-dq, ...): it bounds the candidate's "
                       "error by a multiple of the reference's");
-  const Eigen::Index n = q.q.tensor.matrices.at(0).rows();
-  if (q.options.mask) {
-    if (q.k.tensor.matrices.at(0).rows() != n)
-      throw input_error("--mask: Q has " + std::to_string(n) + " rows but K has " +
-                        std::to_string(q.k.tensor.matrices[0].rows()) + "; a mask needs as many queries as keys");
-    if (q.options.mask->size() != n)
-      throw input_error("the mask is " + std::to_string(q.options.mask->size()) + " x " +
-                        std::to_string(q.options.mask->size()) + " but " + q.q.name + " (Q) has " + std::to_string(n) +
-                        " rows; they must match");
+  const Eigen::Index n = q.q.tensor.matrices.at(0).rows(), keys = q.k.tensor.matrices.at(0).rows();
+  std::string window_name;
+  if (q.causal || q.window) {
+    if (q.options.mask)
+      throw input_error("give a mask file or causal / window_size, not both (a file is the whole pattern)");
+    long left = q.window ? q.window->first : -1, right = q.window ? q.window->second : -1;
+    if (q.causal) right = 0;  // FlashAttention: causal is window_size (left, 0)
+    const Mask mask = Mask::window(n, keys, left, right, q.alignment);
+    if (!mask.is_full()) options.mask = mask;
+    window_name = left < 0 && right == 0 ? "causal"
+                                         : "window(" + std::to_string(left) + ", " + std::to_string(right) + ")";
+    if (n != keys) window_name += q.alignment == MaskAlignment::bottom_right ? " bottom-right" : " top-left";
+    if (mask.is_full()) window_name = "none";
   }
+  if (options.mask) options.mask->require_shape(n, keys, q.q.name + " (Q) and " + q.k.name + " (K)");
   KernelAnalysis out;
   const double ratio_atol = q.ratio_atol.value_or(0);
   const auto judge = [&](const std::string& role, const OutputError& c, const std::optional<OutputError>& r,
@@ -316,7 +321,7 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   }
   out.scale_text = q.options.scale ? format_significant(Rational(*q.options.scale), 17)
                                    : "1/sqrt(" + std::to_string(q.q.tensor.matrices[0].cols()) + ")";
-  out.mask_name = q.options.mask ? q.options.mask->name() : "none";
+  out.mask_name = !window_name.empty() ? window_name : options.mask ? options.mask->name() : "none";
   out.max_error = q.max_error;
   out.max_error_text = q.max_error_text;
   out.rtol = q.rtol;

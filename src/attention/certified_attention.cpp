@@ -108,10 +108,10 @@ BoundsMatrix certified_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd
   detail::require_finite(Matrix<double>(V), "V");
   if (!(scale.lo > 0 && scale.lo <= scale.hi && std::isfinite(scale.hi)))
     throw input_error("attention: the scale bounds must satisfy 0 < lo <= hi < inf");
-  if (mask && (Q.rows() != K.rows() || mask->size() != Q.rows()))
-    throw input_error("attention: a mask of size " + std::to_string(mask->size()) + " needs " +
-                      std::to_string(mask->size()) + " queries and keys (Q has " + std::to_string(Q.rows()) +
-                      " rows, K " + std::to_string(K.rows()) + ")");
+  if (mask && (mask->size() != Q.rows() || mask->cols() != K.rows()))
+    throw input_error("attention: the mask is " + std::to_string(mask->size()) + " x " + std::to_string(mask->cols()) +
+                      " but Q has " + std::to_string(Q.rows()) + " rows and K " + std::to_string(K.rows()) +
+                      " (one mask row per query, one column per key)");
   const auto point = [](const Eigen::MatrixXd& M) {
     return BallMatrix{M, Eigen::MatrixXd::Zero(M.rows(), M.cols())};
   };

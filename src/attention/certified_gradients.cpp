@@ -266,10 +266,10 @@ GradientBounds certified_attention_gradients(const Eigen::MatrixXd& Q, const Eig
   if (wanted.any_gradient()) detail::require_finite(Matrix<double>(dO), "dO");
   if (!(scale.lo > 0 && scale.lo <= scale.hi && std::isfinite(scale.hi)))
     throw input_error("attention backward: the scale bounds must satisfy 0 < lo <= hi < inf");
-  if (mask && (Q.rows() != K.rows() || mask->size() != Q.rows()))
-    throw input_error("attention backward: a mask of size " + std::to_string(mask->size()) + " needs " +
-                      std::to_string(mask->size()) + " queries and keys (Q has " + std::to_string(Q.rows()) +
-                      " rows, K " + std::to_string(K.rows()) + ")");
+  if (mask && (mask->size() != Q.rows() || mask->cols() != K.rows()))
+    throw input_error("attention backward: the mask is " + std::to_string(mask->size()) + " x " + std::to_string(mask->cols()) +
+                      " but Q has " + std::to_string(Q.rows()) + " rows and K " + std::to_string(K.rows()) +
+                      " (one mask row per query, one column per key)");
 
   const Index n = Q.rows(), keys = K.rows();
   GradientBounds out;

@@ -161,11 +161,11 @@ BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask) {
 }
 
 BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask, Index first_row) {
-  if (first_row < 0 || first_row + S.lo.rows() > mask.size() || S.lo.cols() != mask.size() ||
+  if (first_row < 0 || first_row + S.lo.rows() > mask.size() || S.lo.cols() != mask.cols() ||
       S.hi.rows() != S.lo.rows() || S.hi.cols() != S.lo.cols())
     throw input_error("masked softmax: rows " + std::to_string(first_row) + " .. " +
                       std::to_string(first_row + S.lo.rows() - 1) + " of " + std::to_string(S.lo.cols()) +
-                      " columns do not fit a mask of size " + std::to_string(mask.size()));
+                      " columns do not fit a mask of " + std::to_string(mask.size()) + " x " + std::to_string(mask.cols()));
   return softmax_bounds(S, &mask, first_row);
 }
 

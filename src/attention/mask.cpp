@@ -7,10 +7,38 @@
 
 namespace attnrank {
 
-Mask::Mask(Eigen::Index n, std::vector<unsigned char> allowed) : n_(n), allowed_(std::move(allowed)) {
+Mask::Mask(Eigen::Index n, std::vector<unsigned char> allowed, Eigen::Index cols)
+    : n_(n), cols_(cols < 0 ? n : cols), allowed_(std::move(allowed)) {
   row_counts_.assign(static_cast<std::size_t>(n_), 0);
   for (Eigen::Index i = 0; i < n_; ++i)
-    for (Eigen::Index j = 0; j < n_; ++j) row_counts_[static_cast<std::size_t>(i)] += allows(i, j) ? 1 : 0;
+    for (Eigen::Index j = 0; j < cols_; ++j) row_counts_[static_cast<std::size_t>(i)] += allows(i, j) ? 1 : 0;
+}
+
+Mask Mask::window(Eigen::Index rows, Eigen::Index cols, long left, long right, MaskAlignment alignment) {
+  if (rows < 1 || cols < 1)
+    throw input_error("a window mask needs at least one query and one key (got " + std::to_string(rows) + " x " +
+                      std::to_string(cols) + ")");
+  if (left < -1 || right < -1)
+    throw input_error("window_size (" + std::to_string(left) + ", " + std::to_string(right) +
+                      "): each side is a number of keys >= 0, or -1 for unbounded");
+  const Eigen::Index shift = alignment == MaskAlignment::bottom_right ? cols - rows : 0;
+  std::vector<unsigned char> allowed(static_cast<std::size_t>(rows * cols), 0);
+  for (Eigen::Index i = 0; i < rows; ++i) {
+    const Eigen::Index p = i + shift;
+    bool any = false;
+    for (Eigen::Index j = 0; j < cols; ++j) {
+      const bool ok = (left < 0 || j >= p - left) && (right < 0 || j <= p + right);
+      allowed[static_cast<std::size_t>(i * cols + j)] = ok;
+      any = any || ok;
+    }
+    if (!any)
+      throw input_error("window_size (" + std::to_string(left) + ", " + std::to_string(right) + ") with " +
+                        std::to_string(rows) + " queries and " + std::to_string(cols) + " keys, aligned " +
+                        (alignment == MaskAlignment::bottom_right ? "bottom-right" : "top-left") + ": query row " +
+                        std::to_string(i + 1) + " allows no key (FlashAttention gives such a row the output 0; " +
+                        "softmax over it has no value, so attnrank refuses it)");
+  }
+  return Mask(rows, std::move(allowed), cols);
 }
 
 Mask Mask::causal(Eigen::Index n) {
@@ -26,22 +54,22 @@ Mask Mask::full(Eigen::Index n) {
   return Mask(n, std::vector<unsigned char>(static_cast<std::size_t>(n * n), 1));
 }
 
-Mask Mask::from_matrix(const Matrix<Rational>& M, const std::string& source) {
-  if (M.rows() < 1 || M.rows() != M.cols())
+Mask Mask::from_matrix(const Matrix<Rational>& M, const std::string& source, bool rectangular) {
+  if (M.rows() < 1 || M.cols() < 1 || (!rectangular && M.rows() != M.cols()))
     throw input_error(source + ": a mask must be a square matrix of 0s and 1s, but it is " + std::to_string(M.rows()) +
                           " x " + std::to_string(M.cols()),
                       source);
-  const Eigen::Index n = M.rows();
-  std::vector<unsigned char> allowed(static_cast<std::size_t>(n * n), 0);
+  const Eigen::Index n = M.rows(), cols = M.cols();
+  std::vector<unsigned char> allowed(static_cast<std::size_t>(n * cols), 0);
   for (Eigen::Index i = 0; i < n; ++i) {
     bool any = false;
-    for (Eigen::Index j = 0; j < n; ++j) {
+    for (Eigen::Index j = 0; j < cols; ++j) {
       const Rational& v = M(i, j);
       if (v != 0 && v != 1)
         throw input_error(source + ": mask row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + " is " +
                               v.str() + "; a mask holds 1 where a query may attend and 0 where it may not",
                           source, static_cast<long>(i + 1), static_cast<long>(j + 1));
-      allowed[static_cast<std::size_t>(i * n + j)] = v == 1;
+      allowed[static_cast<std::size_t>(i * cols + j)] = v == 1;
       any = any || v == 1;
     }
     if (!any)
@@ -49,7 +77,7 @@ Mask Mask::from_matrix(const Matrix<Rational>& M, const std::string& source) {
                             " allows no key, so softmax over it has no value (every row needs at least one 1)",
                         source, static_cast<long>(i + 1), 0);
   }
-  return Mask(n, std::move(allowed));
+  return Mask(n, std::move(allowed), cols);
 }
 
 Eigen::Index Mask::allowed_count() const {
@@ -59,6 +87,7 @@ Eigen::Index Mask::allowed_count() const {
 }
 
 bool Mask::is_causal() const {
+  if (cols_ != n_) return false;
   for (Eigen::Index i = 0; i < n_; ++i)
     for (Eigen::Index j = 0; j < n_; ++j)
       if (allows(i, j) != (j <= i)) return false;
@@ -74,6 +103,8 @@ std::string Mask::name() const {
     h *= 1099511628211ull;
   };
   for (int shift = 0; shift < 64; shift += 8) mix(static_cast<unsigned char>(static_cast<std::uint64_t>(n_) >> shift));
+  if (cols_ != n_)  // a rectangular pattern's keys too (square names stay as they were)
+    for (int shift = 0; shift < 64; shift += 8) mix(static_cast<unsigned char>(static_cast<std::uint64_t>(cols_) >> shift));
   for (unsigned char a : allowed_) mix(a);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
@@ -82,13 +113,29 @@ std::string Mask::name() const {
 
 void Mask::require_size(Eigen::Index n, const std::string& what) const {
   if (n != n_)
-    throw input_error("the mask is " + std::to_string(n_) + " x " + std::to_string(n_) + " but " + what + " has " +
+    throw input_error("the mask is " + std::to_string(n_) + " x " + std::to_string(cols_) + " but " + what + " has " +
                       std::to_string(n) + " rows; they must match");
 }
 
+void Mask::require_shape(Eigen::Index rows, Eigen::Index cols, const std::string& what) const {
+  if (rows != n_ || cols != cols_)
+    throw input_error("the mask is " + std::to_string(n_) + " x " + std::to_string(cols_) + " but " + what + " has " +
+                      std::to_string(rows) + " queries and " + std::to_string(cols) + " keys; they must match");
+}
+
 std::optional<Mask> read_mask_argument(const std::string& argument, Eigen::Index n, const std::string& what,
-                                       const ParseLimits& limits) {
+                                       const ParseLimits& limits, Eigen::Index cols) {
   if (argument == "none") return std::nullopt;
+  if (cols >= 0) {  // a kernel check's N_q x N_k
+    if (argument == "causal") return Mask::window(n, cols, -1, 0);
+    Mask mask = Mask::from_matrix(read_matrix_argument(argument, limits), argument, true);
+    if (mask.size() != n || mask.cols() != cols)
+      throw input_error(argument + ": the mask is " + std::to_string(mask.size()) + " x " + std::to_string(mask.cols()) +
+                            " but " + what + " has " + std::to_string(n) + " queries and " + std::to_string(cols) +
+                            " keys; they must match",
+                        argument);
+    return mask;
+  }
   if (argument == "causal") return Mask::causal(n);
   Mask mask = Mask::from_matrix(read_matrix_argument(argument, limits), argument);
   if (mask.size() != n)

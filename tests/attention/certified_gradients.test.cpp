@@ -88,15 +88,29 @@ struct Head {
   const Mask* mask_ptr() const { return mask ? &*mask : nullptr; }
 };
 
-/// N_q, N_k in [1, 8] (equal when masked), d, d_v in [1, 4].
+/// FlashAttention's window (left, right) for N_q x N_k in either alignment, or nothing when a
+/// query row would be left without a key (FlashAttention's zero rows are refused).
+std::optional<Mask> gen_window(Eigen::Index nq, Eigen::Index nk) {
+  const long left = *rc::gen::inRange(-1, 4), right = *rc::gen::inRange(-1, 3);
+  const MaskAlignment a = *rc::gen::element(MaskAlignment::bottom_right, MaskAlignment::top_left);
+  try {
+    return Mask::window(nq, nk, left, right, a);
+  } catch (const input_error&) {
+    return std::nullopt;
+  }
+}
+
+/// N_q, N_k in [1, 8], d, d_v in [1, 4]; masks of every kind when N_q = N_k, windows in both
+/// alignments (causal among them) when not.
 Head gen_head(double q_size, double v_size, double do_size) {
-  const bool masked = *rc::gen::arbitrary<bool>();
+  const int masked = *rc::gen::inRange(0, 3);  // none, any square mask, a window
   const auto nq = *rc::gen::inRange<Eigen::Index>(1, 9);
-  const auto nk = masked ? nq : *rc::gen::inRange<Eigen::Index>(1, 9);
+  const auto nk = masked == 1 ? nq : *rc::gen::inRange<Eigen::Index>(1, 9);
   const auto d = *rc::gen::inRange<Eigen::Index>(1, 5), dv = *rc::gen::inRange<Eigen::Index>(1, 5);
   Head h{gen_entries(nq, d, q_size), gen_entries(nk, d, q_size), gen_entries(nk, dv, v_size),
          gen_entries(nq, dv, do_size), std::nullopt, std::nullopt};
-  if (masked) h.mask = test::gen_any_mask(nq);
+  if (masked == 1) h.mask = test::gen_any_mask(nq);
+  if (masked == 2) h.mask = gen_window(nq, nk);
   if (*rc::gen::arbitrary<bool>()) h.scale = *rc::gen::element(0.125, 0.3, 1.0, 2.5);
   return h;
 }
@@ -157,6 +171,10 @@ TEST_CASE("attnrank::certified_attention_gradients") {
     RC_ASSERT(contains_all(B.dk, E.dk));
     RC_ASSERT(contains_all(B.dv, E.dv));
     RC_ASSERT(contains_all(B.lse, E.lse));
+    // The forward pass under the same (possibly rectangular) mask.
+    const BoundsMatrix O = certified_attention(h.Q, h.K, h.V, s, h.mask_ptr(), products);
+    RC_ASSERT(all_bands(O));
+    RC_ASSERT(contains_all(O, detail::interval_attention(h.Q, h.K, h.V, h.scale, h.mask_ptr())));
   });
   rc::prop("well-scaled inputs: directed bounds within (8 N + 100) u of the gradients' sizes", [] {
     const Head h = gen_head(1.0, 1.0, 1.0);
@@ -335,5 +353,40 @@ TEST_CASE("attnrank::check_kernel_gradients with grouped queries (GQA and MQA)")
     unread.kv_heads = {0, 0, 0, 0};
     CHECK_THROWS_WITH(check_kernel(q, {k[0], k[0]}, {v[0], v[0]}, out, nullptr, unread),
                       Catch::Contains("no query head reads K/V head 1"));
+  }
+}
+
+TEST_CASE("attnrank::Mask::window") {
+  rc::prop("allows key j of query i exactly when p - left <= j <= p + right, p = i + N_k - N_q or i", [] {
+    const auto nq = *rc::gen::inRange<Eigen::Index>(1, 12), nk = *rc::gen::inRange<Eigen::Index>(1, 12);
+    const long left = *rc::gen::inRange(-1, 6), right = *rc::gen::inRange(-1, 6);
+    const MaskAlignment a = *rc::gen::element(MaskAlignment::bottom_right, MaskAlignment::top_left);
+    const auto allowed = [&](Eigen::Index i, Eigen::Index j) {
+      const Eigen::Index p = i + (a == MaskAlignment::bottom_right ? nk - nq : 0);
+      return (left < 0 || j >= p - left) && (right < 0 || j <= p + right);
+    };
+    bool empty_row = false;
+    for (Eigen::Index i = 0; i < nq; ++i) {
+      bool any = false;
+      for (Eigen::Index j = 0; j < nk; ++j) any = any || allowed(i, j);
+      empty_row = empty_row || !any;
+    }
+    if (empty_row) {
+      RC_ASSERT_THROWS_AS(Mask::window(nq, nk, left, right, a), input_error);
+      return;
+    }
+    const Mask m = Mask::window(nq, nk, left, right, a);
+    RC_ASSERT(m.size() == nq);
+    RC_ASSERT(m.cols() == nk);
+    for (Eigen::Index i = 0; i < nq; ++i)
+      for (Eigen::Index j = 0; j < nk; ++j) RC_ASSERT(m.allows(i, j) == allowed(i, j));
+  });
+  SECTION("square causal is the causal mask in both alignments; bad sizes are refused") {
+    CHECK(Mask::window(5, 5, -1, 0) == Mask::causal(5));
+    CHECK(Mask::window(5, 5, -1, 0, MaskAlignment::top_left) == Mask::causal(5));
+    CHECK(Mask::window(3, 7, -1, -1).is_full());
+    CHECK_THROWS_WITH(Mask::window(9, 5, -1, 0), Catch::Contains("query row 1 allows no key"));
+    CHECK_THROWS_WITH(Mask::window(3, 3, -2, 0), Catch::Contains("-1 for unbounded"));
+    CHECK_NOTHROW(Mask::window(9, 5, -1, 0, MaskAlignment::top_left));
   }
 }

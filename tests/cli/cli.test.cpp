@@ -953,6 +953,66 @@ TEST_CASE("attnrank check-kernel: grouped queries (GQA, MQA) read from the shape
   }
 }
 
+TEST_CASE("attnrank check-kernel: causal and sliding windows when N_q != N_k") {
+  // 4 queries, 7 keys: FlashAttention's bottom-right causal mask lets query i see keys 0 .. i + 3.
+  Eigen::MatrixXd Q(4, 3), K(7, 3), V(7, 2);
+  for (int i = 0; i < 7; ++i)
+    for (int j = 0; j < 3; ++j) {
+      if (i < 4) Q(i, j) = ((i * 7 + j * 3) % 11) / 5.0 - 1;
+      K(i, j) = ((i * 5 + j * 2) % 13) / 6.0 - 1;
+      if (j < 2) V(i, j) = ((i * 3 + j * 7) % 9) / 4.0 - 1;
+    }
+  const auto attention = [&](int shift, int left) {  // allowed: p - left <= j <= p, p = i + shift
+    Eigen::MatrixXd S = Q * K.transpose() / std::sqrt(3.0), O(4, 2);
+    for (int i = 0; i < 4; ++i) {
+      Eigen::RowVectorXd w = Eigen::RowVectorXd::Zero(7);
+      double m = -INFINITY;
+      for (int j = 0; j < 7; ++j)
+        if (j <= i + shift && (left < 0 || j >= i + shift - left)) m = std::max(m, S(i, j));
+      for (int j = 0; j < 7; ++j)
+        if (j <= i + shift && (left < 0 || j >= i + shift - left)) w(j) = std::exp(S(i, j) - m);
+      O.row(i) = (w / w.sum()) * V;
+    }
+    return O;
+  };
+  const std::string inputs = "check-kernel --q " + npy_f32("wq.npy", {Q}) + " --k " + npy_f32("wk.npy", {K}) +
+                             " --v " + npy_f32("wv.npy", {V});
+  const std::string bottom_right = inputs + " --candidate " + npy_f32("wbr.npy", {attention(3, -1)});
+  SECTION("a bottom-right causal kernel passes FlashAttention's alignment and is far off PyTorch's") {
+    const Run br = attnrank_cli(bottom_right + " --mask causal --json");
+    INFO(br.err);
+    REQUIRE(br.code == 0);
+    const auto j = nlohmann::json::parse(br.out);
+    CHECK(j["mask"] == "causal bottom-right");
+    CHECK(num(j["candidate"]["max_abs_error_upper"]) < 1e-6);
+    const Run tl = attnrank_cli(bottom_right + " --mask causal --align top-left --max-error 1e-3");
+    CHECK(tl.code == 3);  // the alignment bug of flash-attention issue 1778's kind, proven
+    CHECK_THAT(tl.out, Catch::Contains("mask causal top-left"));
+  }
+  SECTION("a sliding window: window_size (1, 0) bottom-right") {
+    const Run w = attnrank_cli(inputs + " --candidate " + npy_f32("ww.npy", {attention(3, 1)}) + " --window 1,0 --json");
+    INFO(w.err);
+    REQUIRE(w.code == 0);
+    CHECK(nlohmann::json::parse(w.out)["mask"] == "window(1, 0) bottom-right");
+    CHECK(num(nlohmann::json::parse(w.out)["candidate"]["max_abs_error_upper"]) < 1e-6);
+  }
+  SECTION("rows without a key, a file with a mask, misuse: exit 2 naming the problem") {
+    expect_input_error("check-kernel --q " + npy_f32("wk7.npy", {K}) + " --k " + npy_f32("wq4.npy", {Q}) + " --v " +
+                           npy_f32("wv4.npy", {Eigen::MatrixXd::Ones(4, 2)}) + " --candidate " +
+                           npy_f32("wo7.npy", {Eigen::MatrixXd::Ones(7, 2)}) + " --mask causal",
+                       "query row 1 allows no key");
+    expect_input_error(bottom_right + " --window 2,0 --mask " + file("m47.csv", "1,1,1,1,0,0,0\n1,1,1,1,1,0,0\n1,1,1,1,1,1,0\n1,1,1,1,1,1,1\n"),
+                       "not both");
+    const Run file_mask = attnrank_cli(bottom_right + " --mask " + file("m47.csv", "1,1,1,1,0,0,0\n1,1,1,1,1,0,0\n1,1,1,1,1,1,0\n1,1,1,1,1,1,1\n") + " --json");
+    INFO(file_mask.err);
+    CHECK(file_mask.code == 0);
+    CHECK(num(nlohmann::json::parse(file_mask.out)["candidate"]["max_abs_error_upper"]) < 1e-6);
+    expect_input_error(bottom_right + " --mask " + file("m44.csv", "1,0,0,0\n1,1,0,0\n1,1,1,0\n1,1,1,1\n"),
+                       "4 queries and 7 keys");
+    expect_input_error(bottom_right + " --window -2,0", "-1 for unbounded");
+  }
+}
+
 TEST_CASE("attnrank scan") {
   const std::string inputs = ATTNRANK_SOURCE_DIR "/tests/cli/inputs/";
   SECTION("--jsonl: one JSON object per head, every head once, the document's heads as they are") {

@@ -190,3 +190,41 @@ def test_grouped_query_attention_from_the_shapes_forward_and_backward():
     with pytest.raises(ValueError, match="divides Q's"):
         attnrank.check_kernel(q, k[:, :1].expand(1, 3, 20, 8).numpy(), v[:, :1].expand(1, 3, 20, 8).numpy(),
                               gqa(q, k, v).detach())
+
+
+def windowed(q, k, v, left, right, bottom_right=True):
+    """softmax over FlashAttention's window (left, right) (-1: unbounded), queries aligned at the
+    bottom-right (query i at key i + N_k - N_q) or the top-left."""
+    n, m = q.shape[-2], k.shape[-2]
+    p = torch.arange(n)[:, None] + (m - n if bottom_right else 0)
+    j = torch.arange(m)[None, :]
+    keep = torch.ones(n, m, dtype=torch.bool)
+    if left >= 0:
+        keep &= j >= p - left
+    if right >= 0:
+        keep &= j <= p + right
+    s = (q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5).masked_fill(~keep, -float("inf"))
+    return torch.softmax(s, -1) @ v
+
+
+@pytest.mark.parametrize("window", [(-1, 0), (3, 1), (0, 2)])
+def test_windows_with_fewer_queries_than_keys_forward_and_backward(window):
+    g = torch.Generator().manual_seed(SEED)
+    q = torch.randn(2, 6, 8, generator=g)
+    k, v = (torch.randn(2, 11, 8, generator=g) for _ in range(2))
+    left, right = window
+    causal = window == (-1, 0)
+    kwargs = {"causal": True} if causal else {"window_size": window}
+    assert_attention_kernel(lambda q, k, v: windowed(q, k, v, left, right), q, k, v, seed=SEED, **kwargs)
+    # The same kernel judged in PyTorch's top-left alignment: proven wrong.
+    out = windowed(q, k, v, left, right).detach()
+    from attnrank.testing import assert_attention_close
+    with pytest.raises(AssertionError, match="EXCEEDED"):
+        assert_attention_close(out, q, k, v, alignment="top-left", max_error=1e-4, **kwargs)
+
+
+def test_a_window_that_leaves_a_query_without_keys_is_refused():
+    q = torch.randn(9, 4)
+    k = v = torch.randn(5, 4)
+    with pytest.raises(ValueError, match="allows no key"):
+        attnrank.check_kernel(q, k, v, windowed(q, k, v, -1, 0, bottom_right=False), mask="causal")

@@ -40,7 +40,13 @@ struct KernelQuestion {
   std::optional<NamedTensor> dout;       ///< the upstream gradient (Q's rows x V's columns); needed by dq, dk, dv
   /// The kernel's backward results and a reference's (lse: Q's shape without its last dimension).
   std::optional<NamedTensor> dq, dk, dv, lse, reference_dq, reference_dk, reference_dv, reference_lse;
-  KernelCheckOptions options;         ///< scale, mask, fallback policy and bits
+  KernelCheckOptions options;         ///< scale, mask (a pattern file's), fallback policy and bits
+  /// FlashAttention's causal and window_size = (left, right) (-1: unbounded), built into the
+  /// N_q x N_k mask by analyze_kernel (Mask::window; causal is window (left, 0)), aligned
+  /// bottom-right (FlashAttention) or top-left (PyTorch's is_causal) when N_q != N_k.
+  bool causal = false;
+  std::optional<std::pair<long, long>> window;
+  MaskAlignment alignment = MaskAlignment::bottom_right;
   std::optional<double> max_error;    ///< a CI gate: exceeded when proven larger
   std::string max_error_text;         ///< max_error as the user wrote it (printed back)
   std::optional<double> rtol;         ///< with max_error: the tolerance max_error + rtol max |E|

@@ -40,7 +40,7 @@ namespace attnrank {
 enum class AttentionProducts { directed, a_priori };
 
 /// Bounds of softmax(s Q K^T) V for the double matrices Q (N_q x d), K (N_k x d)
-/// and V (N_k x d_v), with `mask` (N_q = N_k, of the mask's size) or without
+/// and V (N_k x d_v), with `mask` (N_q x N_k: a row per query, a column per key) or without
 /// (nullptr). Throws input_error on mismatched shapes or a non-finite entry.
 BoundsMatrix certified_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
                                  const ScaleBounds& scale, const Mask* mask = nullptr,

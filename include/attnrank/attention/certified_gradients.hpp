@@ -50,7 +50,7 @@ struct GradientBounds {
 
 /// The backward pass of softmax(s Q K^T) V for the double matrices Q (N_q x d),
 /// K (N_k x d), V (N_k x d_v) and dO (N_q x d_v; may be empty when only lse is
-/// wanted), with `mask` (N_q = N_k, of the mask's size) or without (nullptr).
+/// wanted), with `mask` (N_q x N_k: a row per query, a column per key) or without (nullptr).
 /// Throws input_error on mismatched shapes or a non-finite entry.
 GradientBounds certified_attention_gradients(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
                                              const Eigen::MatrixXd& V, const Eigen::MatrixXd& dO,

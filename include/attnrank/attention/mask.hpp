@@ -7,6 +7,11 @@
 // least one key: softmax over an empty row has no value (PyTorch returns NaN
 // there); a mask that leaves a row empty is an input error naming the row.
 // `Mask::causal(n)` is j <= i (a decoder: token i sees tokens 1..i).
+//
+// A kernel check may have N_q queries and N_k != N_q keys: `Mask::window` is then an
+// N_q x N_k pattern, FlashAttention's causal mask and sliding window aligned at the
+// bottom-right (query i sits at key position i + N_k - N_q) or PyTorch's is_causal at
+// the top-left; every other use of masks (reachability, the layer) is square.
 
 #include <attnrank/error.hpp>
 #include <attnrank/io/parse.hpp>
@@ -19,26 +24,41 @@
 
 namespace attnrank {
 
+/// Where query 0 sits among the keys when N_q != N_k: FlashAttention's convention
+/// (bottom_right: query i at key position i + N_k - N_q) or PyTorch's is_causal (top_left: at i).
+enum class MaskAlignment { bottom_right, top_left };
+
 class Mask {
  public:
   /// The causal mask of size n >= 1: row i allows columns 0..i (0-based).
   static Mask causal(Eigen::Index n);
   /// No mask: every position allowed.
   static Mask full(Eigen::Index n);
-  /// From an n x n matrix of 0s and 1s read from `source`. Throws input_error
-  /// naming source, row, column and value for an entry other than 0 or 1, for a
-  /// matrix that is not square, and for a row with no 1 in it.
-  static Mask from_matrix(const Matrix<Rational>& M, const std::string& source);
+  /// FlashAttention's window_size = (left, right) for `rows` queries and `cols` keys:
+  /// with p = i + cols - rows (bottom_right) or p = i (top_left), key j is allowed when
+  /// p - left <= j <= p + right; left or right = -1 is unbounded on that side, so
+  /// (-1, 0) is the causal mask and (-1, -1) no mask. A query row that allows no key
+  /// (FlashAttention gives it the output 0) is an input_error naming the row.
+  static Mask window(Eigen::Index rows, Eigen::Index cols, long left, long right,
+                     MaskAlignment alignment = MaskAlignment::bottom_right);
+  /// From an n x n matrix of 0s and 1s read from `source` (with `rectangular`, an
+  /// N_q x N_k one: a kernel check's queries and keys). Throws input_error naming
+  /// source, row, column and value for an entry other than 0 or 1, for a matrix that
+  /// is not square (unless rectangular), and for a row with no 1 in it.
+  static Mask from_matrix(const Matrix<Rational>& M, const std::string& source, bool rectangular = false);
 
+  /// The queries (rows); for a square mask also the keys.
   Eigen::Index size() const { return n_; }
+  /// The keys (columns): size() except for a rectangular Mask::window.
+  Eigen::Index cols() const { return cols_; }
   bool allows(Eigen::Index row, Eigen::Index col) const {
-    return allowed_[static_cast<std::size_t>(row * n_ + col)] != 0;
+    return allowed_[static_cast<std::size_t>(row * cols_ + col)] != 0;
   }
   /// Number of allowed keys of the row.
   Eigen::Index allowed_in_row(Eigen::Index row) const { return row_counts_[static_cast<std::size_t>(row)]; }
   /// Total allowed positions.
   Eigen::Index allowed_count() const;
-  bool is_full() const { return allowed_count() == n_ * n_; }
+  bool is_full() const { return allowed_count() == n_ * cols_; }
   bool is_causal() const;
 
   /// "none" (full), "causal", or "pattern:" followed by 16 hex digits of a 64-bit
@@ -48,12 +68,16 @@ class Mask {
 
   /// Throws input_error unless the mask has size n (the rows of `what`).
   void require_size(Eigen::Index n, const std::string& what) const;
+  /// Throws input_error unless the mask is rows x cols (queries x keys of `what`).
+  void require_shape(Eigen::Index rows, Eigen::Index cols, const std::string& what) const;
 
-  friend bool operator==(const Mask& a, const Mask& b) { return a.n_ == b.n_ && a.allowed_ == b.allowed_; }
+  friend bool operator==(const Mask& a, const Mask& b) {
+    return a.n_ == b.n_ && a.cols_ == b.cols_ && a.allowed_ == b.allowed_;
+  }
 
  private:
-  explicit Mask(Eigen::Index n, std::vector<unsigned char> allowed);
-  Eigen::Index n_ = 0;
+  explicit Mask(Eigen::Index n, std::vector<unsigned char> allowed, Eigen::Index cols = -1);
+  Eigen::Index n_ = 0, cols_ = 0;
   std::vector<unsigned char> allowed_;   // row-major, 0 or 1
   std::vector<Eigen::Index> row_counts_;
 };
@@ -61,8 +85,10 @@ class Mask {
 /// The mask an argument names, for n tokens: "causal", "none" (no mask), or a
 /// file of 0s and 1s in any matrix format read_matrix_argument reads. Throws
 /// input_error naming the file for a bad entry, an empty row or a size other
-/// than n x n (`what` names the matrix whose rows the mask must match).
+/// than n x n (`what` names the matrix whose rows the mask must match). With
+/// cols >= 0 the mask is n x cols (queries x keys of a kernel check), and "causal" is
+/// Mask::window(n, cols, -1, 0) aligned bottom-right.
 std::optional<Mask> read_mask_argument(const std::string& argument, Eigen::Index n, const std::string& what,
-                                       const ParseLimits& limits = {});
+                                       const ParseLimits& limits = {}, Eigen::Index cols = -1);
 
 }  // namespace attnrank

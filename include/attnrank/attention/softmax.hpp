@@ -71,7 +71,7 @@ Matrix<T> masked_softmax_rows(const Matrix<T>& S, const Mask* mask) {
   static_assert(!scalar_traits<T>::exact,
                 "softmax is transcendental: evaluate it in double, Real or Interval");
   const Eigen::Index n = S.cols();
-  if (mask) mask->require_size(S.rows(), "the score matrix");
+  if (mask) mask->require_shape(S.rows(), S.cols(), "the score matrix");
   Matrix<T> A(S.rows(), n);
   const auto allowed = [mask](Eigen::Index r, Eigen::Index k) { return !mask || mask->allows(r, k); };
   // Rows are independent: the multiple-precision tiers deal them to threads (an

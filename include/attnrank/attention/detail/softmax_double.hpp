@@ -18,7 +18,7 @@ namespace detail {
 
 inline Matrix<double> softmax_rows_double(const Matrix<double>& S, const Mask* mask) {
   const Eigen::Index rows = S.rows(), cols = S.cols();
-  if (mask) mask->require_size(rows, "the score matrix");
+  if (mask) mask->require_shape(rows, cols, "the score matrix");
   Matrix<double> A(rows, cols);
   if (rows == 0 || cols == 0) return A;
   constexpr double minus_inf = -std::numeric_limits<double>::infinity();
