@@ -267,26 +267,27 @@ def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, mask=None, bi
     return _as_arrays(result) if tier == "double" else result
 
 
-def _tensor(value, name, keep_nonfinite=False):
-    """A float or integer array or torch tensor of 2 to 4 dimensions, read exactly."""
+def _float_array(value, name):
+    """A float or integer NumPy array of ``value`` (torch tensors converted exactly) and its dtype name."""
     dtype = None
     if _is_torch(value):
         value, dtype = _from_torch(value)
     array = _numpy(name).asarray(value)
     if array.dtype.kind not in "fiub":
         raise ValueError(f"{name}: a float or integer array is needed, not dtype {array.dtype}")
+    return array, dtype
+
+
+def _tensor(value, name, keep_nonfinite=False):
+    """A float or integer array or torch tensor of 2 to 4 dimensions, read exactly."""
+    array, dtype = _float_array(value, name)
     return _core.tensor_from_array(array, name, keep_nonfinite, dtype)
 
 
 def _row_tensor(value, name):
     """A per-row tensor (the logsumexp) of shape (N,), (H, N) or (B, H, N), read exactly
     as one (N, 1) matrix per head."""
-    dtype = None
-    if _is_torch(value):
-        value, dtype = _from_torch(value)
-    array = _numpy(name).asarray(value)
-    if array.dtype.kind not in "fiub":
-        raise ValueError(f"{name}: a float or integer array is needed, not dtype {array.dtype}")
+    array, dtype = _float_array(value, name)
     if not 1 <= array.ndim <= 3:
         raise ValueError(f"{name}: shape {tuple(array.shape)} has {array.ndim} dimensions; the logsumexp has "
                          "1 to 3: (N,), (H, N) or (B, H, N)")

@@ -41,15 +41,6 @@ void accumulate_around(BoundsMatrix& acc, const Eigen::MatrixXd& C, const Eigen:
   detail::rounding_barrier(acc.lo);
 }
 
-/// acc += part, each end in its own direction (ends are bands: no inf - inf).
-void accumulate(BoundsMatrix& acc, const BoundsMatrix& part) {
-  UpwardRounding up;
-  acc.hi += part.hi;
-  acc.lo = -((-acc.lo) - part.lo);
-  detail::rounding_barrier(acc.hi);
-  detail::rounding_barrier(acc.lo);
-}
-
 /// An interval matrix X (bounds) as the left factor of products with point matrices,
 /// X B and X^T B: with a priori bounds, ONE GEMM of X's midpoint M each and the radius
 ///   |X B - fl(M B)|_il <= (gamma_k sum_j |M_ij| + sum_j rad_ij) max_j |B_jl| + k 2^-1074
@@ -102,7 +93,7 @@ class IntervalOperand {
     }
     BoundsMatrix part = certified_product_bounds(BallMatrix{mid_.transpose(), rad_.transpose()}, B);
     unbounded(part, bad_cols_);
-    accumulate(acc, part);
+    detail::add_bounds(acc, part);
   }
 
  private:
@@ -286,8 +277,8 @@ GradientBounds certified_attention_gradients(const Eigen::MatrixXd& Q, const Eig
     for (Index first = begin; first < end; first += 128)
       head.block(first, std::min<Index>(128, end - first), out, my_dk, my_dv, work);
     const std::lock_guard<std::mutex> lock(joining);
-    accumulate(dk, my_dk);
-    accumulate(dv, my_dv);
+    detail::add_bounds(dk, my_dk);
+    detail::add_bounds(dv, my_dv);
   });
   if (wanted.dk) out.dk = scale_bounds(dk, scale);
   if (wanted.dv) out.dv = dv;

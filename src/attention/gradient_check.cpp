@@ -58,19 +58,6 @@ void check_list(const std::vector<Eigen::MatrixXd>& list, std::size_t r, const s
   }
 }
 
-/// sum += part, each end in its own direction (a K/V head's gradient over its query heads).
-void add_bounds(BoundsMatrix& sum, const BoundsMatrix& part) {
-  if (sum.lo.size() == 0) {
-    sum = part;
-    return;
-  }
-  UpwardRounding up;
-  sum.hi += part.hi;
-  sum.lo = -((-sum.lo) - part.lo);
-  detail::rounding_barrier(sum.hi);
-  detail::rounding_barrier(sum.lo);
-}
-
 void add_intervals(Matrix<Interval>& sum, const Matrix<Interval>& part) {
   if (sum.size() == 0) {
     sum = part;
@@ -144,8 +131,8 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
         const GradientBounds E = certified_attention_gradients(q[t], k[j], v[j], dO, s, mask, products, wanted);
         add(0, t, E.dq);
         add(3, t, E.lse);
-        if (wanted.dk) add_bounds(dk[j], E.dk);
-        if (wanted.dv) add_bounds(dv[j], E.dv);
+        if (wanted.dk) detail::add_bounds(dk[j], E.dk);
+        if (wanted.dv) detail::add_bounds(dv[j], E.dv);
       }
     }
     for (std::size_t j = 0; j < k.size(); ++j) {
@@ -178,9 +165,7 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
     return true;
   };
   const auto tight = [](const OutputError& e) { return e.tight(); };
-  const auto within_reach = [](const OutputError& e) {
-    return e.tight() || e.max_abs_error_upper - e.max_abs_error_lower <= e.max_abs_error_upper / 8;
-  };
+  const auto within_reach = [](const OutputError& e) { return e.within_reach(); };
 
   // The forward's policy (attention/kernel_check.hpp).
   run(false, AttentionProducts::a_priori);
@@ -196,11 +181,8 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
             static_cast<double>(3 * q[t].cols() + 3 * v[kv_head_of(options, t)].cols());
   const bool wanted_mpfi = options.fallback == FallbackPolicy::always || (!every(tight) && options.fallback != FallbackPolicy::never);
   if (wanted_mpfi && options.fallback == FallbackPolicy::automatic && work > options.fallback_budget) {
-    out.fallback_skipped = "the certified double enclosures of the backward pass (width up to " +
-                           format_upper_bound(out.enclosure_width) + ") do not pin every error to 1%; recomputing " +
-                           "them with MPFI at " + std::to_string(options.fallback_bits) + " bits takes " +
-                           format_upper_bound(work, 2) + " interval multiply-adds, over the automatic budget of " +
-                           format_upper_bound(options.fallback_budget, 2) + " (ask for it: fallback always)";
+    out.fallback_skipped = detail::fallback_skipped_note("the certified double enclosures of the backward pass",
+                                                         out.enclosure_width, options, work);
   } else if (wanted_mpfi) {
     const PrecisionScope scope(options.fallback_bits);
     run(true, AttentionProducts::directed);

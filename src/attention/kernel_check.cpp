@@ -76,6 +76,26 @@ void check_kv_heads(std::size_t queries, std::size_t keys, std::size_t values, c
     if (!read[j]) throw input_error(std::string(who) + ": no query head reads K/V head " + std::to_string(j));
 }
 
+std::string fallback_skipped_note(const std::string& what, double width, const KernelCheckOptions& options,
+                                  double work) {
+  return what + " (width up to " + format_upper_bound(width) + ") do not pin every error to 1%; recomputing them with " +
+         "MPFI at " + std::to_string(options.fallback_bits) + " bits takes " + format_upper_bound(work, 2) +
+         " interval multiply-adds, over the automatic budget of " + format_upper_bound(options.fallback_budget, 2) +
+         " (ask for it: fallback always)";
+}
+
+void add_bounds(BoundsMatrix& sum, const BoundsMatrix& part) {
+  if (sum.lo.size() == 0) {
+    sum = part;
+    return;
+  }
+  UpwardRounding up;
+  sum.hi += part.hi;
+  sum.lo = -((-sum.lo) - part.lo);
+  rounding_barrier(sum.hi);
+  rounding_barrier(sum.lo);
+}
+
 }  // namespace detail
 
 bool OutputError::tight() const {
@@ -123,11 +143,8 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
   out.method = "double";
   out.products = "a_priori";
   out.bits = 53;
-  const auto within_reach = [](const OutputError& e) {
-    return e.tight() || e.max_abs_error_upper - e.max_abs_error_lower <= e.max_abs_error_upper / 8;
-  };
   const auto all_tight = [&] { return out.candidate.tight() && (!out.reference || out.reference->tight()); };
-  if (!all_tight() && within_reach(out.candidate) && (!out.reference || within_reach(*out.reference))) {
+  if (!all_tight() && out.candidate.within_reach() && (!out.reference || out.reference->within_reach())) {
     run(false, AttentionProducts::directed);
     out.products = "directed";
   }
@@ -139,11 +156,7 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
             static_cast<double>(q[t].cols() + v[kv_head_of(options, t)].cols());
   const bool wanted = options.fallback == FallbackPolicy::always || (!tight && options.fallback != FallbackPolicy::never);
   if (wanted && options.fallback == FallbackPolicy::automatic && work > options.fallback_budget) {
-    out.fallback_skipped = "the certified double enclosures (width up to " + format_upper_bound(out.enclosure_width) +
-                           ") do not pin every error to 1%; recomputing them with MPFI at " +
-                           std::to_string(options.fallback_bits) + " bits takes " + format_upper_bound(work, 2) +
-                           " interval multiply-adds, over the automatic budget of " +
-                           format_upper_bound(options.fallback_budget, 2) + " (ask for it: fallback always)";
+    out.fallback_skipped = detail::fallback_skipped_note("the certified double enclosures", out.enclosure_width, options, work);
   } else if (wanted) {
     const PrecisionScope scope(options.fallback_bits);
     run(true, AttentionProducts::directed);
