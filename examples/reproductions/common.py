@@ -5,6 +5,7 @@ Run the scripts with Debian's Python and the built module on the path:
     PYTHONPATH=build/python /usr/bin/python3 examples/reproductions/<script>.py --help
 """
 import math
+import os
 
 import numpy as np
 import torch
@@ -164,3 +165,12 @@ def blocked_attention(q, k, v, causal, block=64):
         acc = acc * correction + p @ vh[..., j0:j0 + block, :]
         m = m_new
     return (acc / l).to(dtype).transpose(1, 2)
+
+
+def load(folder, name):
+    """Tensor ``name`` of a case folder saved from a GPU run: NAME.pt (torch.save) or NAME.npy."""
+    for ext in (".pt", ".npy"):
+        path = os.path.join(folder, name + ext)
+        if os.path.exists(path):
+            return torch.load(path) if ext == ".pt" else torch.from_numpy(np.load(path))
+    raise SystemExit(f"{folder}: no {name}.pt or {name}.npy")

@@ -32,7 +32,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnrank  # noqa: E402
-from common import attention_ref, certified, max_diff, torch_attention, low_precision_ops  # noqa: E402
+from common import attention_ref, certified, load, max_diff, torch_attention, low_precision_ops  # noqa: E402
 
 GRIDS = {
     # FlashAttention's test_flash_attn_qkvpacked grid (seqlen 97..2048), head dims 16..128.
@@ -91,14 +91,6 @@ def generated_cases(grid, dtypes, seed):
                     out_pt = attention_ref(q, k, v, causal, upcast=False, reorder_ops=True)
                     out_ref = attention_ref(q, k, v, causal, upcast=True)
                     yield (f"S={n} d={d}", dtype_name, causal, q, k, v, out, out_pt, out_ref, kernel)
-
-
-def load(folder, name):
-    for ext in (".pt", ".npy"):
-        path = os.path.join(folder, name + ext)
-        if os.path.exists(path):
-            return torch.load(path) if ext == ".pt" else torch.from_numpy(np.load(path))
-    raise SystemExit(f"{folder}: no {name}.pt or {name}.npy")
 
 
 def saved_cases(root):

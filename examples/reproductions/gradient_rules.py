@@ -36,7 +36,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnrank  # noqa: E402
-from common import attention_ref, blocked_attention, max_diff, torch_attention  # noqa: E402
+from common import attention_ref, blocked_attention, load, max_diff, torch_attention  # noqa: E402
 
 GRIDS = {
     "full": dict(seqlens=[97, 128, 200, 384, 512], dims=[32, 64, 128], heads=2),
@@ -108,14 +108,6 @@ def generated_cases(grid, dtypes, seed):
                     for kernel_name, forward in kernels.items():
                         yield (f"S={n} d={d}", dtype_name, causal, q, k, v, dout,
                                gradients(forward, q, k, v, dout), pt, ref, kernel_name)
-
-
-def load(folder, name):
-    for ext in (".pt", ".npy"):
-        path = os.path.join(folder, name + ext)
-        if os.path.exists(path):
-            return torch.load(path) if ext == ".pt" else torch.from_numpy(np.load(path))
-    raise SystemExit(f"{folder}: no {name}.pt or {name}.npy")
 
 
 def saved_cases(root):
