@@ -20,6 +20,8 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     std::optional<double> ratio_atol;
     std::vector<long> window;
     std::string align = "bottom-right";
+    double softcap = 0;
+    std::string alibi_slopes, sinks;
     std::string scale;
     unsigned bits = 128;
     std::string max_error;
@@ -58,6 +60,17 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
                   "Where queries sit among the keys when N_q != N_k, for --mask causal and --window: bottom-right "
                   "(FlashAttention, default) or top-left (PyTorch's is_causal)")
       ->check(CLI::IsMember({"bottom-right", "top-left"}));
+  cmd->add_option("--softcap", opt->softcap,
+                  "FlashAttention's softcap c > 0: scores become c tanh(s q.k / c), before ALiBi and the mask "
+                  "(default 0: none)");
+  cmd->add_option("--alibi-slopes", opt->alibi_slopes,
+                  "ALiBi: a slope per head, comma-separated (shape (H,)) or an array of shape (H,) or (B, H); "
+                  "scores get -slope |i + N_k - N_q - j| (--align top-left: -slope |i - j|)")
+      ->type_name("LIST|FILE");
+  cmd->add_option("--sinks", opt->sinks,
+                  "Attention sinks: a logit per head, comma-separated or an array of shape (H,); exp(sink) joins "
+                  "each row's softmax denominator (lse includes it)")
+      ->type_name("LIST|FILE");
   cmd->add_option("--scale", opt->scale,
                   "Softmax scale s (default 1/sqrt(d)); the double nearest to it, as Python's float() reads it")
       ->type_name("FLOAT")  // a decimal, checked as every numeric option is (run.cpp); kept as text to round once
@@ -145,6 +158,9 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
                                           run.limits, q.k.tensor.matrices[0].rows());
     if (!opt->window.empty()) q.window = std::pair<long, long>(opt->window[0], opt->window[1]);
     q.alignment = opt->align == "top-left" ? MaskAlignment::top_left : MaskAlignment::bottom_right;
+    q.options.softcap = opt->softcap;
+    if (!opt->alibi_slopes.empty()) q.alibi_slopes = read_per_head_argument(opt->alibi_slopes, "--alibi-slopes", run.limits);
+    if (!opt->sinks.empty()) q.sinks = read_per_head_argument(opt->sinks, "--sinks", run.limits);
     q.options.fallback = opt->fallback == "never"    ? FallbackPolicy::never
                          : opt->fallback == "always" ? FallbackPolicy::always
                                                      : FallbackPolicy::automatic;

@@ -375,8 +375,12 @@ PYBIND11_MODULE(_attnrank, m) {
          std::optional<Mask> mask, std::optional<double> scale, const std::string& fallback, unsigned bits,
          std::optional<double> max_error, std::optional<double> rtol, std::optional<double> max_ratio,
          std::optional<double> ratio_atol, bool causal, std::optional<std::pair<long, long>> window,
-         const std::string& alignment) {
+         const std::string& alignment, double softcap, std::optional<NamedTensor> alibi_slopes,
+         std::optional<NamedTensor> sinks) {
         KernelQuestion kq;
+        kq.options.softcap = softcap;
+        kq.alibi_slopes = std::move(alibi_slopes);
+        kq.sinks = std::move(sinks);
         kq.causal = causal;
         kq.window = window;
         if (alignment == "bottom-right") kq.alignment = MaskAlignment::bottom_right;
@@ -422,5 +426,6 @@ PYBIND11_MODULE(_attnrank, m) {
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("candidate"), py::arg("reference"), py::arg("dout"),
       py::arg("gradients"), py::arg("reference_gradients"), py::arg("mask"), py::arg("scale"), py::arg("fallback"),
       py::arg("bits"), py::arg("max_error"), py::arg("rtol"), py::arg("max_ratio"), py::arg("ratio_atol"),
-      py::arg("causal"), py::arg("window"), py::arg("alignment"));
+      py::arg("causal"), py::arg("window"), py::arg("alignment"), py::arg("softcap"), py::arg("alibi_slopes"),
+      py::arg("sinks"));
 }

@@ -9,6 +9,7 @@
 #include <attnrank/attention/certified_softmax.hpp>
 #include <attnrank/attention/certified_attention.hpp>
 #include <attnrank/attention/certified_double_forward.hpp>
+#include <attnrank/attention/score_modifiers.hpp>
 #include <attnrank/attention/certified_gradients.hpp>
 #include <attnrank/attention/gradient_check.hpp>
 #include <attnrank/attention/kernel_check.hpp>

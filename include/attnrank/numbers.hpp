@@ -13,3 +13,4 @@
 #include <attnrank/numbers/decimal.hpp>
 #include <attnrank/numbers/rational_enclosure.hpp>
 #include <attnrank/numbers/certified_log.hpp>
+#include <attnrank/numbers/certified_tanh.hpp>

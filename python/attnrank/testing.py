@@ -138,7 +138,7 @@ def _passed(part):
 
 def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None, max_error=None, max_ratio=None,
                            reference=None, rtol=None, ratio_atol=0, layout="bhsd", fallback="auto", bits=None,
-                           window_size=None, alignment="bottom-right"):
+                           window_size=None, alignment="bottom-right", softcap=0.0, alibi_slopes=None, sinks=None):
     """Asserts, with proof, that ``out`` is close to the exact attention of ``q``, ``k``, ``v``.
 
     Arrays are NumPy arrays or torch tensors (any device; float16, bfloat16, float32, float64),
@@ -148,7 +148,8 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
     "bottom-right", FlashAttention's, or "top-left", PyTorch's is_causal); ``window_size=(left,
     right)`` FlashAttention's sliding window (-1: unbounded); ``mask`` an N_q x N_k bool or 0/1
     array (True: may attend); ``scale`` defaults to 1/sqrt(d). K and V may have fewer heads than
-    q when their number divides q's (grouped-query attention).
+    q when their number divides q's (grouped-query attention). ``softcap``, ``alibi_slopes`` and
+    ``sinks`` are FlashAttention's variants, as in ``attnrank.check_kernel``.
 
     Criteria (each given one must be proven):
       * ``max_error`` (with ``rtol``): max |out - exact| <= max_error + rtol max |exact|;
@@ -176,7 +177,7 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
     check = _check_kernel(*arrays, ref, mask="causal" if causal else mask, scale=scale, fallback=fallback,
                           bits=bits, max_error=max_error, rtol=rtol, max_ratio=max_ratio,
                           ratio_atol=None if max_ratio is None else ratio_atol, window_size=window_size,
-                          alignment=alignment)
+                          alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks)
     if _passed(check):
         return check
     lines = ["attention output not proven close to the exact softmax(scale q k^T) v:"]
@@ -187,11 +188,12 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
 
 def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mask=None, scale=None, max_error=None,
                                  rtol=None, reference=None, max_ratio=None, ratio_atol=0, layout="bhsd",
-                                 fallback="auto", bits=None, window_size=None, alignment="bottom-right"):
+                                 fallback="auto", bits=None, window_size=None, alignment="bottom-right",
+                                 softcap=0.0, alibi_slopes=None, sinks=None):
     """Asserts, with proof, that a backward pass's ``dq``, ``dk``, ``dv`` are close to the exact
     gradients of softmax(scale q k^T) v contracted with ``dout`` (any of the three may be None:
-    not checked). Arrays, ``causal``, ``mask``, ``scale`` and ``layout`` as in
-    ``assert_attention_close``; the exact gradients use the exact output, not the kernel's.
+    not checked). Arrays, ``causal``, ``mask``, ``scale``, ``layout`` and the variants
+    (``softcap``, ``alibi_slopes``, ``sinks``) as in ``assert_attention_close``; the exact gradients use the exact output, not the kernel's.
 
     Criteria, applied to each gradient given (each must be proven):
       * ``max_error`` (with ``rtol``): max |dX - exact| <= max_error + rtol max |exact|;
@@ -236,7 +238,7 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
         check = _check_kernel(*base, dout=d_out, mask="causal" if causal else mask, scale=scale, fallback=fallback,
                               bits=bits, max_error=tol_error, rtol=tol_rtol, max_ratio=max_ratio,
                               ratio_atol=None if max_ratio is None else ratio_atol, window_size=window_size,
-                              alignment=alignment, **kwargs)
+                              alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks, **kwargs)
         for key in keys:
             checks[key] = (check, tol_error, tol_rtol)
     failing = [key for key in ("dq", "dk", "dv") if key in checks and not _passed(checks[key][0][key])]
@@ -253,13 +255,14 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
 
 def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None, seed=0, max_error=None, rtol=None,
                             grad_max_error=None, grad_rtol=None, reference=None, max_ratio=None, ratio_atol=0,
-                            fallback="auto", bits=None, window_size=None, alignment="bottom-right"):
+                            fallback="auto", bits=None, window_size=None, alignment="bottom-right", softcap=0.0,
+                            alibi_slopes=None, sinks=None):
     """Runs the kernel ``fn(q, k, v) -> out`` (torch tensors, (..., N, d) layout) forward and
     backward with autograd on an upstream gradient drawn from ``torch.randn`` with ``seed`` in
     ``out``'s dtype, and asserts both with proof: ``assert_attention_close`` on ``out`` (with
     ``max_error`` / ``rtol``) and ``assert_attention_grads_close`` on q.grad, k.grad, v.grad
-    (with ``grad_max_error`` / ``grad_rtol``). ``causal``, ``mask`` and ``scale`` say what the
-    kernel computes. ``reference`` is a second callable (PyTorch's attention in the same dtype,
+    (with ``grad_max_error`` / ``grad_rtol``). ``causal``, ``mask``, ``scale``, ``window_size``
+    and the variants (``softcap``, ``alibi_slopes``, ``sinks``) say what the kernel computes. ``reference`` is a second callable (PyTorch's attention in the same dtype,
     say) run the same way; with it the criterion is FlashAttention's rule, ``max_ratio`` (default
     2) x the reference's true error + ``ratio_atol``, for the output and each gradient. The seed
     is in every failure message. Returns {"out": ..., "dq": ..., ...}, the checks."""
@@ -280,7 +283,7 @@ def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None,
         if not bool(torch.equal(ref_dout, dout)):
             raise ValueError("the reference's output dtype differs from the kernel's: the seeded dout would differ")
     common = dict(causal=causal, mask=mask, scale=scale, fallback=fallback, bits=bits, window_size=window_size,
-                  alignment=alignment)
+                  alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks)
     try:
         forward = assert_attention_close(out, q, k, v, max_error=max_error, rtol=rtol, reference=ref_out,
                                          max_ratio=max_ratio, ratio_atol=ratio_atol, **common)

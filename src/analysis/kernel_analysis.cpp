@@ -189,6 +189,72 @@ void read_kernel_tensors(KernelQuestion& q, const std::string& path, bool as_ref
                       path);
 }
 
+NamedTensor read_per_head_argument(const std::string& argument, const std::string& what, const ParseLimits& limits) {
+  // A list when it has a comma or is one number; a file otherwise.
+  std::vector<double> values;
+  bool list = !argument.empty();
+  for (std::size_t begin = 0, entry = 1; list && begin <= argument.size(); ++entry) {
+    const std::size_t end = std::min(argument.find(',', begin), argument.size());
+    const char* first = argument.data() + begin;
+    const char* last = argument.data() + end;
+    while (first < last && *first == ' ') ++first;
+    while (last > first && last[-1] == ' ') --last;
+    double x = 0;
+    const auto [ptr, ec] = std::from_chars(first, last, x);
+    const bool number = ec == std::errc() && ptr == last && first < last;
+    if (!number && argument.find(',') != std::string::npos)
+      throw input_error(what + " '" + argument + "': entry " + std::to_string(entry) + " '" + std::string(first, last) +
+                        "' is not a number (a comma-separated list of numbers, or a file)");
+    if (number && !std::isfinite(x))
+      throw input_error(what + " '" + argument + "': entry " + std::to_string(entry) + " is not finite");
+    list = number;
+    values.push_back(x);
+    begin = end + 1;
+  }
+  if (list) {
+    NamedTensor t;
+    t.name = what;
+    t.tensor.shape = {values.size()};
+    t.tensor.dtype = "text";
+    t.tensor.matrices = {Eigen::Map<const Eigen::VectorXd>(values.data(), static_cast<Eigen::Index>(values.size()))};
+    return t;
+  }
+  return NamedTensor{read_row_stack(argument, limits), argument};
+}
+
+namespace {
+
+/// The value of each query head (t = b H + h) from a per-head tensor of shape (H,) or, with
+/// `per_batch`, (B, H), for Q of leading shape (B, H), (H) or () (one head).
+std::vector<double> per_query_head(const NamedTensor& values, const NamedTensor& q, const std::string& what,
+                                   bool per_batch) {
+  const std::vector<std::size_t> leading(q.tensor.shape.begin(), q.tensor.shape.end() - 2);
+  const std::size_t heads = leading.empty() ? 1 : leading.back();
+  const std::size_t batches = leading.size() == 2 ? leading[0] : 1;
+  std::vector<double> flat;
+  for (const Eigen::MatrixXd& m : values.tensor.matrices) flat.insert(flat.end(), m.data(), m.data() + m.size());
+  // A row stack: (H,) is one H x 1 matrix, (B, H) B of them (a trailing 1 in the shape from Python).
+  const std::vector<std::size_t>& shape = values.tensor.shape;
+  const std::size_t stacks = values.tensor.matrices.size();
+  const bool columns = std::all_of(values.tensor.matrices.begin(), values.tensor.matrices.end(),
+                                   [&](const Eigen::MatrixXd& m) { return m.cols() == 1 && m.rows() == Eigen::Index(heads); });
+  const bool by_head = columns && stacks == 1 && shape.size() <= 2;
+  const bool by_batch_and_head = per_batch && columns && stacks == batches && shape.size() <= 3;
+  if (!by_head && !by_batch_and_head)
+    throw input_error(what + " (" + values.name + ") has shape " + shape_text(shape) + " but Q " + shape_text(q.tensor.shape) +
+                      " has H = " + std::to_string(heads) +
+                      (per_batch ? " and B = " + std::to_string(batches) + ": give (H,) or (B, H)" : ": give (H,)"));
+  for (std::size_t i = 0; i < flat.size(); ++i)
+    if (!std::isfinite(flat[i]))
+      throw input_error(what + " (" + values.name + ") entry " + std::to_string(i) + " is not finite");
+  std::vector<double> out;
+  for (std::size_t b = 0; b < batches; ++b)
+    for (std::size_t h = 0; h < heads; ++h) out.push_back(by_head ? flat[h] : flat[b * heads + h]);
+  return out;
+}
+
+}  // namespace
+
 KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   for (const NamedTensor* t : {&q.q, &q.k, &q.v})
     if (t->tensor.matrices.empty())
@@ -196,6 +262,11 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
                         " (--q, --k, --v, or a tensor named q, k, v in --from)");
   KernelCheckOptions options = q.options;
   options.kv_heads = kv_heads_from_shapes(q.q, q.k);
+  options.alignment = q.alignment;
+  if (q.alibi_slopes) options.alibi_slopes = per_query_head(*q.alibi_slopes, q.q, "the ALiBi slopes", true);
+  if (q.sinks) options.sinks = per_query_head(*q.sinks, q.q, "the sinks", false);
+  if (!(options.softcap >= 0 && std::isfinite(options.softcap)))
+    throw input_error("softcap " + shortest_text(options.softcap) + " is not a positive number (0: no softcap)");
   require_same_heads(q.k, q.v, "V", "K");
   const std::optional<NamedTensor>* candidates[] = {&q.dq, &q.dk, &q.dv, &q.lse};
   const std::optional<NamedTensor>* references[] = {&q.reference_dq, &q.reference_dk, &q.reference_dv,
@@ -322,6 +393,11 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   out.scale_text = q.options.scale ? format_significant(Rational(*q.options.scale), 17)
                                    : "1/sqrt(" + std::to_string(q.q.tensor.matrices[0].cols()) + ")";
   out.mask_name = !window_name.empty() ? window_name : options.mask ? options.mask->name() : "none";
+  out.softcap = options.softcap;
+  out.alibi_slopes = options.alibi_slopes;
+  out.sinks = options.sinks;
+  if (!options.alibi_slopes.empty())
+    out.alibi_alignment = options.alignment == MaskAlignment::bottom_right ? "bottom-right" : "top-left";
   out.max_error = q.max_error;
   out.max_error_text = q.max_error_text;
   out.rtol = q.rtol;
@@ -362,6 +438,12 @@ json gradient_json(const KernelAnalysis& k, const GradientReport& g) {
 
 json to_json(const KernelAnalysis& k) {
   json j = {{"shape", k.q_shape}, {"heads", k.heads}, {"mask", k.mask_name}, {"scale", k.scale_text}};
+  if (k.softcap > 0) j["softcap"] = shortest_text(k.softcap);
+  if (!k.alibi_slopes.empty()) {
+    j["alibi_slopes"] = k.alibi_slopes;
+    j["alibi_alignment"] = k.alibi_alignment;
+  }
+  if (!k.sinks.empty()) j["sinks"] = k.sinks;
   if (k.result) {
     const KernelCheck& r = *k.result;
     j["method"] = r.method;
@@ -433,7 +515,11 @@ std::string to_text(const KernelAnalysis& k) {
   std::ostringstream s;
   s << "Attention: " << k.heads << (k.heads == 1 ? " head" : " heads") << ", Q " << shape_text(k.q_shape) << " "
     << k.q_dtype << ", K " << shape_text(k.k_shape) << ", V " << shape_text(k.v_shape) << "; scale " << k.scale_text
-    << "; mask " << k.mask_name << "\n";
+    << "; mask " << k.mask_name;
+  if (k.softcap > 0) s << "; softcap " << shortest_text(k.softcap);
+  if (!k.alibi_slopes.empty()) s << "; ALiBi (" << k.alibi_alignment << ")";
+  if (!k.sinks.empty()) s << "; sinks";
+  s << "\n";
   if (k.result) {
     const KernelCheck& r = *k.result;
     s << "Exact output enclosed by " << method_text(r.method, r.products, r.bits) << ", widths <= "

@@ -130,11 +130,16 @@ struct Workspace {
 class GradientHead {
  public:
   GradientHead(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V, const Eigen::MatrixXd& dO,
-               const ScaleBounds& scale, const Mask* mask, AttentionProducts products, const GradientsWanted& wanted)
+               const ScaleBounds& scale, const Mask* mask, AttentionProducts products, const GradientsWanted& wanted,
+               const ScoreModifiers& modifiers)
       : Q_(Q), K_(K), V_(V), dO_(dO), KT_(K.transpose()), VT_(V.transpose()), scale_(scale), mask_(mask),
-        a_priori_(products == AttentionProducts::a_priori), wanted_(wanted) {
+        a_priori_(products == AttentionProducts::a_priori), wanted_(wanted), modifiers_(modifiers) {
     v_min_ = V.colwise().minCoeff();
     v_max_ = V.colwise().maxCoeff();
+    if (modifiers.sink) {  // the weights sum to less than 1: O is a combination of V's rows and 0
+      v_min_ = v_min_.cwiseMin(0.0);
+      v_max_ = v_max_.cwiseMax(0.0);
+    }
     v_abs_max_ = V.cwiseAbs().colwise().maxCoeff();
     k_abs_max_ = K.cwiseAbs().colwise().maxCoeff();
     if (a_priori_) {
@@ -152,16 +157,25 @@ class GradientHead {
     BoundsMatrix S = a_priori_ ? a_priori_product_bounds(Qb, KT_, q_norms_.segment(first, rows), k_norms_)
                                : certified_product_bounds(Qb, KT_);
     S = scale_bounds(S, scale_);
-    const BoundsMatrix P = mask_ ? certified_softmax_bounds(S, *mask_, first) : certified_softmax_bounds(S);
+    BoundsMatrix T;  // tanh(x / c) with a softcap
+    if (modifiers_.changes_scores()) modify_score_bounds(S, modifiers_, first, Q_.rows(), &T);
+    const BoundsMatrix P = modifiers_.sink ? certified_softmax_bounds(S, mask_, first, *modifiers_.sink)
+                           : mask_         ? certified_softmax_bounds(S, *mask_, first)
+                                           : certified_softmax_bounds(S);
     if (wanted_.lse) logsumexp(S, P, first, out.lse);
-    if (!wanted_.any_gradient()) return;
-    const Eigen::MatrixXd dOb = dO_.middleRows(first, rows);
+    if (!wanted_.any_gradient() && !wanted_.output) return;
 
-    // O within V's column range; D = rowsum(dO o O) in upward rounding.
+    // O within V's column range (and 0's, with a sink); D = rowsum(dO o O) in upward rounding.
     const IntervalOperand p(P, a_priori_);
     BoundsMatrix O = p.times(V_, v_abs_max_, work.rows);
     O.lo = O.lo.cwiseMax(v_min_.replicate(rows, 1));
     O.hi = O.hi.cwiseMin(v_max_.replicate(rows, 1));
+    if (wanted_.output) {
+      out.output.lo.middleRows(first, rows) = O.lo;
+      out.output.hi.middleRows(first, rows) = O.hi;
+    }
+    if (!wanted_.any_gradient()) return;
+    const Eigen::MatrixXd dOb = dO_.middleRows(first, rows);
     Eigen::VectorXd d_lo, d_hi;
     {
       UpwardRounding up;
@@ -188,6 +202,7 @@ class GradientHead {
       detail::rounding_barrier(dS.lo);
     }
     unbounded_where_nan(dS);
+    if (modifiers_.softcap > 0) dS = times_softcap_derivative(dS, T);  // the chain rule through c tanh(x / c)
 
     if (wanted_.dv) p.add_transposed_times(dv, dOb, dOb.cwiseAbs().colwise().maxCoeff(), work.keys);
     const IntervalOperand ds(dS, a_priori_);
@@ -228,6 +243,7 @@ class GradientHead {
   const Mask* mask_;
   bool a_priori_;
   GradientsWanted wanted_;
+  ScoreModifiers modifiers_;
   Eigen::RowVectorXd v_min_, v_max_, v_abs_max_, k_abs_max_;
   Eigen::VectorXd q_norms_, k_norms_, v_norms_, do_norms_;
 };
@@ -237,7 +253,8 @@ class GradientHead {
 GradientBounds certified_attention_gradients(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
                                              const Eigen::MatrixXd& V, const Eigen::MatrixXd& dO,
                                              const ScaleBounds& scale, const Mask* mask, AttentionProducts products,
-                                             const GradientsWanted& wanted) {
+                                             const GradientsWanted& wanted, const ScoreModifiers& modifiers) {
+  validate(modifiers);
   if (Q.rows() < 1 || K.rows() < 1 || Q.cols() < 1 || V.cols() < 1)
     throw input_error("attention backward: Q is " + shape_text(Q) + ", K " + shape_text(K) + ", V " + shape_text(V) +
                       "; every one needs at least one row and one column");
@@ -266,8 +283,9 @@ GradientBounds certified_attention_gradients(const Eigen::MatrixXd& Q, const Eig
   GradientBounds out;
   if (wanted.dq) out.dq = zeros(n, Q.cols());
   if (wanted.lse) out.lse = zeros(n, 1);
+  if (wanted.output) out.output = zeros(n, V.cols());
   BoundsMatrix dk = zeros(wanted.dk ? keys : 0, Q.cols()), dv = zeros(wanted.dv ? keys : 0, V.cols());
-  const GradientHead head(Q, K, V, dO, scale, mask, products, wanted);
+  const GradientHead head(Q, K, V, dO, scale, mask, products, wanted, modifiers);
   const double work = static_cast<double>(n) * static_cast<double>(keys) * static_cast<double>(3 * Q.cols() + 3 * V.cols());
   std::mutex joining;
   detail::for_row_blocks(static_cast<long>(n), work / 50, [&](long begin, long end) {
@@ -282,7 +300,7 @@ GradientBounds certified_attention_gradients(const Eigen::MatrixXd& Q, const Eig
   });
   if (wanted.dk) out.dk = scale_bounds(dk, scale);
   if (wanted.dv) out.dv = dv;
-  for (BoundsMatrix* m : {&out.dq, &out.dk, &out.dv, &out.lse}) unbounded_where_nan(*m);
+  for (BoundsMatrix* m : {&out.dq, &out.dk, &out.dv, &out.lse, &out.output}) unbounded_where_nan(*m);
   return out;
 }
 

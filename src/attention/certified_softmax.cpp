@@ -19,8 +19,9 @@ using detail::inf;
 // operation meets a subnormal operand (each would cost a microcode assist).
 constexpr double tiny = 0x1p-1021;
 
-/// Rows first_row .. of the (masked) softmax: S holds those rows of the scores.
-BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first_row = 0) {
+/// Rows first_row .. of the (masked) softmax: S holds those rows of the scores; with a
+/// sink, exp(*sink) joins every row's denominator.
+BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first_row = 0, const double* sink = nullptr) {
   const Index rows = S.lo.rows(), cols = S.lo.cols();
   BoundsMatrix P;
   if (rows == 0 || cols == 0) {
@@ -47,8 +48,27 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first
         top(i) = std::max(top(i), hi);
       }
   }
+  if (sink) top = top.cwiseMax(*sink);  // the sink's exponent <= 0 too
   for (Index i = 0; i < rows; ++i)
     if (!usable[static_cast<std::size_t>(i)]) top(i) = 0;
+  // The sink's term exp(sink - top_i) of each row's denominator, enclosed as the others are.
+  Eigen::VectorXd sink_lo, sink_hi;
+  if (sink) {
+    {
+      UpwardRounding up;
+      sink_hi = (*sink - top.array()).matrix();
+      sink_lo = -((top.array() - *sink)).matrix();
+      detail::rounding_barrier(sink_hi);
+      detail::rounding_barrier(sink_lo);
+    }
+    {
+      RoundingScope<FE_TONEAREST> nearest;
+      detail::exp_in_place(sink_lo.data(), static_cast<std::size_t>(rows));
+      detail::exp_in_place(sink_hi.data(), static_cast<std::size_t>(rows));
+      detail::rounding_barrier(sink_lo);
+      detail::rounding_barrier(sink_hi);
+    }
+  }
   const auto row_sums = [&](const Eigen::MatrixXd& M) {
     Eigen::VectorXd sum = Eigen::VectorXd::Zero(rows);
     for (Index j = 0; j < cols; ++j) sum += M.col(j);
@@ -110,6 +130,7 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first
     else
       P.lo = (P.lo.array() * shrink - tiny).max(0.0).matrix();
     sum_lo = row_sums(P.lo);
+    if (sink) sum_lo += (sink_lo.array() * shrink - tiny).max(0.0).matrix();
     detail::rounding_barrier(P.lo);
     detail::rounding_barrier(sum_lo);
   }
@@ -121,6 +142,7 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first
         for (Index i = 0; i < rows; ++i)
           if (!allowed(i, j)) P.hi(i, j) = 0;
     sum_hi = row_sums(P.hi);
+    if (sink) sum_hi += (sink_hi.array() * grow + tiny).matrix();
     detail::rounding_barrier(P.hi);
     detail::rounding_barrier(sum_hi);
   }
@@ -151,6 +173,14 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first
   return P;
 }
 
+void require_rows_fit(const BoundsMatrix& S, const Mask& mask, Index first_row) {
+  if (first_row < 0 || first_row + S.lo.rows() > mask.size() || S.lo.cols() != mask.cols() ||
+      S.hi.rows() != S.lo.rows() || S.hi.cols() != S.lo.cols())
+    throw input_error("masked softmax: rows " + std::to_string(first_row) + " .. " +
+                      std::to_string(first_row + S.lo.rows() - 1) + " of " + std::to_string(S.lo.cols()) +
+                      " columns do not fit a mask of " + std::to_string(mask.size()) + " x " + std::to_string(mask.cols()));
+}
+
 }  // namespace
 
 BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S) { return softmax_bounds(S, nullptr); }
@@ -161,12 +191,14 @@ BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask) {
 }
 
 BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask, Index first_row) {
-  if (first_row < 0 || first_row + S.lo.rows() > mask.size() || S.lo.cols() != mask.cols() ||
-      S.hi.rows() != S.lo.rows() || S.hi.cols() != S.lo.cols())
-    throw input_error("masked softmax: rows " + std::to_string(first_row) + " .. " +
-                      std::to_string(first_row + S.lo.rows() - 1) + " of " + std::to_string(S.lo.cols()) +
-                      " columns do not fit a mask of " + std::to_string(mask.size()) + " x " + std::to_string(mask.cols()));
+  require_rows_fit(S, mask, first_row);
   return softmax_bounds(S, &mask, first_row);
+}
+
+BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first_row, double sink) {
+  if (!std::isfinite(sink)) throw input_error("softmax with a sink: the sink logit is not finite");
+  if (mask) require_rows_fit(S, *mask, first_row);
+  return softmax_bounds(S, mask, first_row, &sink);
 }
 
 BoundsMatrix certified_scaled_scores(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K) {

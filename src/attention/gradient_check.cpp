@@ -4,6 +4,7 @@
 #include <attnrank/attention/certified_gradients.hpp>
 #include <attnrank/attention/detail/error_accumulator.hpp>
 #include <attnrank/attention/detail/interval_attention.hpp>
+#include <attnrank/numbers/bands.hpp>
 #include <attnrank/numbers/decimal.hpp>
 
 #include <array>
@@ -75,6 +76,7 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
                                      const KernelCheckOptions& options) {
   if (q.empty()) throw input_error("check_kernel_gradients: no heads");
   detail::check_kv_heads(q.size(), k.size(), v.size(), options, "check_kernel_gradients");
+  detail::check_modifiers(q.size(), options, "check_kernel_gradients");
   GradientsWanted wanted{!candidate.dq.empty(), !candidate.dk.empty(), !candidate.dv.empty(), !candidate.lse.empty()};
   if (!wanted.any_gradient() && !wanted.lse)
     throw input_error("check_kernel_gradients: no gradient (dq, dk, dv) and no lse to check");
@@ -121,14 +123,15 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
       const Eigen::MatrixXd& dO = wanted.any_gradient() ? dout[t] : none;
       if (intervals) {
         detail::IntervalGradients E =
-            detail::interval_attention_gradients(q[t], k[j], v[j], dO, options.scale, mask, wanted);
+            detail::interval_attention_gradients(q[t], k[j], v[j], dO, options.scale, mask, wanted, modifiers_of(options, t));
         add(0, t, E.dq);
         add(3, t, E.lse);
         if (wanted.dk) add_intervals(idk[j], E.dk);
         if (wanted.dv) add_intervals(idv[j], E.dv);
       } else {
         const ScaleBounds s = options.scale ? ScaleBounds::exactly(*options.scale) : ScaleBounds::inverse_sqrt(q[t].cols());
-        const GradientBounds E = certified_attention_gradients(q[t], k[j], v[j], dO, s, mask, products, wanted);
+        const GradientBounds E = certified_attention_gradients(q[t], k[j], v[j], dO, s, mask, products, wanted,
+                                                               modifiers_of(options, t));
         add(0, t, E.dq);
         add(3, t, E.lse);
         if (wanted.dk) detail::add_bounds(dk[j], E.dk);

@@ -4,6 +4,10 @@
 #include <attnrank/attention/softmax.hpp>
 #include <attnrank/linalg/product.hpp>
 
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
 namespace attnrank::detail {
 
 using Eigen::Index;
@@ -36,33 +40,108 @@ Matrix<Interval> scaled_scores(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& 
   return S;
 }
 
+/// The modified scores in place (softcap, then ALiBi); with a softcap, T gets tanh(x / c).
+void modify(Matrix<Interval>& S, const ScoreModifiers& m, Matrix<Interval>& T) {
+  if (m.softcap > 0) {
+    Interval c;
+    mpfi_set_d(c.backend().data(), m.softcap);
+    T.resize(S.rows(), S.cols());
+    for (Index j = 0; j < S.cols(); ++j)
+      for (Index i = 0; i < S.rows(); ++i) {
+        T(i, j) = tanh(S(i, j) / c);
+        S(i, j) = c * T(i, j);
+      }
+  }
+  if (m.alibi_slope) {
+    Interval slope;
+    mpfi_set_d(slope.backend().data(), *m.alibi_slope);
+    const Index offset = m.alignment == MaskAlignment::bottom_right ? S.cols() - S.rows() : 0;
+    for (Index j = 0; j < S.cols(); ++j)
+      for (Index i = 0; i < S.rows(); ++i) {
+        Interval distance;
+        mpfi_set_si(distance.backend().data(), static_cast<long>(std::abs(i + offset - j)));
+        S(i, j) -= slope * distance;
+      }
+  }
+}
+
+/// Softmax of each row over the allowed keys and the sink: p_ij = 1 / (1 + rest_j / e_j) with
+/// rest_j the sink's term and every other key's (one interval each: narrower than e_j / sum).
+Matrix<Interval> softmax_with_sink(const Matrix<Interval>& S, const Mask* mask, double sink_logit) {
+  Interval sink;
+  mpfi_set_d(sink.backend().data(), sink_logit);
+  Matrix<Interval> P(S.rows(), S.cols());
+  std::vector<Interval> e(static_cast<std::size_t>(S.cols())), prefix, suffix;
+  for (Index i = 0; i < S.rows(); ++i) {
+    // Any shift leaves the weights unchanged; the largest midpoint keeps exp's arguments small.
+    double shift = sink_logit;
+    for (Index j = 0; j < S.cols(); ++j)
+      if (!mask || mask->allows(i, j)) shift = std::max(shift, mpfi_get_d(S(i, j).backend().data()));
+    Interval top;
+    mpfi_set_d(top.backend().data(), shift);
+    const Interval sink_term = exp(sink - top);
+    for (Index j = 0; j < S.cols(); ++j) {
+      const bool in = !mask || mask->allows(i, j);
+      e[static_cast<std::size_t>(j)] = in ? Interval(exp(S(i, j) - top)) : Interval(0);
+    }
+    // rest_j = sink + (keys before j) + (keys after j): prefix and suffix sums, not sum - e_j
+    // (which would double e_j's width), and not a sum per j.
+    const std::size_t n = e.size();
+    prefix.assign(n + 1, Interval(0));
+    suffix.assign(n + 1, Interval(0));
+    for (std::size_t k = 0; k < n; ++k) prefix[k + 1] = prefix[k] + e[k];
+    for (std::size_t k = n; k-- > 0;) suffix[k] = suffix[k + 1] + e[k];
+    for (Index j = 0; j < S.cols(); ++j) {
+      if (mask && !mask->allows(i, j)) {
+        P(i, j) = 0;
+        continue;
+      }
+      const std::size_t k = static_cast<std::size_t>(j);
+      const Interval rest = sink_term + prefix[k] + suffix[k + 1];
+      P(i, j) = 1 / (1 + rest / e[k]);
+    }
+  }
+  return P;
+}
+
+Matrix<Interval> weights(const Matrix<Interval>& S, const Mask* mask, const ScoreModifiers& m) {
+  if (m.sink) return softmax_with_sink(S, mask, *m.sink);
+  return mask ? softmax_rows(S, *mask) : softmax_rows(S);
+}
+
 }  // namespace
 
 Matrix<Interval> interval_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
-                                    const std::optional<double>& scale, const Mask* mask) {
-  const Matrix<Interval> S = scaled_scores(Q, K, interval_scale(scale, Q.cols()));
-  const Matrix<Interval> A = mask ? softmax_rows(S, *mask) : softmax_rows(S);
-  return multiply(A, to_intervals(V));
+                                    const std::optional<double>& scale, const Mask* mask,
+                                    const ScoreModifiers& modifiers) {
+  Matrix<Interval> S = scaled_scores(Q, K, interval_scale(scale, Q.cols())), T;
+  modify(S, modifiers, T);
+  return multiply(weights(S, mask, modifiers), to_intervals(V));
 }
 
 IntervalGradients interval_attention_gradients(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
                                                const Eigen::MatrixXd& V, const Eigen::MatrixXd& dO,
                                                const std::optional<double>& scale, const Mask* mask,
-                                               const GradientsWanted& wanted) {
+                                               const GradientsWanted& wanted, const ScoreModifiers& modifiers) {
   const Interval s = interval_scale(scale, Q.cols());
-  const Matrix<Interval> S = scaled_scores(Q, K, s);
+  Matrix<Interval> S = scaled_scores(Q, K, s), T;
+  modify(S, modifiers, T);
   IntervalGradients out;
   if (wanted.lse) {
     out.lse.resize(S.rows(), 1);
     for (Index i = 0; i < S.rows(); ++i) {
       Interval sum = 0;
+      if (modifiers.sink) {
+        mpfi_set_d(sum.backend().data(), *modifiers.sink);
+        sum = exp(sum);
+      }
       for (Index j = 0; j < S.cols(); ++j)
         if (!mask || mask->allows(i, j)) sum += exp(S(i, j));
       out.lse(i, 0) = log(sum);
     }
   }
   if (!wanted.any_gradient()) return out;
-  const Matrix<Interval> P = mask ? softmax_rows(S, *mask) : softmax_rows(S);
+  const Matrix<Interval> P = weights(S, mask, modifiers);
   const Matrix<Interval> Vi = to_intervals(V), dOi = to_intervals(dO);
   const Matrix<Interval> O = multiply(P, Vi);
   Matrix<Interval> dS = multiply_transposed(dOi, Vi);  // dP, then dS in place
@@ -72,6 +151,7 @@ IntervalGradients interval_attention_gradients(const Eigen::MatrixXd& Q, const E
     for (Index j = 0; j < dS.cols(); ++j) {
       Interval t = dS(i, j) - d;
       dS(i, j) = P(i, j) * t;
+      if (modifiers.softcap > 0) dS(i, j) *= 1 - T(i, j) * T(i, j);
     }
   }
   if (wanted.dq) {

@@ -1,6 +1,7 @@
 // The certified error of an attention kernel's output (attnrank/attention/kernel_check.hpp).
 #include <attnrank/attention/kernel_check.hpp>
 
+#include <attnrank/attention/certified_gradients.hpp>
 #include <attnrank/attention/detail/error_accumulator.hpp>
 #include <attnrank/attention/detail/interval_attention.hpp>
 #include <attnrank/attention/softmax.hpp>
@@ -76,6 +77,14 @@ void check_kv_heads(std::size_t queries, std::size_t keys, std::size_t values, c
     if (!read[j]) throw input_error(std::string(who) + ": no query head reads K/V head " + std::to_string(j));
 }
 
+void check_modifiers(std::size_t queries, const KernelCheckOptions& options, const char* who) {
+  for (const auto& [list, name] : {std::pair{&options.alibi_slopes, "ALiBi slopes"}, std::pair{&options.sinks, "sinks"}})
+    if (!list->empty() && list->size() != queries)
+      throw input_error(std::string(who) + ": " + std::to_string(list->size()) + " " + name + " for " +
+                        std::to_string(queries) + " query heads (one per head)");
+  for (std::size_t t = 0; t < queries; ++t) validate(modifiers_of(options, t));
+}
+
 std::string fallback_skipped_note(const std::string& what, double width, const KernelCheckOptions& options,
                                   double work) {
   return what + " (width up to " + format_upper_bound(width) + ") do not pin every error to 1%; recomputing them with " +
@@ -84,19 +93,16 @@ std::string fallback_skipped_note(const std::string& what, double width, const K
          " (ask for it: fallback always)";
 }
 
-void add_bounds(BoundsMatrix& sum, const BoundsMatrix& part) {
-  if (sum.lo.size() == 0) {
-    sum = part;
-    return;
-  }
-  UpwardRounding up;
-  sum.hi += part.hi;
-  sum.lo = -((-sum.lo) - part.lo);
-  rounding_barrier(sum.hi);
-  rounding_barrier(sum.lo);
-}
-
 }  // namespace detail
+
+ScoreModifiers modifiers_of(const KernelCheckOptions& options, std::size_t t) {
+  ScoreModifiers m;
+  m.softcap = options.softcap;
+  m.alignment = options.alignment;
+  if (!options.alibi_slopes.empty()) m.alibi_slope = options.alibi_slopes[t];
+  if (!options.sinks.empty()) m.sink = options.sinks[t];
+  return m;
+}
 
 bool OutputError::tight() const {
   if (!(max_abs_error_upper < inf)) return nonfinite > 0;  // an infinite error is known exactly
@@ -108,6 +114,7 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
                          const std::vector<Eigen::MatrixXd>* reference, const KernelCheckOptions& options) {
   if (q.empty()) throw input_error("check_kernel: no heads");
   detail::check_kv_heads(q.size(), k.size(), v.size(), options, "check_kernel");
+  detail::check_modifiers(q.size(), options, "check_kernel");
   check_shapes(q, v, candidate, "the candidate", options);
   if (reference) check_shapes(q, v, *reference, "the reference", options);
   if (options.scale) (void)ScaleBounds::exactly(*options.scale);
@@ -120,15 +127,20 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
   const auto run = [&](bool intervals, AttentionProducts products) {
     detail::ErrorAccumulator c, r;
     for (std::size_t t = 0; t < q.size(); ++t) {
+      const std::size_t j = kv_head_of(options, t);
+      const ScoreModifiers modifiers = modifiers_of(options, t);
       if (intervals) {
-        const Matrix<Interval> E = detail::interval_attention(q[t], k[kv_head_of(options, t)], v[kv_head_of(options, t)],
-                                                                options.scale, mask);
+        const Matrix<Interval> E = detail::interval_attention(q[t], k[j], v[j], options.scale, mask, modifiers);
         c.add(t, E, candidate[t]);
         if (reference) r.add(t, E, (*reference)[t]);
       } else {
         const ScaleBounds s = options.scale ? ScaleBounds::exactly(*options.scale) : ScaleBounds::inverse_sqrt(q[t].cols());
+        // A variant runs on the backward pass's blocks (its score-modifier stage), asking for O only.
         const BoundsMatrix E =
-            certified_attention(q[t], k[kv_head_of(options, t)], v[kv_head_of(options, t)], s, mask, products);
+            modifiers.any() ? certified_attention_gradients(q[t], k[j], v[j], Eigen::MatrixXd(), s, mask, products,
+                                                            GradientsWanted{false, false, false, false, true}, modifiers)
+                                  .output
+                            : certified_attention(q[t], k[j], v[j], s, mask, products);
         c.add(t, E, candidate[t]);
         if (reference) r.add(t, E, (*reference)[t]);
       }

@@ -1013,6 +1013,50 @@ TEST_CASE("attnrank check-kernel: causal and sliding windows when N_q != N_k") {
   }
 }
 
+TEST_CASE("attnrank check-kernel: softcap, ALiBi and sinks") {
+  // One head, 3 queries and 5 keys; the variant computed here in long double from its definition.
+  Eigen::MatrixXd Q(3, 2), K(5, 2), V(5, 2);
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 2; ++j) {
+      if (i < 3) Q(i, j) = ((i * 5 + j * 3) % 7) / 2.0 - 1;
+      K(i, j) = ((i * 3 + j * 5) % 11) / 4.0 - 1;
+      V(i, j) = ((i * 7 + j) % 5) / 2.0 - 1;
+    }
+  const double c = 1.5, slope = 0.5, sink = 0.25;
+  Eigen::MatrixXd O(3, 2);
+  for (int i = 0; i < 3; ++i) {
+    long double den = std::exp(static_cast<long double>(sink)), num[2] = {0, 0};
+    for (int j = 0; j < 5; ++j) {
+      const long double x = c * std::tanh(static_cast<long double>(Q.row(i).dot(K.row(j))) / std::sqrt(2.0L) / c) -
+                            slope * std::abs(i + 2 - j);
+      den += std::exp(x);
+      for (int l = 0; l < 2; ++l) num[l] += std::exp(x) * V(j, l);
+    }
+    for (int l = 0; l < 2; ++l) O(i, l) = static_cast<double>(num[l] / den);
+  }
+  const std::string args = "check-kernel --q " + npy_f32("sq.npy", {Q}) + " --k " + npy_f32("sk.npy", {K}) + " --v " +
+                           npy_f32("sv.npy", {V}) + " --candidate " + npy_f32("so.npy", {O});
+  SECTION("the variant's float32 output is within float32 rounding; the plain check is far off") {
+    const Run r = attnrank_cli(args + " --softcap 1.5 --alibi-slopes 0.5 --sinks 0.25 --json");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(num(j["candidate"]["max_abs_error_upper"]) < 1e-6);
+    CHECK(j["softcap"] == "1.5");
+    CHECK(j["alibi_slopes"] == nlohmann::json::array({0.5}));
+    CHECK(j["sinks"] == nlohmann::json::array({0.25}));
+    CHECK(attnrank_cli(args + " --softcap 1.5 --alibi-slopes 0.5 --max-error 1e-3").code == 3);  // no sink
+    const Run text = attnrank_cli(args + " --softcap 1.5 --alibi-slopes 0.5 --sinks 0.25");
+    CHECK_THAT(text.out, Catch::Contains("softcap 1.5; ALiBi (bottom-right); sinks"));
+  }
+  SECTION("misuse: exit 2 naming the option") {
+    expect_input_error(args + " --softcap -1", "softcap -1");
+    expect_input_error(args + " --alibi-slopes 0.5,0.25", "has shape (2,) but Q (1, 3, 2) has H = 1 and B = 1");
+    expect_input_error(args + " --sinks 1,x", "--sinks '1,x': entry 2 'x' is not a number");
+    expect_input_error(args + " --sinks nosuch.npy", "nosuch.npy");
+  }
+}
+
 TEST_CASE("attnrank scan") {
   const std::string inputs = ATTNRANK_SOURCE_DIR "/tests/cli/inputs/";
   SECTION("--jsonl: one JSON object per head, every head once, the document's heads as they are") {

@@ -46,7 +46,11 @@ struct KernelQuestion {
   /// bottom-right (FlashAttention) or top-left (PyTorch's is_causal) when N_q != N_k.
   bool causal = false;
   std::optional<std::pair<long, long>> window;
-  MaskAlignment alignment = MaskAlignment::bottom_right;
+  MaskAlignment alignment = MaskAlignment::bottom_right;  ///< also where ALiBi's distance is measured from
+  /// FlashAttention's alibi_slopes, shape (H,) or (B, H), and sink logits, shape (H,) (one per
+  /// query head), as row stacks (read_per_head_argument); analyze_kernel gives each query head
+  /// its value in options.alibi_slopes / options.sinks. The softcap is options.softcap.
+  std::optional<NamedTensor> alibi_slopes, sinks;
   std::optional<double> max_error;    ///< a CI gate: exceeded when proven larger
   std::string max_error_text;         ///< max_error as the user wrote it (printed back)
   std::optional<double> rtol;         ///< with max_error: the tolerance max_error + rtol max |E|
@@ -70,6 +74,9 @@ struct KernelAnalysis {
   DoubleTensor kv_layout;  ///< K's shape (dK's and dV's worst entries), no data
   std::string scale_text;  ///< the scale as used: 17 digits, or "1/sqrt(d)"
   std::string mask_name = "none";
+  double softcap = 0;                          ///< 0: none
+  std::vector<double> alibi_slopes, sinks;     ///< one per query head, as checked (empty: none)
+  std::string alibi_alignment;                 ///< "bottom-right" or "top-left", with ALiBi
   std::optional<KernelCheck> result;     ///< the output's check (with a candidate)
   std::optional<GradientCheck> backward;  ///< the backward pass's enclosure (with dq, dk, dv or lse)
   std::vector<GradientReport> gradients;  ///< in the order dq, dk, dv, lse
@@ -90,10 +97,16 @@ struct KernelAnalysis {
 /// Other names are ignored; input_error when the file has none of them.
 void read_kernel_tensors(KernelQuestion& q, const std::string& path, bool as_reference, const ParseLimits& limits = {});
 
+/// A per-head list argument (ALiBi slopes, sinks): comma-separated decimals ("0.5,0.25", shape
+/// (H,)), or an array of shape (H,) or (B, H) in any format read_row_stack reads. input_error
+/// names `what` and the entry that is not a number.
+NamedTensor read_per_head_argument(const std::string& argument, const std::string& what, const ParseLimits& limits = {});
+
 /// Checks the shapes (every tensor has Q's leading dimensions, except K, V, dK and dV,
 /// which may have fewer heads when their number divides Q's: grouped-query and
 /// multi-query attention, query head h reading K/V head h / (H / H_kv); a mask needs as
-/// many queries as keys) and runs check_kernel. input_error names the tensor.
+/// many queries as keys; ALiBi slopes of shape (H,) or (B, H) and sinks of shape (H,) with Q's
+/// H and B) and runs check_kernel. input_error names the tensor.
 KernelAnalysis analyze_kernel(const KernelQuestion& q);
 
 nlohmann::json to_json(const KernelAnalysis& k);  ///< "attnrank/check-kernel/1"

@@ -12,8 +12,9 @@
 // its inputs, on a block of query rows at a time (nothing N_q x N_k is stored but a
 // block's rows; dK and dV are sums over the blocks, added in directed rounding):
 //  * scores and weights as in attention/certified_attention.hpp: the scores from
-//    a product pair (or one product with an a priori bound), scaled outward, then
-//    certified_softmax_bounds; O from the weights as an interval matrix times V,
+//    a product pair (or one product with an a priori bound), scaled outward, a
+//    variant's softcap and ALiBi applied (attention/score_modifiers.hpp), then
+//    certified_softmax_bounds (with the sink's term in the denominator); O from the weights as an interval matrix times V,
 //    clamped to V's column range (each O_il is a convex combination of V_jl);
 //  * D_i = sum_l dO_il O_il in upward rounding (a lower end as -(sum of -terms));
 //  * dP - D and P o (dP - D) entrywise in directed rounding (P >= 0, so each end
@@ -33,29 +34,36 @@
 // 2^-47 absolute on lse (the certified log's widening).
 
 #include <attnrank/attention/certified_attention.hpp>
+#include <attnrank/attention/score_modifiers.hpp>
 
 namespace attnrank {
 
-/// Which of the backward pass's results to enclose (the others are left empty).
+/// Which of the backward pass's results to enclose (the others are left empty); output:
+/// the forward output O itself (a variant's forward check runs on this pass).
 struct GradientsWanted {
-  bool dq = true, dk = true, dv = true, lse = true;
+  bool dq = true, dk = true, dv = true, lse = true, output = false;
   bool any_gradient() const { return dq || dk || dv; }
 };
 
 /// Bounds of the exact gradients and logsumexp of one head: dq (N_q x d), dk
-/// (N_k x d), dv (N_k x d_v), lse (N_q x 1); empty where not wanted.
+/// (N_k x d), dv (N_k x d_v), lse (N_q x 1), output (N_q x d_v); empty where not wanted.
 struct GradientBounds {
-  BoundsMatrix dq, dk, dv, lse;
+  BoundsMatrix dq, dk, dv, lse, output;
 };
 
 /// The backward pass of softmax(s Q K^T) V for the double matrices Q (N_q x d),
 /// K (N_k x d), V (N_k x d_v) and dO (N_q x d_v; may be empty when only lse is
-/// wanted), with `mask` (N_q x N_k: a row per query, a column per key) or without (nullptr).
-/// Throws input_error on mismatched shapes or a non-finite entry.
+/// wanted), with `mask` (N_q x N_k: a row per query, a column per key) or without (nullptr),
+/// and a variant's score modifiers (attention/score_modifiers.hpp: softcap, ALiBi, sink) or
+/// none. With a softcap, dS is taken through its derivative before dQ and dK (dS o (1 -
+/// tanh^2(x / c))); with a sink, O lies between 0 and V's column range, and lse includes
+/// the sink (log(exp(sink) + sum_j exp(x_ij)), the normaliser of the weights).
+/// Throws input_error on mismatched shapes, a non-finite entry or an invalid modifier.
 GradientBounds certified_attention_gradients(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
                                              const Eigen::MatrixXd& V, const Eigen::MatrixXd& dO,
                                              const ScaleBounds& scale, const Mask* mask = nullptr,
                                              AttentionProducts products = AttentionProducts::directed,
-                                             const GradientsWanted& wanted = {});
+                                             const GradientsWanted& wanted = {},
+                                             const ScoreModifiers& modifiers = {});
 
 }  // namespace attnrank

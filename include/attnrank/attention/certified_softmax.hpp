@@ -37,6 +37,13 @@ BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask);
 /// job. Throws input_error when the rows do not fit the mask.
 BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask, Eigen::Index first_row);
 
+/// Rows first_row .. of the softmax with an attention sink: p_ij = exp(x_ij) /
+/// (exp(sink) + sum_j exp(x_ij)) over the keys `mask` allows (every key without one), so
+/// a row's weights sum to less than 1; the sink enters the denominator only. Its term is
+/// enclosed as the others (the shift m_i >= sink keeps it <= 1). Throws input_error for
+/// a sink that is not finite, or rows that do not fit the mask.
+BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask* mask, Eigen::Index first_row, double sink);
+
 /// Bounds of Q K^T / sqrt(d_k) for the double matrices Q, K (n x d_k): two
 /// directed GEMMs, and the division by sqrt(d_k) enclosed.
 BoundsMatrix certified_scaled_scores(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K);

@@ -24,6 +24,7 @@
 // reported, never skipped.
 
 #include <attnrank/attention/certified_attention.hpp>
+#include <attnrank/attention/score_modifiers.hpp>
 
 #include <optional>
 #include <string>
@@ -61,7 +62,13 @@ struct KernelCheckOptions {
   /// matrices kv_heads[t] (each K/V matrix read by at least one query head). Empty: one K
   /// and one V per query head, kv_heads[t] = t.
   std::vector<std::size_t> kv_heads;
-  std::optional<Mask> mask;          ///< one mask for every head (square, N x N)
+  std::optional<Mask> mask;          ///< one mask for every head (N_q x N_k)
+  /// Variants (attention/score_modifiers.hpp): FlashAttention's softcap c (0: none); ALiBi
+  /// slopes and sink logits, one per query head t (empty: none); where ALiBi's distance is
+  /// measured from when N_q != N_k (a mask carries its own alignment).
+  double softcap = 0;
+  std::vector<double> alibi_slopes, sinks;
+  MaskAlignment alignment = MaskAlignment::bottom_right;
   FallbackPolicy fallback = FallbackPolicy::automatic;
   unsigned fallback_bits = 128;
   double fallback_budget = 1.5e8;  ///< multiply-adds (N_q N_k (d + d_v) per head)
@@ -95,6 +102,9 @@ inline std::size_t kv_head_of(const KernelCheckOptions& options, std::size_t t) 
   return options.kv_heads.empty() ? t : options.kv_heads[t];
 }
 
+/// Query head t's score modifiers.
+ScoreModifiers modifiers_of(const KernelCheckOptions& options, std::size_t t);
+
 /// Checks `candidate` (and `reference`, if given) against the exact attention of
 /// the heads q[t], k[kv_head_of(t)], v[kv_head_of(t)]. Every list has one matrix per head, and every
 /// output matrix the shape of its head's exact output (rows of Q x columns of V).
@@ -110,11 +120,12 @@ namespace detail {
 /// maps the query heads onto them (empty: one per query head), every K/V head read.
 void check_kv_heads(std::size_t queries, std::size_t keys, std::size_t values, const KernelCheckOptions& options,
                     const char* who);
+/// input_error (naming `who`) unless the modifiers are valid and alibi_slopes and sinks are
+/// empty or have one entry per query head.
+void check_modifiers(std::size_t queries, const KernelCheckOptions& options, const char* who);
 /// Why the MPFI recomputation of `what` did not run: over the automatic budget.
 std::string fallback_skipped_note(const std::string& what, double width, const KernelCheckOptions& options,
                                   double work);
-/// sum += part, each end in its own direction (an empty sum takes part); ends are bands.
-void add_bounds(BoundsMatrix& sum, const BoundsMatrix& part);
 }  // namespace detail
 
 }  // namespace attnrank

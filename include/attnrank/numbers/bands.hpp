@@ -39,4 +39,20 @@ inline void unbounded_where_nan(BoundsMatrix& B) {
   B.hi = B.hi.array().isNaN().select(INFINITY, B.hi);
 }
 
+namespace detail {
+/// sum += part, each end in its own direction (an empty sum takes part): the sum of two
+/// enclosures encloses the sum. Ends are bands.
+inline void add_bounds(BoundsMatrix& sum, const BoundsMatrix& part) {
+  if (sum.lo.size() == 0) {
+    sum = part;
+    return;
+  }
+  UpwardRounding up;
+  sum.hi += part.hi;
+  sum.lo = -((-sum.lo) - part.lo);
+  rounding_barrier(sum.hi);
+  rounding_barrier(sum.lo);
+}
+}  // namespace detail
+
 }  // namespace attnrank

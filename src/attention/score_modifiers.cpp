@@ -1,0 +1,102 @@
+// The variants' changes to a head's scores (attnrank/attention/score_modifiers.hpp).
+#include <attnrank/attention/score_modifiers.hpp>
+
+#include <attnrank/numbers/bands.hpp>
+#include <attnrank/numbers/certified_tanh.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <string>
+
+namespace attnrank {
+
+using Eigen::Index;
+
+namespace {
+/// The shortest decimal that reads back as x (what the user typed, for a typed value).
+std::string decimal(double x) {
+  char buffer[32];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, x).ptr;
+  return std::string(buffer, end);
+}
+}  // namespace
+
+void validate(const ScoreModifiers& m) {
+  if (!(m.softcap >= 0 && std::isfinite(m.softcap)))
+    throw input_error("softcap " + decimal(m.softcap) + " is not a positive finite number (0: no softcap)",
+                      "softcap");
+  if (m.alibi_slope && !std::isfinite(*m.alibi_slope))
+    throw input_error("ALiBi slope " + decimal(*m.alibi_slope) + " is not finite");
+  if (m.sink && !std::isfinite(*m.sink))
+    throw input_error("sink logit " + decimal(*m.sink) + " is not finite");
+}
+
+void modify_score_bounds(BoundsMatrix& S, const ScoreModifiers& m, Index first_row, Index queries,
+                         BoundsMatrix* tanh_of_capped) {
+  const Index rows = S.lo.rows(), keys = S.lo.cols();
+  if (m.softcap > 0) {
+    const double c = m.softcap;
+    BoundsMatrix T{Eigen::MatrixXd(rows, keys), Eigen::MatrixXd(rows, keys)};
+    {
+      UpwardRounding up;  // x / c outward, c > 0
+      T.hi = S.hi / c;
+      T.lo = -((-S.lo) / c);
+      detail::rounding_barrier(T.hi);
+      detail::rounding_barrier(T.lo);
+    }
+    tanh_bounds(T.lo.data(), T.hi.data(), T.lo.data(), T.hi.data(), static_cast<std::size_t>(T.lo.size()));
+    {
+      UpwardRounding up;  // c t outward
+      S.hi = T.hi * c;
+      S.lo = -((-T.lo) * c);
+      detail::rounding_barrier(S.hi);
+      detail::rounding_barrier(S.lo);
+    }
+    if (tanh_of_capped) *tanh_of_capped = std::move(T);
+  }
+  if (m.alibi_slope) {
+    const double slope = *m.alibi_slope;
+    const Index offset = m.alignment == MaskAlignment::bottom_right ? keys - queries : 0;
+    UpwardRounding up;
+    for (Index j = 0; j < keys; ++j)
+      for (Index i = 0; i < rows; ++i) {
+        const double distance = static_cast<double>(std::abs(first_row + i + offset - j));  // exact: < 2^53
+        // x - slope d, upward: the upper end adds (-slope) d rounded up; the lower end is
+        // -((-x) + slope d), the sum rounded up.
+        S.hi(i, j) = S.hi(i, j) + (-slope) * distance;
+        S.lo(i, j) = -((-S.lo(i, j)) + slope * distance);
+      }
+    detail::rounding_barrier(S.hi);
+    detail::rounding_barrier(S.lo);
+  }
+  unbounded_where_nan(S);
+}
+
+}  // namespace attnrank
+
+namespace attnrank {
+
+BoundsMatrix times_softcap_derivative(const BoundsMatrix& g, const BoundsMatrix& T) {
+  BoundsMatrix out{Eigen::MatrixXd(g.lo.rows(), g.lo.cols()), Eigen::MatrixXd(g.lo.rows(), g.lo.cols())};
+  UpwardRounding up;
+  for (Index j = 0; j < g.lo.cols(); ++j)
+    for (Index i = 0; i < g.lo.rows(); ++i) {
+      const double tl = std::max(T.lo(i, j), -1.0), th = std::min(T.hi(i, j), 1.0);
+      // f = 1 - t^2 in [f_lo, f_hi]: the largest square rounded up, the smallest rounded down.
+      const double largest_square = std::max(tl * tl, th * th);
+      const double smallest_square = tl > 0 ? -((-tl) * tl) : th < 0 ? -((-th) * th) : 0.0;
+      const double f_lo = std::max(0.0, -(largest_square - 1.0));
+      const double f_hi = std::min(1.0, 1.0 - smallest_square);
+      // g f with f >= 0: each end one product of ends.
+      const double g_hi = g.hi(i, j), neg_g_lo = -g.lo(i, j);
+      out.hi(i, j) = g_hi >= 0 ? g_hi * f_hi : g_hi * f_lo;
+      out.lo(i, j) = -(neg_g_lo >= 0 ? neg_g_lo * f_hi : neg_g_lo * f_lo);
+    }
+  detail::rounding_barrier(out.hi);
+  detail::rounding_barrier(out.lo);
+  unbounded_where_nan(out);
+  return out;
+}
+
+}  // namespace attnrank

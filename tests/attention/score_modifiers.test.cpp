@@ -1,0 +1,266 @@
+// Tests for the variants' score modifiers: numbers/certified_tanh.hpp (tanh bounds against
+// MPFR), attention/score_modifiers.hpp through one head's forward and backward enclosures
+// (softcap, ALiBi in both alignments, sinks; attention/certified_gradients.hpp and its MPFI
+// twin) and through the kernel checks. The oracles are written here from the definitions,
+// in MPFR at 320 bits, sharing no code with the library's modifier stage: the scores
+// s q.k, capped to c tanh(x / c), minus slope |i + off - j|, over a denominator with
+// exp(sink); the MPFI gradients are checked against central differences of that forward.
+#include "head_support.hpp"
+
+#include <attnrank/attention/gradient_check.hpp>
+#include <attnrank/attention/score_modifiers.hpp>
+#include <attnrank/numbers/certified_tanh.hpp>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+
+using namespace attnrank;
+using namespace attnrank::test;
+
+namespace {
+
+/// Doubles from subnormal to DBL_MAX and infinity, both signs, and ordinary ones.
+double gen_tanh_argument() {
+  const double special = *rc::gen::element(0.0, 0x1p-1074, 1e-300, 1e-150, 1e-10, 1.5e-5, 1e-3, 0.25, 0.5, 1.0, 2.0,
+                                           18.0, 19.5, 40.0, 400.0, 1e300, DBL_MAX, INFINITY);
+  const double ordinary = *rc::gen::inRange(-400000, 400001) / 1000.0;
+  const double x = *rc::gen::arbitrary<bool>() ? special : ordinary;
+  return *rc::gen::arbitrary<bool>() ? -x : x;
+}
+
+/// FlashAttention's softcap values and others; ALiBi slopes 2^-k (FlashAttention's
+/// get_alibi_slopes for up to 256 heads) and others; sink logits.
+ScoreModifiers gen_modifiers() {
+  ScoreModifiers m;
+  if (*rc::gen::arbitrary<bool>()) m.softcap = *rc::gen::element(1.0, 15.0, 30.0, 50.0, 0.1, 0.7, 1e-3);
+  if (*rc::gen::arbitrary<bool>())
+    m.alibi_slope = *rc::gen::element(1.0, 0.5, 0x1p-8, 0.3535533905932738, 0.0, -0.25, 3.0);
+  if (*rc::gen::arbitrary<bool>()) m.sink = *rc::gen::element(-5.0, 0.0, 0.7, 3.0, 20.0, -200.0);
+  m.alignment = *rc::gen::element(MaskAlignment::bottom_right, MaskAlignment::top_left);
+  return m;
+}
+
+/// The variant's modified scores from the definition, at the precision in force.
+Matrix<Real> variant_scores(const Matrix<Real>& Q, const Matrix<Real>& K, const Real& s, const ScoreModifiers& m) {
+  Matrix<Real> X(Q.rows(), K.rows());
+  const long offset = m.alignment == MaskAlignment::bottom_right ? static_cast<long>(K.rows() - Q.rows()) : 0;
+  for (Eigen::Index i = 0; i < Q.rows(); ++i)
+    for (Eigen::Index j = 0; j < K.rows(); ++j) {
+      Real x = 0;
+      for (Eigen::Index l = 0; l < Q.cols(); ++l) x += Q(i, l) * K(j, l);
+      x *= s;
+      if (m.softcap > 0) x = Real(m.softcap) * tanh(x / Real(m.softcap));
+      if (m.alibi_slope) x -= Real(*m.alibi_slope) * std::abs(static_cast<long>(i) + offset - static_cast<long>(j));
+      X(i, j) = x;
+    }
+  return X;
+}
+
+/// Each row's denominator exp(sink) + sum over allowed keys of exp(x_ij).
+Real denominator(const Matrix<Real>& X, Eigen::Index i, const Mask* mask, const ScoreModifiers& m) {
+  Real sum = m.sink ? Real(exp(Real(*m.sink))) : Real(0);
+  for (Eigen::Index j = 0; j < X.cols(); ++j)
+    if (!mask || mask->allows(i, j)) sum += exp(X(i, j));
+  return sum;
+}
+
+Matrix<Real> variant_output(const Matrix<Real>& Q, const Matrix<Real>& K, const Matrix<Real>& V, const Real& s,
+                            const Mask* mask, const ScoreModifiers& m) {
+  const Matrix<Real> X = variant_scores(Q, K, s, m);
+  Matrix<Real> O = Matrix<Real>::Zero(Q.rows(), V.cols());
+  for (Eigen::Index i = 0; i < X.rows(); ++i) {
+    const Real den = denominator(X, i, mask, m);
+    for (Eigen::Index j = 0; j < X.cols(); ++j)
+      if (!mask || mask->allows(i, j)) {
+        const Real p = exp(X(i, j)) / den;
+        for (Eigen::Index l = 0; l < V.cols(); ++l) O(i, l) += p * V(j, l);
+      }
+  }
+  return O;
+}
+
+Real scale_of(const Head& h) {
+  return h.scale ? Real(*h.scale) : Real(1 / sqrt(Real(static_cast<int>(h.Q.cols()))));
+}
+
+}  // namespace
+
+TEST_CASE("attnrank::tanh_bounds") {
+  rc::prop("the bounds contain tanh over the interval (MPFR at 256 bits), within [-1, 1], a few u apart", [] {
+    double a = gen_tanh_argument(), b = *rc::gen::arbitrary<bool>() ? a : gen_tanh_argument();
+    if (b < a) std::swap(a, b);
+    double lo = 0, hi = 0;
+    tanh_bounds(&a, &b, &lo, &hi, 1);
+    RC_ASSERT(-1 <= lo);
+    RC_ASSERT(lo <= hi);
+    RC_ASSERT(hi <= 1);
+    const PrecisionScope scope(256);
+    const Real ta = tanh(Real(a)), tb = tanh(Real(b));
+    RC_ASSERT(Real(lo) <= ta);
+    RC_ASSERT(tb <= Real(hi));
+    if (a == b) {
+      // Absolute width a few u; relative too for tiny arguments (the series b - b^3/3 <= tanh b <= b).
+      RC_ASSERT(hi - lo <= 64 * u);
+      if (std::fabs(a) <= 0x1p-30) RC_ASSERT(hi - lo <= 4 * u * std::fabs(a) + 0x1p-1074);
+    }
+  });
+  SECTION("odd, and exact where the answer is a double") {
+    const double x[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 0.3};
+    double lo[6], hi[6];
+    tanh_bounds(x, x, lo, hi, 6);
+    CHECK(lo[0] == 0);
+    CHECK(hi[0] == 0);
+    CHECK(hi[2] == 1);
+    CHECK(lo[3] == -1);
+    CHECK(lo[4] == -1);
+    CHECK(hi[4] == 1);
+    const double minus = -0.3;
+    double mlo = 0, mhi = 0;
+    tanh_bounds(&minus, &minus, &mlo, &mhi, 1);
+    CHECK(mlo == -hi[5]);
+    CHECK(mhi == -lo[5]);
+  }
+}
+
+TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
+  rc::prop("MPFI's output and lse contain the definition's (320 bits): softcap, ALiBi, sink", [] {
+    const Head h = gen_head(*rc::gen::element(1.0, 4.0, 40.0), 1.0, 1.0);
+    const ScoreModifiers m = gen_modifiers();
+    const PrecisionScope scope(256);
+    const Matrix<Interval> O = detail::interval_attention(h.Q, h.K, h.V, h.scale, h.mask_ptr(), m);
+    const detail::IntervalGradients G = detail::interval_attention_gradients(
+        h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), {false, false, false, true}, m);
+    const PrecisionScope fine(320);
+    const Matrix<Real> Q = reals(h.Q), K = reals(h.K), V = reals(h.V);
+    const Matrix<Real> E = variant_output(Q, K, V, scale_of(h), h.mask_ptr(), m);
+    const Matrix<Real> X = variant_scores(Q, K, scale_of(h), m);
+    const Real slack = Real(1e-60);
+    for (Eigen::Index i = 0; i < E.rows(); ++i) {
+      for (Eigen::Index l = 0; l < E.cols(); ++l) {
+        RC_ASSERT(Real(lower_bound(O(i, l))) - slack <= E(i, l));
+        RC_ASSERT(E(i, l) <= Real(upper_bound(O(i, l))) + slack);
+      }
+      const Real lse = log(denominator(X, i, h.mask_ptr(), m));
+      RC_ASSERT(Real(lower_bound(G.lse(i, 0))) - slack <= lse);
+      RC_ASSERT(lse <= Real(upper_bound(G.lse(i, 0))) + slack);
+    }
+  });
+  rc::prop("MPFI's gradients are the derivatives of the variant's <dO, O>: central differences at 320 bits", [] {
+    const Head h = gen_head(*rc::gen::element(1.0, 4.0), 1.0, 1.0);
+    const ScoreModifiers m = gen_modifiers();
+    const PrecisionScope scope(320);
+    const detail::IntervalGradients G =
+        detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), {}, m);
+    const Matrix<Real> Q = reals(h.Q), K = reals(h.K), V = reals(h.V), dO = reals(h.dO);
+    const Real step = Real(1) / Real(Integer(1) << 90);
+    const Matrix<Real> EQ = gen_direction(Q), EK = gen_direction(K), EV = gen_direction(V);
+    const auto f = [&](int sign) {
+      const Real t = step * sign;
+      const Matrix<Real> O = variant_output(Q + EQ * t, K + EK * t, V + EV * t, scale_of(h), h.mask_ptr(), m);
+      Real sum = 0;
+      for (Eigen::Index i = 0; i < O.rows(); ++i)
+        for (Eigen::Index l = 0; l < O.cols(); ++l) sum += O(i, l) * dO(i, l);
+      return sum;
+    };
+    const Real numeric = (f(1) - f(-1)) / (2 * step);
+    const Real analytic = pairing(EQ, G.dq) + pairing(EK, G.dk) + pairing(EV, G.dv);
+    RC_ASSERT(abs(numeric - analytic) <= Real(1e-40) * (1 + abs(analytic)));
+  });
+  rc::prop("the double bounds are bands and contain MPFI's output, gradients and lse, V and dO to DBL_MAX/2", [] {
+    const Head h = gen_head(*rc::gen::element(1e-3, 1.0, 4.0, 40.0), gen_magnitude(), gen_magnitude());
+    const ScoreModifiers m = gen_modifiers();
+    const AttentionProducts products = *rc::gen::element(AttentionProducts::directed, AttentionProducts::a_priori);
+    const ScaleBounds s = h.scale ? ScaleBounds::exactly(*h.scale) : ScaleBounds::inverse_sqrt(h.Q.cols());
+    GradientsWanted all;
+    all.output = true;
+    const GradientBounds B = certified_attention_gradients(h.Q, h.K, h.V, h.dO, s, h.mask_ptr(), products, all, m);
+    for (const BoundsMatrix* b : {&B.output, &B.dq, &B.dk, &B.dv, &B.lse}) RC_ASSERT(all_bands(*b));
+    const PrecisionScope scope(256);
+    const detail::IntervalGradients E = detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), {}, m);
+    RC_ASSERT(contains_all(B.output, detail::interval_attention(h.Q, h.K, h.V, h.scale, h.mask_ptr(), m)));
+    RC_ASSERT(contains_all(B.dq, E.dq));
+    RC_ASSERT(contains_all(B.dk, E.dk));
+    RC_ASSERT(contains_all(B.dv, E.dv));
+    RC_ASSERT(contains_all(B.lse, E.lse));
+  });
+  rc::prop("well-scaled inputs: a variant's directed bounds are about as narrow as the plain head's", [] {
+    const Head h = gen_head(1.0, 1.0, 1.0);
+    const ScoreModifiers m = gen_modifiers();
+    const ScaleBounds s = h.scale ? ScaleBounds::exactly(*h.scale) : ScaleBounds::inverse_sqrt(h.Q.cols());
+    GradientsWanted all;
+    all.output = true;
+    const GradientBounds plain =
+        certified_attention_gradients(h.Q, h.K, h.V, h.dO, s, h.mask_ptr(), AttentionProducts::directed, all);
+    const GradientBounds variant =
+        certified_attention_gradients(h.Q, h.K, h.V, h.dO, s, h.mask_ptr(), AttentionProducts::directed, all, m);
+    const auto widest = [](const BoundsMatrix& b) { return (b.hi - b.lo).maxCoeff(); };
+    // Softcap's tanh is a few u wide absolutely, so c times that on each score; ALiBi adds
+    // one rounding, the sink one term. |V|, |dO| <= 1, N <= 8.
+    const double score_width = 64 * u * std::max(1.0, m.softcap);
+    RC_ASSERT(widest(variant.output) <= 4 * widest(plain.output) + 4 * score_width);
+    RC_ASSERT(widest(variant.dq) <= 4 * widest(plain.dq) + 256 * score_width);
+  });
+  SECTION("bad modifiers are refused by name") {
+    const Eigen::MatrixXd Q = Eigen::MatrixXd::Ones(3, 2), V = Eigen::MatrixXd::Ones(3, 2);
+    ScoreModifiers m;
+    m.softcap = -1;
+    CHECK_THROWS_WITH(certified_attention_gradients(Q, Q, V, V, ScaleBounds::exactly(1), nullptr,
+                                                    AttentionProducts::directed, {}, m),
+                      Catch::Contains("softcap -1"));
+    m.softcap = NAN;
+    CHECK_THROWS_AS(validate(m), input_error);
+    m = {};
+    m.alibi_slope = INFINITY;
+    CHECK_THROWS_WITH(validate(m), Catch::Contains("ALiBi slope inf"));
+    m = {};
+    m.sink = NAN;
+    CHECK_THROWS_WITH(validate(m), Catch::Contains("sink logit nan"));
+  }
+}
+
+TEST_CASE("attnrank::check_kernel with score modifiers") {
+  rc::prop("planted errors in the output and gradients of a variant: the bands contain the true errors", [] {
+    const Head h = gen_head(1.0, 1.0, 1.0);
+    const ScoreModifiers m = gen_modifiers();
+    KernelCheckOptions options;
+    options.scale = h.scale;
+    options.mask = h.mask;
+    options.softcap = m.softcap;
+    options.alignment = m.alignment;
+    if (m.alibi_slope) options.alibi_slopes = {*m.alibi_slope};
+    if (m.sink) options.sinks = {*m.sink};
+    options.fallback = *rc::gen::element(FallbackPolicy::automatic, FallbackPolicy::never, FallbackPolicy::always);
+    Matrix<Interval> exact_o;
+    detail::IntervalGradients exact;
+    {
+      const PrecisionScope scope(256);
+      exact_o = detail::interval_attention(h.Q, h.K, h.V, h.scale, h.mask_ptr(), m);
+      exact = detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), {}, m);
+    }
+    const double planted = *rc::gen::element(0.0, 1e-9, 1e-4, 0.5);
+    const auto plant = [&](const Matrix<Interval>& E) {
+      Eigen::MatrixXd M = nearest(E);
+      M(M.rows() - 1, 0) += planted;
+      return M;
+    };
+    const KernelCheck c = check_kernel({h.Q}, {h.K}, {h.V}, {plant(exact_o)}, nullptr, options);
+    KernelGradients g;
+    g.dq = {plant(exact.dq)};
+    g.dk = {plant(exact.dk)};
+    const GradientCheck gc = check_kernel_gradients({h.Q}, {h.K}, {h.V}, {h.dO}, g, nullptr, options);
+    for (const OutputError* e : {&c.candidate, &gc.dq->candidate, &gc.dk->candidate}) {
+      RC_ASSERT(e->max_abs_error_lower <= planted * (1 + 1e-9) + 1e-15);
+      RC_ASSERT(e->max_abs_error_upper >= planted - 1e-15);  // the planted sum rounds to the output's ulp
+    }
+  });
+  SECTION("one slope and one sink per query head") {
+    const Eigen::MatrixXd M = Eigen::MatrixXd::Ones(3, 2);
+    KernelCheckOptions options;
+    options.sinks = {0.5, 1.0};
+    CHECK_THROWS_WITH(check_kernel({M}, {M}, {M}, {M}, nullptr, options), Catch::Contains("2 sinks for 1 query heads"));
+    options.sinks = {};
+    options.alibi_slopes = {NAN};
+    CHECK_THROWS_WITH(check_kernel({M}, {M}, {M}, {M}, nullptr, options), Catch::Contains("ALiBi slope"));
+  }
+}

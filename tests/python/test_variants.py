@@ -1,0 +1,197 @@
+"""FlashAttention's variants (softcap, ALiBi, sinks) in attnrank.check_kernel and the pytest
+helpers. The oracles are independent of attnrank's code: FlashAttention's reference definitions
+written here in torch float64 (attention_ref's order: scale, softcap, ALiBi bias, mask, softmax;
+a sink as an extra logit column, the convention of FlashAttention-4 and TransformerEngine), its
+autograd for the gradients, and mpmath at 50 digits for one exact output. Seeded
+(ATTNRANK_PY_SEED)."""
+import os
+
+import mpmath
+import numpy as np
+import pytest
+
+import attnrank
+from attnrank.testing import assert_attention_close, assert_attention_kernel
+
+SEED = int(os.environ.get("ATTNRANK_PY_SEED", "20261205"))
+torch = pytest.importorskip("torch")
+
+
+def reference(q, k, v, *, softcap=0.0, slopes=None, sinks=None, causal=False, top_left=False):
+    """FlashAttention's attention_ref for (B, H, N, d) float tensors, in their dtype."""
+    nq, nk = q.shape[-2], k.shape[-2]
+    s = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    if softcap > 0:
+        s = softcap * torch.tanh(s / softcap)
+    i = torch.arange(nq)[:, None]
+    j = torch.arange(nk)[None, :]
+    offset = 0 if top_left else nk - nq
+    if slopes is not None:
+        slopes_bh = slopes if slopes.dim() == 2 else slopes[None, :].expand(q.shape[0], -1)
+        s = s - slopes_bh[:, :, None, None] * (i + offset - j).abs().to(s.dtype)
+    if causal:
+        s = s.masked_fill(j > i + offset, float("-inf"))
+    if sinks is not None:
+        sink_column = sinks[None, :, None, None].expand(s.shape[0], -1, nq, 1).to(s.dtype)
+        p = torch.softmax(torch.cat([s, sink_column], dim=-1), dim=-1)[..., :nk]
+    else:
+        p = torch.softmax(s, dim=-1)
+    return p @ v
+
+
+def upper(part, key="max_abs_error"):
+    return float(part[key + "_upper"])
+
+
+def gen(shape, seed, dtype=torch.float64):
+    return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape)).to(dtype)
+
+
+@pytest.mark.parametrize("variant", ["softcap", "alibi", "alibi_per_batch", "sinks", "all", "all_causal"])
+def test_float64_reference_is_exact_to_rounding(variant):
+    """The float64 reference of each variant is within 1e-13 of attnrank's exact function: the
+    conventions (order, alignment, where the sink enters) agree with FlashAttention's."""
+    B, H, nq, nk, d = 2, 3, 5, 9, 8
+    q, k, v = (gen((B, H, n, d), SEED + i) for i, n in enumerate((nq, nk, nk)))
+    slopes = torch.tensor([0.5, 0.25, 0.125], dtype=torch.float64)
+    if variant == "alibi_per_batch":
+        slopes = torch.tensor([[0.5, 0.25, 0.125], [1.0, 2.0 ** -8, 0.0]], dtype=torch.float64)
+    sinks = torch.tensor([1.5, -2.0, 0.0], dtype=torch.float64)
+    kw, ours = {}, {}
+    if variant in ("softcap", "all", "all_causal"):
+        kw["softcap"] = ours["softcap"] = 0.7
+    if variant.startswith("alibi") or variant.startswith("all"):
+        kw["slopes"], ours["alibi_slopes"] = slopes, slopes.numpy()
+    if variant in ("sinks", "all", "all_causal"):
+        kw["sinks"], ours["sinks"] = sinks, sinks.numpy()
+    causal = variant == "all_causal"
+    out = reference(q, k, v, causal=causal, **kw)
+    check = attnrank.check_kernel(q, k, v, out, mask="causal" if causal else None, **ours)
+    assert upper(check["candidate"]) < 1e-13
+    # The plain check of the same output sees the variant's difference: the options take effect.
+    if variant != "alibi_per_batch":
+        plain = attnrank.check_kernel(q, k, v, out, mask="causal" if causal else None)
+        assert float(plain["candidate"]["max_abs_error_lower"]) > 1e-4
+
+
+def test_alibi_alignment_top_left_is_pytorch():
+    B, H, nq, nk, d = 1, 2, 4, 7, 4
+    q, k, v = (gen((B, H, n, d), SEED + 10 + i) for i, n in enumerate((nq, nk, nk)))
+    slopes = torch.tensor([0.5, 0.25], dtype=torch.float64)
+    out = reference(q, k, v, slopes=slopes, top_left=True)
+    good = attnrank.check_kernel(q, k, v, out, alibi_slopes=slopes, alignment="top-left")
+    bad = attnrank.check_kernel(q, k, v, out, alibi_slopes=slopes)
+    assert upper(good["candidate"]) < 1e-13
+    assert float(bad["candidate"]["max_abs_error_lower"]) > 1e-3
+    assert good["alibi_alignment"] == "top-left" and bad["alibi_alignment"] == "bottom-right"
+
+
+def test_mpmath_oracle_contains_the_error_of_a_float32_variant():
+    """One head, softcap 15 (FA3's), ALiBi and a sink: the bands contain the error of a float32
+    output against the exact output computed by mpmath at 50 digits."""
+    mpmath.mp.dps = 50
+    nq, nk, d, c, slope, sink = 3, 5, 4, 15.0, 0.25, 0.75
+    q, k, v = (gen((n, d), SEED + 20 + i, torch.float32) for i, n in enumerate((nq, nk, nk)))
+    out = reference(q[None, None].double(), k[None, None].double(), v[None, None].double(), softcap=c,
+                    slopes=torch.tensor([slope], dtype=torch.float64), sinks=torch.tensor([sink], dtype=torch.float64))
+    out32 = out[0, 0].float()
+    qm, km, vm = ([[mpmath.mpf(float(x)) for x in row] for row in t.tolist()] for t in (q, k, v))
+    worst = mpmath.mpf(0)
+    for i in range(nq):
+        x = [mpmath.mpf(c) * mpmath.tanh(mpmath.fsum(a * b for a, b in zip(qm[i], km[j])) / 2 / c)
+             - slope * abs(i + nk - nq - j) for j in range(nk)]
+        den = mpmath.exp(sink) + mpmath.fsum(mpmath.exp(t) for t in x)
+        for col in range(d):
+            exact = mpmath.fsum(mpmath.exp(x[j]) / den * vm[j][col] for j in range(nk))
+            worst = max(worst, abs(mpmath.mpf(float(out32[i, col])) - exact))
+    check = attnrank.check_kernel(q, k, v, out32, softcap=c, alibi_slopes=[slope], sinks=[sink])
+    lo, hi = float(check["candidate"]["max_abs_error_lower"]), upper(check["candidate"])
+    assert lo <= float(worst) * (1 + 1e-12) and float(worst) <= hi * (1 + 1e-12)
+    assert hi - lo <= 1e-3 * hi
+
+
+@pytest.mark.parametrize("variant", ["softcap", "alibi", "sinks", "all"])
+def test_gradients_against_torch_autograd(variant):
+    """dq, dk, dv and lse of torch's float64 autograd through the reference are within 1e-12 of
+    attnrank's exact gradients: the softcap's derivative and the sink's share agree."""
+    B, H, nq, nk, d = 1, 2, 6, 6, 4
+    q, k, v = (gen((B, H, n, d), SEED + 30 + i).requires_grad_(True) for i, n in enumerate((nq, nk, nk)))
+    dout = gen((B, H, nq, d), SEED + 40)
+    kw, ours = {}, {}
+    if variant in ("softcap", "all"):
+        kw["softcap"] = ours["softcap"] = 1.0
+    if variant in ("alibi", "all"):
+        kw["slopes"] = torch.tensor([0.5, 0.0625], dtype=torch.float64)
+        ours["alibi_slopes"] = kw["slopes"].numpy()
+    if variant in ("sinks", "all"):
+        kw["sinks"] = torch.tensor([0.3, 2.0], dtype=torch.float64)
+        ours["sinks"] = kw["sinks"].numpy()
+    out = reference(q, k, v, causal=True, **kw)
+    out.backward(dout)
+    check = attnrank.check_kernel(q.detach(), k.detach(), v.detach(), out.detach(), mask="causal", dout=dout,
+                                  dq=q.grad, dk=k.grad, dv=v.grad, **ours)
+    for key in ("candidate",):
+        assert upper(check[key]) < 1e-13
+    for key in ("dq", "dk", "dv"):
+        assert upper(check[key]["candidate"]) < 1e-12, key
+    # A gradient taken without the softcap's derivative is caught.
+    if variant == "softcap":
+        q2, k2, v2 = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
+        reference(q2, k2, v2, causal=True).backward(dout)
+        wrong = attnrank.check_kernel(q2.detach(), k2.detach(), v2.detach(), mask="causal", dout=dout, dq=q2.grad, **ours)
+        assert float(wrong["dq"]["candidate"]["max_abs_error_lower"]) > 1e-4
+
+
+def online_softmax_kernel(q, k, v, softcap=0.0, slopes=None, sinks=None, block=4):
+    """A blocked online-softmax kernel (FlashAttention's algorithm) in float32 with the variants."""
+    nq, nk = q.shape[-2], k.shape[-2]
+    scale = q.shape[-1] ** -0.5
+    m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=torch.float32)
+    den = torch.zeros(q.shape[:-1] + (1,), dtype=torch.float32)
+    acc = torch.zeros(q.shape[:-1] + (v.shape[-1],), dtype=torch.float32)
+    if sinks is not None:  # the sink is a logit of its own: it starts the running max and sum
+        m = sinks.float()[None, :, None, None].expand_as(m).clone()
+        den = torch.ones_like(den)
+    i = torch.arange(nq)[:, None]
+    for start in range(0, nk, block):
+        kb, vb = k[..., start:start + block, :], v[..., start:start + block, :]
+        s = (q @ kb.transpose(-1, -2)) * scale
+        if softcap > 0:
+            s = softcap * torch.tanh(s / softcap)
+        if slopes is not None:
+            j = torch.arange(start, start + kb.shape[-2])[None, :]
+            s = s - slopes.float()[None, :, None, None] * (i + nk - nq - j).abs().float()
+        m_new = torch.maximum(m, s.amax(-1, keepdim=True))
+        p = torch.exp(s - m_new)
+        correction = torch.exp(m - m_new)
+        den = den * correction + p.sum(-1, keepdim=True)
+        acc = acc * correction + p @ vb
+        m = m_new
+    return acc / den
+
+
+def test_assert_attention_kernel_passes_a_variant_kernel_and_catches_a_wrong_order():
+    B, H, n, d = 1, 2, 8, 8
+    q, k, v = (gen((B, H, n, d), SEED + 50 + i, torch.float32) for i in range(3))
+    slopes = torch.tensor([0.5, 0.25])
+    sinks = torch.tensor([1.0, -1.0])
+    kernel = lambda q, k, v: online_softmax_kernel(q, k, v, softcap=5.0, slopes=slopes, sinks=sinks)
+    checks = assert_attention_kernel(kernel, q, k, v, seed=SEED, max_error=1e-5, grad_max_error=1e-4,
+                                     softcap=5.0, alibi_slopes=slopes, sinks=sinks)
+    assert set(checks) >= {"out", "dq", "dk", "dv"}
+    # The kernel without its sink is proven wrong.
+    with pytest.raises(AssertionError, match="not proven close"):
+        assert_attention_close(online_softmax_kernel(q, k, v, softcap=5.0, slopes=slopes), q, k, v,
+                               max_error=1e-5, softcap=5.0, alibi_slopes=slopes, sinks=sinks)
+
+
+def test_bad_variants_are_value_errors():
+    q = np.zeros((2, 4, 3))
+    with pytest.raises(ValueError, match="softcap -1"):
+        attnrank.check_kernel(q, q, q, q, softcap=-1.0)
+    with pytest.raises(ValueError, match=r"ALiBi slopes.*shape \(3, 1\).*H = 2"):
+        attnrank.check_kernel(q, q, q, q, alibi_slopes=[0.5, 0.25, 0.125])
+    with pytest.raises(ValueError, match=r"sinks.*give \(H,\)"):
+        attnrank.check_kernel(q[None], q[None], q[None], q[None], sinks=np.zeros((1, 2)))
+    with pytest.raises(ValueError, match="not finite"):
+        attnrank.check_kernel(q, q, q, q, sinks=[0.0, float("nan")])
