@@ -158,7 +158,8 @@ class GradientHead {
                                : certified_product_bounds(Qb, KT_);
     S = scale_bounds(S, scale_);
     BoundsMatrix T;  // tanh(x / c) with a softcap
-    if (modifiers_.changes_scores()) modify_score_bounds(S, modifiers_, first, Q_.rows(), &T);
+    if (modifiers_.changes_scores())
+      modify_score_bounds(S, modifiers_, first, Q_.rows(), wanted_.any_gradient() ? &T : nullptr);
     const BoundsMatrix P = modifiers_.sink ? certified_softmax_bounds(S, mask_, first, *modifiers_.sink)
                            : mask_         ? certified_softmax_bounds(S, *mask_, first)
                                            : certified_softmax_bounds(S);

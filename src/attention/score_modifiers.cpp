@@ -36,24 +36,24 @@ void modify_score_bounds(BoundsMatrix& S, const ScoreModifiers& m, Index first_r
                          BoundsMatrix* tanh_of_capped) {
   const Index rows = S.lo.rows(), keys = S.lo.cols();
   if (m.softcap > 0) {
+    // x / c outward, tanh bounds, c t outward, in place (T keeps the tanh bounds when asked).
     const double c = m.softcap;
-    BoundsMatrix T{Eigen::MatrixXd(rows, keys), Eigen::MatrixXd(rows, keys)};
     {
-      UpwardRounding up;  // x / c outward, c > 0
-      T.hi = S.hi / c;
-      T.lo = -((-S.lo) / c);
-      detail::rounding_barrier(T.hi);
-      detail::rounding_barrier(T.lo);
-    }
-    tanh_bounds(T.lo.data(), T.hi.data(), T.lo.data(), T.hi.data(), static_cast<std::size_t>(T.lo.size()));
-    {
-      UpwardRounding up;  // c t outward
-      S.hi = T.hi * c;
-      S.lo = -((-T.lo) * c);
+      UpwardRounding up;
+      S.hi = S.hi / c;
+      S.lo = -((-S.lo) / c);
       detail::rounding_barrier(S.hi);
       detail::rounding_barrier(S.lo);
     }
-    if (tanh_of_capped) *tanh_of_capped = std::move(T);
+    tanh_bounds(S.lo.data(), S.hi.data(), S.lo.data(), S.hi.data(), static_cast<std::size_t>(S.lo.size()));
+    if (tanh_of_capped) *tanh_of_capped = S;
+    {
+      UpwardRounding up;
+      S.hi = S.hi * c;
+      S.lo = -((-S.lo) * c);
+      detail::rounding_barrier(S.hi);
+      detail::rounding_barrier(S.lo);
+    }
   }
   if (m.alibi_slope) {
     const double slope = *m.alibi_slope;
