@@ -284,13 +284,12 @@ def _tensor(value, name, keep_nonfinite=False):
     return _core.tensor_from_array(array, name, keep_nonfinite, dtype)
 
 
-def _row_tensor(value, name):
-    """A per-row tensor (the logsumexp) of shape (N,), (H, N) or (B, H, N), read exactly
-    as one (N, 1) matrix per head."""
+def _row_tensor(value, name, shapes="(N,), (H, N) or (B, H, N)", most=3):
+    """A per-row or per-head tensor (the logsumexp; ALiBi slopes, sinks) of `shapes`, read
+    exactly as one (N, 1) matrix per leading index."""
     array, dtype = _float_array(value, name)
-    if not 1 <= array.ndim <= 3:
-        raise ValueError(f"{name}: shape {tuple(array.shape)} has {array.ndim} dimensions; the logsumexp has "
-                         "1 to 3: (N,), (H, N) or (B, H, N)")
+    if not 1 <= array.ndim <= most:
+        raise ValueError(f"{name}: shape {tuple(array.shape)} has {array.ndim} dimensions; it needs {shapes}")
     return _core.tensor_from_array(array[..., None], name, True, dtype)
 
 
@@ -369,8 +368,8 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                               None if max_error is None else float(max_error),
                               None if rtol is None else float(rtol), None if max_ratio is None else float(max_ratio),
                               None if ratio_atol is None else float(ratio_atol), causal, window, str(alignment),
-                              float(softcap), None if alibi_slopes is None else _row_tensor(alibi_slopes, "alibi_slopes"),
-                              None if sinks is None else _row_tensor(sinks, "sinks"))
+                              float(softcap), None if alibi_slopes is None else _row_tensor(alibi_slopes, "alibi_slopes", "(H,) or (B, H)", 2),
+                              None if sinks is None else _row_tensor(sinks, "sinks", "(H,)", 1))
 
 
 def from_torch(module):

@@ -191,7 +191,9 @@ def test_bad_variants_are_value_errors():
         attnrank.check_kernel(q, q, q, q, softcap=-1.0)
     with pytest.raises(ValueError, match=r"ALiBi slopes.*shape \(3, 1\).*H = 2"):
         attnrank.check_kernel(q, q, q, q, alibi_slopes=[0.5, 0.25, 0.125])
-    with pytest.raises(ValueError, match=r"sinks.*give \(H,\)"):
+    with pytest.raises(ValueError, match=r"sinks: shape \(1, 2\) has 2 dimensions; it needs \(H,\)"):
         attnrank.check_kernel(q[None], q[None], q[None], q[None], sinks=np.zeros((1, 2)))
+    with pytest.raises(ValueError, match=r"alibi_slopes: .*it needs \(H,\) or \(B, H\)"):
+        attnrank.check_kernel(q, q, q, q, alibi_slopes=np.zeros((1, 1, 2)))
     with pytest.raises(ValueError, match="not finite"):
         attnrank.check_kernel(q, q, q, q, sinks=[0.0, float("nan")])
