@@ -49,7 +49,8 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
   cmd->add_option("--reference-from", opt->reference_from,
                   "A safetensors file holding a reference's out, dq, dk, dv, lse (a flag given wins)");
   cmd->add_option("--mask", opt->mask,
-                  "causal, none, or an N_q x N_k file of 0s and 1s (1: the query may attend), the same for every head");
+                  "causal, none, an N_q x N_k file of 0s and 1s (1: the query may attend) for every head, or an "
+                  ".npy / safetensors array of shape (H, N_q, N_k) or (B, H, N_q, N_k): one mask per head");
   cmd->add_option("--window", opt->window,
                   "FlashAttention's window_size LEFT,RIGHT: query i sees keys p - LEFT .. p + RIGHT (-1: unbounded), "
                   "p = i + N_k - N_q (see --align); with --mask causal, RIGHT is 0")
@@ -152,10 +153,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     q.max_ratio = opt->max_ratio;
     q.ratio_atol = opt->ratio_atol;
     if (!opt->scale.empty()) q.options.scale = std::strtod(opt->scale.c_str(), nullptr);
-    if (opt->mask == "causal") q.causal = true;  // the library builds it for N_q x N_k, aligned as asked
-    else if (!opt->mask.empty())
-      q.options.mask = read_mask_argument(opt->mask, q.q.tensor.matrices[0].rows(), q.q.name + " (Q) and " + q.k.name + " (K)",
-                                          run.limits, q.k.tensor.matrices[0].rows());
+    read_kernel_mask_argument(q, opt->mask, run.limits);
     if (!opt->window.empty()) q.window = std::pair<long, long>(opt->window[0], opt->window[1]);
     q.alignment = opt->align == "top-left" ? MaskAlignment::top_left : MaskAlignment::bottom_right;
     q.options.softcap = opt->softcap;

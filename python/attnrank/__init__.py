@@ -306,8 +306,9 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
     error / reference error. Arrays are NumPy arrays or torch tensors of shape (N, d), (H, N, d)
     or (B, H, N, d), any float dtype (bfloat16 too), read exactly; k and v may have fewer heads
     than q when their number divides q's (grouped-query and multi-query attention: query head h
-    reads K/V head h / (H / H_kv); dk and dv then have k's heads). ``mask`` is "causal", "none" or
-    an N_q x N_k 0/1 array; ``window_size=(left, right)`` is FlashAttention's sliding window
+    reads K/V head h / (H / H_kv); dk and dv then have k's heads). ``mask`` is "causal", "none",
+    an N_q x N_k 0/1 array for every head, or one of shape (H, N_q, N_k) or (B, H, N_q, N_k):
+    a mask per head (PyTorch's boolean attn_mask convention, True: may attend); ``window_size=(left, right)`` is FlashAttention's sliding window
     (-1: unbounded; with mask="causal", right is 0); when N_q != N_k, "causal" and the window
     are aligned ``alignment="bottom-right"`` (FlashAttention: query i at key i + N_k - N_q) or
     "top-left" (PyTorch's is_causal). A query row left without a key raises ValueError.
@@ -335,7 +336,11 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
     lists every tensor proven outside a tolerance. For tests, see ``attnrank.testing``."""
     tq = _tensor(q, "q")
     causal = isinstance(mask, str) and mask == "causal"
-    if mask is not None and not isinstance(mask, str):
+    masks = None
+    if mask is not None and not isinstance(mask, str) and (
+            mask.ndim if hasattr(mask, "ndim") else _numpy("mask").ndim(mask)) >= 3:
+        masks, mask = _tensor(mask, "mask"), None  # one mask per head: (H, N_q, N_k) or (B, H, N_q, N_k)
+    elif mask is not None and not isinstance(mask, str):
         mask = _core.mask_from_matrix(exact_matrix(mask, "mask"), True)
     elif mask not in (None, "none", "causal"):
         raise ValueError(f"mask: '{mask}' is not 'causal' or 'none' (or pass a 0/1 array)")
@@ -369,7 +374,7 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                               None if rtol is None else float(rtol), None if max_ratio is None else float(max_ratio),
                               None if ratio_atol is None else float(ratio_atol), causal, window, str(alignment),
                               float(softcap), None if alibi_slopes is None else _row_tensor(alibi_slopes, "alibi_slopes", "(H,) or (B, H)", 2),
-                              None if sinks is None else _row_tensor(sinks, "sinks", "(H,)", 1))
+                              None if sinks is None else _row_tensor(sinks, "sinks", "(H,)", 1), masks)
 
 
 def from_torch(module):

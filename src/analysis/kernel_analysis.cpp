@@ -189,6 +189,24 @@ void read_kernel_tensors(KernelQuestion& q, const std::string& path, bool as_ref
                       path);
 }
 
+void read_kernel_mask_argument(KernelQuestion& q, const std::string& argument, const ParseLimits& limits) {
+  if (argument == "causal") {
+    q.causal = true;  // analyze_kernel builds it for N_q x N_k, aligned as asked
+    return;
+  }
+  if (argument == "none" || argument.empty()) return;
+  const bool binary = argument.ends_with(".npy") || argument.find(".safetensors:") != std::string::npos;
+  if (binary) {
+    DoubleTensor t = read_double_tensor(argument, limits);
+    if (t.shape.size() > 2) {
+      q.masks = NamedTensor{std::move(t), argument};
+      return;
+    }
+  }
+  q.options.mask = read_mask_argument(argument, q.q.tensor.matrices.at(0).rows(), q.q.name + " (Q) and " + q.k.name + " (K)",
+                                      limits, q.k.tensor.matrices.at(0).rows());
+}
+
 NamedTensor read_per_head_argument(const std::string& argument, const std::string& what, const ParseLimits& limits) {
   // A list when it has a comma or is one number; a file otherwise.
   std::vector<double> values;
@@ -250,6 +268,29 @@ std::vector<double> per_query_head(const NamedTensor& values, const NamedTensor&
   std::vector<double> out;
   for (std::size_t b = 0; b < batches; ++b)
     for (std::size_t h = 0; h < heads; ++h) out.push_back(by_head ? flat[h] : flat[b * heads + h]);
+  return out;
+}
+
+/// One mask per query head (t = b H + h) from 0/1 matrices of leading shape (H) or (B, H).
+std::vector<Mask> per_head_masks(const NamedTensor& masks, const NamedTensor& q, const NamedTensor& k) {
+  const std::vector<std::size_t> lq(q.tensor.shape.begin(), q.tensor.shape.end() - 2);
+  const std::vector<std::size_t> lm(masks.tensor.shape.begin(), masks.tensor.shape.end() - 2);
+  const std::size_t heads = lq.empty() ? 1 : lq.back(), batches = lq.size() == 2 ? lq[0] : 1;
+  const bool by_head = lm.size() == 1 && lm[0] == heads;
+  const bool by_batch_and_head = lm == lq && lq.size() == 2;
+  if (!by_head && !by_batch_and_head)
+    throw input_error("the per-head masks " + masks.name + " have shape " + shape_text(masks.tensor.shape) + " but Q is " +
+                      shape_text(q.tensor.shape) + ": give (H, N_q, N_k) or (B, H, N_q, N_k)");
+  std::vector<Mask> out;
+  for (std::size_t b = 0; b < batches; ++b)
+    for (std::size_t h = 0; h < heads; ++h) {
+      const std::size_t i = by_head ? h : b * heads + h;
+      const std::string where = masks.name + "[" + (by_head ? "" : std::to_string(b) + ", ") + std::to_string(h) + "]";
+      Mask m = Mask::from_matrix(exact_of_doubles(masks.tensor.matrices[i], where), where, true);
+      m.require_shape(q.tensor.matrices[b * heads + h].rows(), k.tensor.matrices.at(0).rows(),
+                      q.name + " (Q) and " + k.name + " (K)");
+      out.push_back(std::move(m));
+    }
   return out;
 }
 
@@ -325,6 +366,11 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
     if (mask.is_full()) window_name = "none";
   }
   if (options.mask) options.mask->require_shape(n, keys, q.q.name + " (Q) and " + q.k.name + " (K)");
+  if (q.masks) {
+    if (options.mask || q.causal || q.window)
+      throw input_error("give per-head masks or one mask (causal, window_size, a file), not both");
+    options.masks = per_head_masks(*q.masks, q.q, q.k);
+  }
   KernelAnalysis out;
   const double ratio_atol = q.ratio_atol.value_or(0);
   const auto judge = [&](const std::string& role, const OutputError& c, const std::optional<OutputError>& r,
@@ -392,7 +438,10 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   }
   out.scale_text = q.options.scale ? format_significant(Rational(*q.options.scale), 17)
                                    : "1/sqrt(" + std::to_string(q.q.tensor.matrices[0].cols()) + ")";
-  out.mask_name = !window_name.empty() ? window_name : options.mask ? options.mask->name() : "none";
+  out.mask_name = !window_name.empty() ? window_name
+                 : options.mask      ? options.mask->name()
+                 : q.masks           ? "per-head"
+                                     : "none";
   out.softcap = options.softcap;
   out.alibi_slopes = options.alibi_slopes;
   out.sinks = options.sinks;

@@ -104,7 +104,6 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
   if (options.fallback_bits < 53 || options.fallback_bits > max_precision_bits)
     throw input_error("check_kernel_gradients: fallback precision " + std::to_string(options.fallback_bits) +
                       " bits is outside [53, " + std::to_string(max_precision_bits) + "]");
-  const Mask* mask = options.mask ? &*options.mask : nullptr;
   static const Eigen::MatrixXd none;
 
   GradientCheck out;
@@ -121,6 +120,7 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
     for (std::size_t t = 0; t < q.size(); ++t) {
       const std::size_t j = kv_head_of(options, t);
       const Eigen::MatrixXd& dO = wanted.any_gradient() ? dout[t] : none;
+      const Mask* mask = mask_of(options, t);
       if (intervals) {
         detail::IntervalGradients E =
             detail::interval_attention_gradients(q[t], k[j], v[j], dO, options.scale, mask, wanted, modifiers_of(options, t));

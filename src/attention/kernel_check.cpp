@@ -83,6 +83,11 @@ void check_modifiers(std::size_t queries, const KernelCheckOptions& options, con
       throw input_error(std::string(who) + ": " + std::to_string(list->size()) + " " + name + " for " +
                         std::to_string(queries) + " query heads (one per head)");
   for (std::size_t t = 0; t < queries; ++t) validate(modifiers_of(options, t));
+  if (!options.masks.empty() && options.masks.size() != queries)
+    throw input_error(std::string(who) + ": " + std::to_string(options.masks.size()) + " masks for " +
+                      std::to_string(queries) + " query heads (one per head)");
+  if (!options.masks.empty() && options.mask)
+    throw input_error(std::string(who) + ": a mask for every head and per-head masks, not both");
 }
 
 std::string fallback_skipped_note(const std::string& what, double width, const KernelCheckOptions& options,
@@ -121,14 +126,13 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
   if (options.fallback_bits < 53 || options.fallback_bits > max_precision_bits)
     throw input_error("check_kernel: fallback precision " + std::to_string(options.fallback_bits) +
                       " bits is outside [53, " + std::to_string(max_precision_bits) + "]");
-  const Mask* mask = options.mask ? &*options.mask : nullptr;
-
   KernelCheck out;
   const auto run = [&](bool intervals, AttentionProducts products) {
     detail::ErrorAccumulator c, r;
     for (std::size_t t = 0; t < q.size(); ++t) {
       const std::size_t j = kv_head_of(options, t);
       const ScoreModifiers modifiers = modifiers_of(options, t);
+      const Mask* mask = mask_of(options, t);
       if (intervals) {
         const Matrix<Interval> E = detail::interval_attention(q[t], k[j], v[j], options.scale, mask, modifiers);
         c.add(t, E, candidate[t]);

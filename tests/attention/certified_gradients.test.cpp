@@ -278,3 +278,47 @@ TEST_CASE("attnrank::Mask::window") {
     CHECK_NOTHROW(Mask::window(9, 5, -1, 0, MaskAlignment::top_left));
   }
 }
+
+TEST_CASE("attnrank::check_kernel with a mask per head") {
+  rc::prop("each head under its own mask: the bands contain the true errors, forward and backward", [] {
+    const auto heads = *rc::gen::inRange<std::size_t>(1, 5);
+    const auto nq = *rc::gen::inRange<Eigen::Index>(1, 7), nk = *rc::gen::inRange<Eigen::Index>(1, 7);
+    std::vector<Eigen::MatrixXd> q, k, v, dout, out, dq;
+    KernelCheckOptions options;
+    const double planted = *rc::gen::element(0.0, 1e-6, 0.25);
+    const std::size_t planted_head = *rc::gen::inRange<std::size_t>(0, heads);
+    for (std::size_t t = 0; t < heads; ++t) {
+      q.push_back(gen_entries(nq, 3, 1.0));
+      k.push_back(gen_entries(nk, 3, 1.0));
+      v.push_back(gen_entries(nk, 2, 1.0));
+      dout.push_back(gen_entries(nq, 2, 1.0));
+      std::optional<Mask> m = gen_window(nq, nk);
+      options.masks.push_back(m ? *m : Mask::window(nq, nk, -1, -1));
+      const PrecisionScope scope(256);
+      Eigen::MatrixXd o = nearest(detail::interval_attention(q[t], k[t], v[t], std::nullopt, &options.masks[t]));
+      Eigen::MatrixXd g = nearest(detail::interval_attention_gradients(q[t], k[t], v[t], dout[t], std::nullopt,
+                                                                        &options.masks[t], {true, false, false, false}).dq);
+      if (t == planted_head) o(0, 0) += planted, g(0, 0) += planted;
+      out.push_back(o);
+      dq.push_back(g);
+    }
+    const KernelCheck c = check_kernel(q, k, v, out, nullptr, options);
+    KernelGradients grads;
+    grads.dq = dq;
+    const GradientCheck gc = check_kernel_gradients(q, k, v, dout, grads, nullptr, options);
+    for (const OutputError* e : {&c.candidate, &gc.dq->candidate}) {
+      RC_ASSERT(e->max_abs_error_lower <= planted + 1e-15);
+      RC_ASSERT(e->max_abs_error_upper >= planted - 1e-15);
+      if (planted > 0) RC_ASSERT(e->worst_matrix == planted_head);
+    }
+  });
+  SECTION("one mask per query head, and not with a mask for all") {
+    const Eigen::MatrixXd M = Eigen::MatrixXd::Ones(3, 2);
+    KernelCheckOptions options;
+    options.masks = {Mask::causal(3), Mask::causal(3)};
+    CHECK_THROWS_WITH(check_kernel({M}, {M}, {M}, {M}, nullptr, options), Catch::Contains("2 masks for 1 query heads"));
+    options.masks = {Mask::causal(3)};
+    options.mask = Mask::causal(3);
+    CHECK_THROWS_WITH(check_kernel({M}, {M}, {M}, {M}, nullptr, options), Catch::Contains("not both"));
+  }
+}

@@ -1049,6 +1049,24 @@ TEST_CASE("attnrank check-kernel: softcap, ALiBi and sinks") {
     const Run text = attnrank_cli(args + " --softcap 1.5 --alibi-slopes 0.5 --sinks 0.25");
     CHECK_THAT(text.out, Catch::Contains("softcap 1.5; ALiBi (bottom-right); sinks"));
   }
+  SECTION("a mask per head from an (H, N_q, N_k) array") {
+    Eigen::MatrixXd all = Eigen::MatrixXd::Ones(3, 5), first = Eigen::MatrixXd::Zero(3, 5);
+    first.col(0).setOnes();  // only key 0: the output is V's first row
+    const std::string two_heads = "check-kernel --q " + npy_f32("mq.npy", {Q, Q}) + " --k " + npy_f32("mk.npy", {K, K}) +
+                                  " --v " + npy_f32("mv.npy", {V, V});
+    Eigen::MatrixXd o0 = V.row(0).replicate(3, 1);
+    const Run r = attnrank_cli(two_heads + " --candidate " + npy_f32("mo.npy", {o0, o0}) + " --mask " +
+                               npy_f32("masks.npy", {first, all}) + " --json");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["mask"] == "per-head");
+    CHECK(num(j["candidate"]["max_abs_error_lower"]) > 1e-3);  // head 1 sees every key
+    CHECK(j["candidate"]["worst"]["head"] == 1);
+    expect_input_error(two_heads + " --candidate " + npy_f32("mo2.npy", {o0, o0}) + " --mask " +
+                           npy_f32("masks3.npy", {first, all, all}),
+                       "give (H, N_q, N_k) or (B, H, N_q, N_k)");
+  }
   SECTION("misuse: exit 2 naming the option") {
     expect_input_error(args + " --softcap -1", "softcap -1");
     expect_input_error(args + " --alibi-slopes 0.5,0.25", "has shape (2,) but Q (1, 3, 2) has H = 1 and B = 1");

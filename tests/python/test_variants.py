@@ -197,3 +197,27 @@ def test_bad_variants_are_value_errors():
         attnrank.check_kernel(q, q, q, q, alibi_slopes=np.zeros((1, 1, 2)))
     with pytest.raises(ValueError, match="not finite"):
         attnrank.check_kernel(q, q, q, q, sinks=[0.0, float("nan")])
+
+
+def test_a_mask_per_head():
+    """PyTorch's boolean attn_mask of shape (B, H, N_q, N_k) and (H, N_q, N_k): each head under its
+    own pattern; the same output under the first head's mask for all is proven wrong."""
+    B, H, nq, nk, d = 2, 3, 4, 6, 4
+    q, k, v = (gen((B, H, n, d), SEED + 60 + i) for i, n in enumerate((nq, nk, nk)))
+    rng = np.random.default_rng(SEED)
+    allowed = torch.from_numpy(rng.random((B, H, nq, nk)) < 0.6)
+    allowed[..., 0] = True  # every query row allows a key
+    s = (q @ k.transpose(-1, -2) / d ** 0.5).masked_fill(~allowed, float("-inf"))
+    out = torch.softmax(s, -1) @ v
+    check = attnrank.check_kernel(q, k, v, out, mask=allowed)
+    assert check["mask"] == "per-head" and upper(check["candidate"]) < 1e-13
+    one = attnrank.check_kernel(q, k, v, out, mask=allowed[0, 0])
+    assert float(one["candidate"]["max_abs_error_lower"]) > 1e-3
+    # (H, N_q, N_k) serves every batch.
+    shared = allowed[0]
+    out2 = torch.softmax((q @ k.transpose(-1, -2) / d ** 0.5).masked_fill(~shared, float("-inf")), -1) @ v
+    assert upper(attnrank.check_kernel(q, k, v, out2, mask=shared)["candidate"]) < 1e-13
+    with pytest.raises(ValueError, match=r"per-head masks mask have shape \(2, 4, 6\)"):
+        attnrank.check_kernel(q, k, v, out, mask=allowed[:, 0])
+    with pytest.raises(ValueError, match="not both"):
+        attnrank.check_kernel(q, k, v, out, mask=allowed, window_size=(1, 0))

@@ -51,6 +51,10 @@ struct KernelQuestion {
   /// query head), as row stacks (read_per_head_argument); analyze_kernel gives each query head
   /// its value in options.alibi_slopes / options.sinks. The softcap is options.softcap.
   std::optional<NamedTensor> alibi_slopes, sinks;
+  /// Per-head masks: 0/1 (or boolean) of shape (H, N_q, N_k) or (B, H, N_q, N_k), 1 where the
+  /// query may attend (PyTorch's boolean attn_mask convention); (H, ...) serves every batch.
+  /// Not with options.mask, causal or window.
+  std::optional<NamedTensor> masks;
   std::optional<double> max_error;    ///< a CI gate: exceeded when proven larger
   std::string max_error_text;         ///< max_error as the user wrote it (printed back)
   std::optional<double> rtol;         ///< with max_error: the tolerance max_error + rtol max |E|
@@ -96,6 +100,12 @@ struct KernelAnalysis {
 /// dk, dv, lse instead. What a GPU run saves with safetensors.torch.save_file.
 /// Other names are ignored; input_error when the file has none of them.
 void read_kernel_tensors(KernelQuestion& q, const std::string& path, bool as_reference, const ParseLimits& limits = {});
+
+/// A kernel check's mask argument into `q`: "causal" (q.causal), "none", an N_q x N_k 0/1
+/// matrix in any format read_mask_argument reads (q.options.mask), or an .npy or safetensors
+/// array of shape (H, N_q, N_k) or (B, H, N_q, N_k) (q.masks, one mask per head). Q and K
+/// must be read already (their rows size the mask). input_error names the file and entry.
+void read_kernel_mask_argument(KernelQuestion& q, const std::string& argument, const ParseLimits& limits = {});
 
 /// A per-head list argument (ALiBi slopes, sinks): comma-separated decimals ("0.5,0.25", shape
 /// (H,)), or an array of shape (H,) or (B, H) in any format read_row_stack reads. input_error

@@ -63,6 +63,9 @@ struct KernelCheckOptions {
   /// and one V per query head, kv_heads[t] = t.
   std::vector<std::size_t> kv_heads;
   std::optional<Mask> mask;          ///< one mask for every head (N_q x N_k)
+  /// Per-head masks: masks[t] for query head t (each N_q x N_k of its head); empty: `mask`
+  /// for every head. Not both.
+  std::vector<Mask> masks;
   /// Variants (attention/score_modifiers.hpp): FlashAttention's softcap c (0: none); ALiBi
   /// slopes and sink logits, one per query head t (empty: none); where ALiBi's distance is
   /// measured from when N_q != N_k (a mask carries its own alignment).
@@ -102,6 +105,11 @@ inline std::size_t kv_head_of(const KernelCheckOptions& options, std::size_t t) 
   return options.kv_heads.empty() ? t : options.kv_heads[t];
 }
 
+/// Query head t's mask (nullptr: none).
+inline const Mask* mask_of(const KernelCheckOptions& options, std::size_t t) {
+  return !options.masks.empty() ? &options.masks[t] : options.mask ? &*options.mask : nullptr;
+}
+
 /// Query head t's score modifiers.
 ScoreModifiers modifiers_of(const KernelCheckOptions& options, std::size_t t);
 
@@ -120,8 +128,8 @@ namespace detail {
 /// maps the query heads onto them (empty: one per query head), every K/V head read.
 void check_kv_heads(std::size_t queries, std::size_t keys, std::size_t values, const KernelCheckOptions& options,
                     const char* who);
-/// input_error (naming `who`) unless the modifiers are valid and alibi_slopes and sinks are
-/// empty or have one entry per query head.
+/// input_error (naming `who`) unless the modifiers are valid, alibi_slopes, sinks and masks are
+/// empty or have one entry per query head, and not both mask and masks are given.
 void check_modifiers(std::size_t queries, const KernelCheckOptions& options, const char* who);
 /// Why the MPFI recomputation of `what` did not run: over the automatic budget.
 std::string fallback_skipped_note(const std::string& what, double width, const KernelCheckOptions& options,
