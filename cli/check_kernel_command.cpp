@@ -21,7 +21,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     std::vector<long> window;
     std::string align = "bottom-right";
     double softcap = 0;
-    std::string alibi_slopes, sinks;
+    std::string alibi_slopes, sinks, bias;
     std::string scale;
     unsigned bits = 128;
     std::string max_error;
@@ -72,6 +72,9 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
                   "Attention sinks: a logit per head, comma-separated or an array of shape (H,); exp(sink) joins "
                   "each row's softmax denominator (lse includes it)")
       ->type_name("LIST|FILE");
+  cmd->add_option("--bias", opt->bias,
+                  "An additive bias (PyTorch's float attn_mask) of shape (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, "
+                  "N_k), added to the scores after --softcap; -inf entries mask their keys");
   cmd->add_option("--scale", opt->scale,
                   "Softmax scale s (default 1/sqrt(d)); the double nearest to it, as Python's float() reads it")
       ->type_name("FLOAT")  // a decimal, checked as every numeric option is (run.cpp); kept as text to round once
@@ -159,6 +162,8 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     q.options.softcap = opt->softcap;
     if (!opt->alibi_slopes.empty()) q.alibi_slopes = read_per_head_argument(opt->alibi_slopes, "--alibi-slopes", run.limits);
     if (!opt->sinks.empty()) q.sinks = read_per_head_argument(opt->sinks, "--sinks", run.limits);
+    if (!opt->bias.empty())
+      q.bias = NamedTensor{read_double_tensor(opt->bias, run.limits, NonFiniteElements::keep), opt->bias};
     q.options.fallback = opt->fallback == "never"    ? FallbackPolicy::never
                          : opt->fallback == "always" ? FallbackPolicy::always
                                                      : FallbackPolicy::automatic;

@@ -376,9 +376,10 @@ PYBIND11_MODULE(_attnrank, m) {
          std::optional<double> max_error, std::optional<double> rtol, std::optional<double> max_ratio,
          std::optional<double> ratio_atol, bool causal, std::optional<std::pair<long, long>> window,
          const std::string& alignment, double softcap, std::optional<NamedTensor> alibi_slopes,
-         std::optional<NamedTensor> sinks, std::optional<NamedTensor> masks) {
+         std::optional<NamedTensor> sinks, std::optional<NamedTensor> masks, std::optional<NamedTensor> bias) {
         KernelQuestion kq;
         kq.masks = std::move(masks);
+        kq.bias = std::move(bias);
         kq.options.softcap = softcap;
         kq.alibi_slopes = std::move(alibi_slopes);
         kq.sinks = std::move(sinks);
@@ -428,5 +429,5 @@ PYBIND11_MODULE(_attnrank, m) {
       py::arg("gradients"), py::arg("reference_gradients"), py::arg("mask"), py::arg("scale"), py::arg("fallback"),
       py::arg("bits"), py::arg("max_error"), py::arg("rtol"), py::arg("max_ratio"), py::arg("ratio_atol"),
       py::arg("causal"), py::arg("window"), py::arg("alignment"), py::arg("softcap"), py::arg("alibi_slopes"),
-      py::arg("sinks"), py::arg("masks"));
+      py::arg("sinks"), py::arg("masks"), py::arg("bias"));
 }

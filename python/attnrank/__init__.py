@@ -296,8 +296,8 @@ def _row_tensor(value, name, shapes="(N,), (H, N) or (B, H, N)", most=3):
 def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None, dk=None, dv=None, lse=None,
                  reference_dq=None, reference_dk=None, reference_dv=None, reference_lse=None, mask=None,
                  window_size=None, alignment="bottom-right", softcap=0.0, alibi_slopes=None, sinks=None,
-                 scale=None, fallback="auto", bits=None, max_error=None, rtol=None, max_ratio=None,
-                 ratio_atol=None):
+                 attn_bias=None, scale=None, fallback="auto", bits=None, max_error=None, rtol=None,
+                 max_ratio=None, ratio_atol=None):
     """The certified error of an attention kernel's output ``candidate`` (and of ``reference``)
     against the exact ``softmax(scale q k^T) v``, and of its backward pass, as ``attnrank
     check-kernel --json``: per tensor, ``max_abs_error_lower <= max |O - exact| <= max_abs_error_upper``
@@ -318,7 +318,9 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
     scores at c tanh(x / c); ``alibi_slopes`` (shape (H,) or (B, H)) subtracts slope |i + N_k -
     N_q - j| (|i - j| with alignment="top-left") after the softcap; ``sinks`` (shape (H,), one
     logit per head) adds exp(sink) to every row's softmax denominator (rows then sum to less
-    than 1, and lse includes it). Each applies to the forward and the backward check.
+    than 1, and lse includes it); ``attn_bias`` (shape (N_q, N_k), (H, N_q, N_k) or (B, H, N_q,
+    N_k): PyTorch's float attn_mask) is added after the softcap, its -inf entries masking their
+    keys. Each applies to the forward and the backward check.
 
     The backward pass: ``dq``, ``dk``, ``dv`` (any subset; they need ``dout``, the upstream gradient
     the kernel's backward ran with) are checked against the exact gradients of that attention
@@ -374,7 +376,8 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                               None if rtol is None else float(rtol), None if max_ratio is None else float(max_ratio),
                               None if ratio_atol is None else float(ratio_atol), causal, window, str(alignment),
                               float(softcap), None if alibi_slopes is None else _row_tensor(alibi_slopes, "alibi_slopes", "(H,) or (B, H)", 2),
-                              None if sinks is None else _row_tensor(sinks, "sinks", "(H,)", 1), masks)
+                              None if sinks is None else _row_tensor(sinks, "sinks", "(H,)", 1), masks,
+                              None if attn_bias is None else _tensor(attn_bias, "attn_bias", True))
 
 
 def from_torch(module):

@@ -37,7 +37,8 @@ def check_kernel(q: Tensor, k: Tensor, v: Tensor, candidate: Optional[Tensor] = 
                  reference_dv: Optional[Tensor] = ..., reference_lse: Optional[Tensor] = ...,
                  mask: MaskArg = ..., window_size: Optional[Tuple[int, int]] = ...,
                  alignment: Literal["bottom-right", "top-left"] = ..., softcap: float = ...,
-                 alibi_slopes: Optional[Tensor] = ..., sinks: Optional[Tensor] = ..., scale: Optional[float] = ...,
+                 alibi_slopes: Optional[Tensor] = ..., sinks: Optional[Tensor] = ...,
+                 attn_bias: Optional[Tensor] = ..., scale: Optional[float] = ...,
                  fallback: Literal["auto", "never", "always"] = ...,
                  bits: Optional[int] = ..., max_error: Optional[float] = ..., rtol: Optional[float] = ...,
                  max_ratio: Optional[float] = ..., ratio_atol: Optional[float] = ...) -> Document: ...

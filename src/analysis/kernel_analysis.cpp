@@ -294,6 +294,49 @@ std::vector<Mask> per_head_masks(const NamedTensor& masks, const NamedTensor& q,
   return out;
 }
 
+/// The additive bias of each query head, and the masks its -inf entries make (with the
+/// options' own mask or masks) in options.masks.
+void apply_bias(const NamedTensor& bias, const NamedTensor& q, const NamedTensor& k, KernelCheckOptions& options) {
+  const std::vector<std::size_t> lq(q.tensor.shape.begin(), q.tensor.shape.end() - 2);
+  const std::vector<std::size_t> lb(bias.tensor.shape.begin(), bias.tensor.shape.end() - 2);
+  const std::size_t heads = lq.empty() ? 1 : lq.back(), batches = lq.size() == 2 ? lq[0] : 1;
+  const bool shared = lb.empty(), by_head = lb.size() == 1 && lb[0] == heads, by_both = lb == lq && lq.size() == 2;
+  if (!shared && !by_head && !by_both)
+    throw input_error("the bias " + bias.name + " has shape " + shape_text(bias.tensor.shape) + " but Q is " +
+                      shape_text(q.tensor.shape) + ": give (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, N_k)");
+  bool masked = false;
+  for (const Eigen::MatrixXd& m : bias.tensor.matrices) {
+    if (m.rows() != q.tensor.matrices.at(0).rows() || m.cols() != k.tensor.matrices.at(0).rows())
+      throw input_error("the bias " + bias.name + " is " + std::to_string(m.rows()) + " x " + std::to_string(m.cols()) +
+                        " per head but Q has " + std::to_string(q.tensor.matrices.at(0).rows()) + " queries and K " +
+                        std::to_string(k.tensor.matrices.at(0).rows()) + " keys");
+    for (Eigen::Index j = 0; j < m.cols(); ++j)
+      for (Eigen::Index i = 0; i < m.rows(); ++i) {
+        const double x = m(i, j);
+        if (std::isnan(x) || x == INFINITY)
+          throw input_error("the bias " + bias.name + " has " + shortest_text(x) + " at row " + std::to_string(i) +
+                            ", column " + std::to_string(j) + " (0-based): only -inf (a masked key) is allowed "
+                            "besides finite values");
+        masked = masked || x == -INFINITY;
+      }
+  }
+  std::vector<Mask> masks;  // each head's mask with the bias's -inf entries taken out
+  for (std::size_t b = 0; b < batches; ++b)
+    for (std::size_t h = 0; h < heads; ++h) {
+      const std::size_t t = b * heads + h, i = shared ? 0 : by_head ? h : t;
+      const Eigen::MatrixXd& m = bias.tensor.matrices[i];
+      options.biases.push_back((m.array() == -INFINITY).select(0.0, m));
+      if (!masked) continue;
+      masks.push_back(Mask::from_pattern(
+          m.rows(), m.cols(), [&](Eigen::Index r, Eigen::Index c) { return m(r, c) != -INFINITY; }, mask_of(options, t),
+          "the bias " + bias.name + " (its -inf entries) with the mask, head " + std::to_string(t)));
+    }
+  if (masked) {
+    options.masks = std::move(masks);
+    options.mask.reset();
+  }
+}
+
 }  // namespace
 
 KernelAnalysis analyze_kernel(const KernelQuestion& q) {
@@ -371,6 +414,14 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
       throw input_error("give per-head masks or one mask (causal, window_size, a file), not both");
     options.masks = per_head_masks(*q.masks, q.q, q.k);
   }
+  std::string mask_name = q.masks ? "per-head" : !window_name.empty() ? window_name
+                                               : options.mask        ? options.mask->name()
+                                                                     : "none";
+  if (q.bias) {
+    apply_bias(*q.bias, q.q, q.k, options);
+    if (!q.masks && !options.masks.empty())
+      mask_name = mask_name == "none" ? "the bias's -inf entries" : mask_name + " and the bias's -inf entries";
+  }
   KernelAnalysis out;
   const double ratio_atol = q.ratio_atol.value_or(0);
   const auto judge = [&](const std::string& role, const OutputError& c, const std::optional<OutputError>& r,
@@ -438,10 +489,8 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   }
   out.scale_text = q.options.scale ? format_significant(Rational(*q.options.scale), 17)
                                    : "1/sqrt(" + std::to_string(q.q.tensor.matrices[0].cols()) + ")";
-  out.mask_name = !window_name.empty() ? window_name
-                 : options.mask      ? options.mask->name()
-                 : q.masks           ? "per-head"
-                                     : "none";
+  out.mask_name = mask_name;
+  if (q.bias) out.bias_name = q.bias->name;
   out.softcap = options.softcap;
   out.alibi_slopes = options.alibi_slopes;
   out.sinks = options.sinks;
@@ -493,6 +542,7 @@ json to_json(const KernelAnalysis& k) {
     j["alibi_alignment"] = k.alibi_alignment;
   }
   if (!k.sinks.empty()) j["sinks"] = k.sinks;
+  if (!k.bias_name.empty()) j["bias"] = k.bias_name;
   if (k.result) {
     const KernelCheck& r = *k.result;
     j["method"] = r.method;
@@ -568,6 +618,7 @@ std::string to_text(const KernelAnalysis& k) {
   if (k.softcap > 0) s << "; softcap " << shortest_text(k.softcap);
   if (!k.alibi_slopes.empty()) s << "; ALiBi (" << k.alibi_alignment << ")";
   if (!k.sinks.empty()) s << "; sinks";
+  if (!k.bias_name.empty()) s << "; bias " << k.bias_name;
   s << "\n";
   if (k.result) {
     const KernelCheck& r = *k.result;

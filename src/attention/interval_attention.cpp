@@ -63,6 +63,13 @@ void modify(Matrix<Interval>& S, const ScoreModifiers& m, Matrix<Interval>& T) {
         S(i, j) -= slope * distance;
       }
   }
+  if (m.bias)
+    for (Index j = 0; j < S.cols(); ++j)
+      for (Index i = 0; i < S.rows(); ++i) {
+        Interval b;
+        mpfi_set_d(b.backend().data(), (*m.bias)(i, j));  // exact: bits >= 53
+        S(i, j) += b;
+      }
 }
 
 /// Softmax of each row over the allowed keys and the sink: p_ij = 1 / (1 + rest_j / e_j) with

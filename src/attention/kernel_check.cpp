@@ -82,12 +82,15 @@ void check_modifiers(std::size_t queries, const KernelCheckOptions& options, con
     if (!list->empty() && list->size() != queries)
       throw input_error(std::string(who) + ": " + std::to_string(list->size()) + " " + name + " for " +
                         std::to_string(queries) + " query heads (one per head)");
-  for (std::size_t t = 0; t < queries; ++t) validate(modifiers_of(options, t));
+  if (!options.biases.empty() && options.biases.size() != queries)
+    throw input_error(std::string(who) + ": " + std::to_string(options.biases.size()) + " biases for " +
+                      std::to_string(queries) + " query heads (one per head)");
   if (!options.masks.empty() && options.masks.size() != queries)
     throw input_error(std::string(who) + ": " + std::to_string(options.masks.size()) + " masks for " +
                       std::to_string(queries) + " query heads (one per head)");
   if (!options.masks.empty() && options.mask)
     throw input_error(std::string(who) + ": a mask for every head and per-head masks, not both");
+  for (std::size_t t = 0; t < queries; ++t) validate(modifiers_of(options, t));
 }
 
 std::string fallback_skipped_note(const std::string& what, double width, const KernelCheckOptions& options,
@@ -106,6 +109,7 @@ ScoreModifiers modifiers_of(const KernelCheckOptions& options, std::size_t t) {
   m.alignment = options.alignment;
   if (!options.alibi_slopes.empty()) m.alibi_slope = options.alibi_slopes[t];
   if (!options.sinks.empty()) m.sink = options.sinks[t];
+  if (!options.biases.empty()) m.bias = &options.biases[t];
   return m;
 }
 

@@ -41,6 +41,15 @@ Mask Mask::window(Eigen::Index rows, Eigen::Index cols, long left, long right, M
   return Mask(rows, std::move(allowed), cols);
 }
 
+Mask Mask::checked(Eigen::Index rows, Eigen::Index cols, std::vector<unsigned char> allowed, const std::string& source) {
+  Mask m(rows, std::move(allowed), cols);
+  for (Eigen::Index i = 0; i < rows; ++i)
+    if (m.allowed_in_row(i) == 0)
+      throw input_error(source + ": query row " + std::to_string(i) + " (0-based) allows no key (softmax over it has "
+                        "no value; FlashAttention gives it the output 0, attnrank refuses it)");
+  return m;
+}
+
 Mask Mask::causal(Eigen::Index n) {
   if (n < 1) throw input_error("a causal mask needs n >= 1 (got " + std::to_string(n) + ")");
   std::vector<unsigned char> allowed(static_cast<std::size_t>(n * n), 0);

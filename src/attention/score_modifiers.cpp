@@ -30,6 +30,12 @@ void validate(const ScoreModifiers& m) {
     throw input_error("ALiBi slope " + decimal(*m.alibi_slope) + " is not finite");
   if (m.sink && !std::isfinite(*m.sink))
     throw input_error("sink logit " + decimal(*m.sink) + " is not finite");
+  if (m.bias && !m.bias->allFinite())
+    for (Index j = 0; j < m.bias->cols(); ++j)
+      for (Index i = 0; i < m.bias->rows(); ++i)
+        if (!std::isfinite((*m.bias)(i, j)))
+          throw input_error("bias entry [" + std::to_string(i) + ", " + std::to_string(j) + "] (0-based) is " +
+                            decimal((*m.bias)(i, j)) + " (a -inf entry is a masked key: give it as the mask)");
 }
 
 void modify_score_bounds(BoundsMatrix& S, const ScoreModifiers& m, Index first_row, Index queries,
@@ -67,6 +73,18 @@ void modify_score_bounds(BoundsMatrix& S, const ScoreModifiers& m, Index first_r
         S.hi(i, j) = S.hi(i, j) + (-slope) * distance;
         S.lo(i, j) = -((-S.lo(i, j)) + slope * distance);
       }
+    detail::rounding_barrier(S.hi);
+    detail::rounding_barrier(S.lo);
+  }
+  if (m.bias) {
+    if (first_row < 0 || first_row + rows > m.bias->rows() || m.bias->cols() != keys)
+      throw input_error("the bias is " + std::to_string(m.bias->rows()) + " x " + std::to_string(m.bias->cols()) +
+                        " but the scores are " + std::to_string(queries) + " x " + std::to_string(keys) +
+                        " (one row per query, one column per key)");
+    const auto b = m.bias->middleRows(first_row, rows).array();
+    UpwardRounding up;
+    S.hi = (S.hi.array() + b).matrix();
+    S.lo = (-((-S.lo.array()) - b)).matrix();
     detail::rounding_barrier(S.hi);
     detail::rounding_barrier(S.lo);
   }

@@ -1,6 +1,6 @@
 // Tests for the variants' score modifiers: numbers/certified_tanh.hpp (tanh bounds against
 // MPFR), attention/score_modifiers.hpp through one head's forward and backward enclosures
-// (softcap, ALiBi in both alignments, sinks; attention/certified_gradients.hpp and its MPFI
+// (softcap, ALiBi in both alignments, sinks, additive biases; attention/certified_gradients.hpp and its MPFI
 // twin) and through the kernel checks. The oracles are written here from the definitions,
 // in MPFR at 320 bits, sharing no code with the library's modifier stage: the scores
 // s q.k, capped to c tanh(x / c), minus slope |i + off - j|, over a denominator with
@@ -41,6 +41,13 @@ ScoreModifiers gen_modifiers() {
   return m;
 }
 
+/// Sometimes an additive bias of the head's shape (entries up to 3 in size), kept in `storage`.
+void maybe_bias(const Head& h, ScoreModifiers& m, Eigen::MatrixXd& storage) {
+  if (!*rc::gen::arbitrary<bool>()) return;
+  storage = gen_entries(h.Q.rows(), h.K.rows(), 3.0);
+  m.bias = &storage;
+}
+
 /// The variant's modified scores from the definition, at the precision in force.
 Matrix<Real> variant_scores(const Matrix<Real>& Q, const Matrix<Real>& K, const Real& s, const ScoreModifiers& m) {
   Matrix<Real> X(Q.rows(), K.rows());
@@ -52,6 +59,7 @@ Matrix<Real> variant_scores(const Matrix<Real>& Q, const Matrix<Real>& K, const 
       x *= s;
       if (m.softcap > 0) x = Real(m.softcap) * tanh(x / Real(m.softcap));
       if (m.alibi_slope) x -= Real(*m.alibi_slope) * std::abs(static_cast<long>(i) + offset - static_cast<long>(j));
+      if (m.bias) x += Real((*m.bias)(i, j));
       X(i, j) = x;
     }
   return X;
@@ -126,7 +134,9 @@ TEST_CASE("attnrank::tanh_bounds") {
 TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
   rc::prop("MPFI's output and lse contain the definition's (320 bits): softcap, ALiBi, sink", [] {
     const Head h = gen_head(*rc::gen::element(1.0, 4.0, 40.0), 1.0, 1.0);
-    const ScoreModifiers m = gen_modifiers();
+    ScoreModifiers m = gen_modifiers();
+    Eigen::MatrixXd bias;
+    maybe_bias(h, m, bias);
     const PrecisionScope scope(256);
     const Matrix<Interval> O = detail::interval_attention(h.Q, h.K, h.V, h.scale, h.mask_ptr(), m);
     const detail::IntervalGradients G = detail::interval_attention_gradients(
@@ -148,7 +158,9 @@ TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
   });
   rc::prop("MPFI's gradients are the derivatives of the variant's <dO, O>: central differences at 320 bits", [] {
     const Head h = gen_head(*rc::gen::element(1.0, 4.0), 1.0, 1.0);
-    const ScoreModifiers m = gen_modifiers();
+    ScoreModifiers m = gen_modifiers();
+    Eigen::MatrixXd bias;
+    maybe_bias(h, m, bias);
     const PrecisionScope scope(320);
     const detail::IntervalGradients G =
         detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), {}, m);
@@ -169,7 +181,9 @@ TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
   });
   rc::prop("the double bounds are bands and contain MPFI's output, gradients and lse, V and dO to DBL_MAX/2", [] {
     const Head h = gen_head(*rc::gen::element(1e-3, 1.0, 4.0, 40.0), gen_magnitude(), gen_magnitude());
-    const ScoreModifiers m = gen_modifiers();
+    ScoreModifiers m = gen_modifiers();
+    Eigen::MatrixXd bias;
+    maybe_bias(h, m, bias);
     const AttentionProducts products = *rc::gen::element(AttentionProducts::directed, AttentionProducts::a_priori);
     const ScaleBounds s = h.scale ? ScaleBounds::exactly(*h.scale) : ScaleBounds::inverse_sqrt(h.Q.cols());
     GradientsWanted all;
@@ -186,7 +200,9 @@ TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
   });
   rc::prop("well-scaled inputs: a variant's directed bounds are about as narrow as the plain head's", [] {
     const Head h = gen_head(1.0, 1.0, 1.0);
-    const ScoreModifiers m = gen_modifiers();
+    ScoreModifiers m = gen_modifiers();
+    Eigen::MatrixXd bias;
+    maybe_bias(h, m, bias);
     const ScaleBounds s = h.scale ? ScaleBounds::exactly(*h.scale) : ScaleBounds::inverse_sqrt(h.Q.cols());
     GradientsWanted all;
     all.output = true;
@@ -195,8 +211,8 @@ TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
     const GradientBounds variant =
         certified_attention_gradients(h.Q, h.K, h.V, h.dO, s, h.mask_ptr(), AttentionProducts::directed, all, m);
     const auto widest = [](const BoundsMatrix& b) { return (b.hi - b.lo).maxCoeff(); };
-    // Softcap's tanh is a few u wide absolutely, so c times that on each score; ALiBi adds
-    // one rounding, the sink one term. |V|, |dO| <= 1, N <= 8.
+    // Softcap's tanh is a few u wide absolutely, so c times that on each score; ALiBi and the
+    // bias (|b| <= 3) add one rounding each, the sink one term. |V|, |dO| <= 1, N <= 8.
     const double score_width = 64 * u * std::max(1.0, m.softcap);
     RC_ASSERT(widest(variant.output) <= 4 * widest(plain.output) + 4 * score_width);
     RC_ASSERT(widest(variant.dq) <= 4 * widest(plain.dq) + 256 * score_width);
@@ -216,13 +232,18 @@ TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
     m = {};
     m.sink = NAN;
     CHECK_THROWS_WITH(validate(m), Catch::Contains("sink logit nan"));
+    m = {};
+    Eigen::MatrixXd b = Eigen::MatrixXd::Zero(2, 3);
+    b(1, 2) = -INFINITY;
+    m.bias = &b;
+    CHECK_THROWS_WITH(validate(m), Catch::Contains("bias entry [1, 2] (0-based) is -inf"));
   }
 }
 
 TEST_CASE("attnrank::check_kernel with score modifiers") {
   rc::prop("planted errors in the output and gradients of a variant: the bands contain the true errors", [] {
     const Head h = gen_head(1.0, 1.0, 1.0);
-    const ScoreModifiers m = gen_modifiers();
+    ScoreModifiers m = gen_modifiers();
     KernelCheckOptions options;
     options.scale = h.scale;
     options.mask = h.mask;
@@ -230,6 +251,9 @@ TEST_CASE("attnrank::check_kernel with score modifiers") {
     options.alignment = m.alignment;
     if (m.alibi_slope) options.alibi_slopes = {*m.alibi_slope};
     if (m.sink) options.sinks = {*m.sink};
+    Eigen::MatrixXd bias;
+    maybe_bias(h, m, bias);
+    if (m.bias) options.biases = {bias};
     options.fallback = *rc::gen::element(FallbackPolicy::automatic, FallbackPolicy::never, FallbackPolicy::always);
     Matrix<Interval> exact_o;
     detail::IntervalGradients exact;

@@ -56,6 +56,9 @@ ds = pw * (dpw - (grads["dout"] * kernel["o"]).sum(-1, keepdims=True))
 grads["dq"] = (ds @ kernel["k"]) / np.float32(2)
 grads["dk"] = (np.swapaxes(ds, -1, -2) @ kernel["q"]) / np.float32(2)
 grads["lse"] = np.log(np.exp(s).sum(-1)).astype(np.float32)
+bias = rng.standard_normal((2, 8, 8))
+bias[1, 3, 0] = -np.inf  # a masked key
+np.save(os.path.join(work, "kernel-bias.npy"), bias)
 backward_args = []
 for name, a in grads.items():
     np.save(os.path.join(work, f"kernel-{name}.npy"), a)
@@ -122,7 +125,8 @@ runs = [
     ["check-kernel", *kernel_args], ["check-kernel", *kernel_args, "--mask", "causal", "--max-error", "1000"],
     ["check-kernel", *kernel_args, "--reference", os.path.join(work, "kernel-o.npy"), "--fallback", "never"],
     ["check-kernel", *kernel_args[:6], *backward_args],
-    ["check-kernel", *kernel_args, *backward_args, "--softcap", "30", "--alibi-slopes", "0.5,0.25", "--sinks", "1,-1"],
+    ["check-kernel", *kernel_args, *backward_args, "--softcap", "30", "--alibi-slopes", "0.5,0.25", "--sinks", "1,-1",
+     "--bias", os.path.join(work, "kernel-bias.npy")],
     ["check-kernel", *kernel_args, *backward_args, "--reference-dq", os.path.join(work, "kernel-dq.npy"),
      "--reference", os.path.join(work, "kernel-o.npy"), "--max-ratio", "2", "--ratio-atol", "1e-6", "--max-error", "1"],
     ["layer", *weights, "--tier", "certified-double"],
@@ -197,8 +201,8 @@ variants = {
     "rank hilbert:6 --mode numeric": lambda d: "rank_lower" not in d and "approx_rank_lower" in d,
     "example": lambda d: d["schema"] == "attnrank/example/1",
     f"scan {stack}": lambda d: any(h["zero_entry"] for h in d["heads"]) and "verdict" not in d["heads"][0],
-    f"check-kernel {' '.join(kernel_args)} {' '.join(backward_args)} --softcap 30 --alibi-slopes 0.5,0.25 --sinks 1,-1":
-        lambda d: {"softcap", "alibi_slopes", "alibi_alignment", "sinks", "candidate", "dq"} <= set(d),
+    f"check-kernel {' '.join(kernel_args)} {' '.join(backward_args)} --softcap 30 --alibi-slopes 0.5,0.25 --sinks 1,-1 --bias {os.path.join(work, 'kernel-bias.npy')}":
+        lambda d: {"softcap", "alibi_slopes", "alibi_alignment", "sinks", "bias", "candidate", "dq"} <= set(d),
     f"check-kernel {' '.join(kernel_args[:6])} {' '.join(backward_args)}":
         lambda d: "candidate" not in d and {"dq", "dk", "dv", "lse", "backward"} <= set(d),
     f"check-kernel {' '.join(kernel_args)} {' '.join(backward_args)} --reference-dq {work}/kernel-dq.npy "

@@ -221,3 +221,38 @@ def test_a_mask_per_head():
         attnrank.check_kernel(q, k, v, out, mask=allowed[:, 0])
     with pytest.raises(ValueError, match="not both"):
         attnrank.check_kernel(q, k, v, out, mask=allowed, window_size=(1, 0))
+
+
+def test_an_additive_bias_with_masked_entries():
+    """PyTorch's float attn_mask: added to the scores after the softcap; -inf entries mask their
+    keys (alone, with causal, with a per-head boolean mask). Forward and autograd gradients."""
+    B, H, nq, nk, d = 1, 2, 5, 5, 4
+    q, k, v = (gen((B, H, n, d), SEED + 70 + i).requires_grad_(True) for i, n in enumerate((nq, nk, nk)))
+    bias = gen((H, nq, nk), SEED + 80)
+    bias[0, 1, 2] = float("-inf")
+    bias[1, 3, 0] = float("-inf")
+    dout = gen((B, H, nq, d), SEED + 81)
+    s = 2.0 * torch.tanh(q @ k.transpose(-1, -2) / d ** 0.5 / 2.0) + bias
+    causal = torch.ones(nq, nk, dtype=torch.bool).tril()
+    out = torch.softmax(s.masked_fill(~causal, float("-inf")), -1) @ v
+    out.backward(dout)
+    check = attnrank.check_kernel(q.detach(), k.detach(), v.detach(), out.detach(), mask="causal", softcap=2.0,
+                                  attn_bias=bias, dout=dout, dq=q.grad, dk=k.grad, dv=v.grad)
+    assert check["mask"] == "causal and the bias's -inf entries" and check["bias"] == "attn_bias"
+    assert upper(check["candidate"]) < 1e-13
+    for key in ("dq", "dk", "dv"):
+        assert upper(check[key]["candidate"]) < 1e-12, key
+    # Without the bias the same output is far off; a (N_q, N_k) bias serves every head.
+    assert float(attnrank.check_kernel(q.detach(), k.detach(), v.detach(), out.detach(), mask="causal",
+                                       softcap=2.0)["candidate"]["max_abs_error_lower"]) > 1e-3
+    shared = bias[1]
+    out2 = torch.softmax(q.detach() @ k.detach().transpose(-1, -2) / d ** 0.5 + shared, -1) @ v.detach()
+    assert upper(attnrank.check_kernel(q.detach(), k.detach(), v.detach(), out2, attn_bias=shared)["candidate"]) < 1e-13
+    with pytest.raises(ValueError, match=r"has inf at row 0, column 1"):
+        bad = shared.clone()
+        bad[0, 1] = float("inf")
+        attnrank.check_kernel(q.detach(), k.detach(), v.detach(), out2, attn_bias=bad)
+    with pytest.raises(ValueError, match="allows no key"):
+        empty = shared.clone()
+        empty[2, :] = float("-inf")
+        attnrank.check_kernel(q.detach(), k.detach(), v.detach(), out2, attn_bias=empty)

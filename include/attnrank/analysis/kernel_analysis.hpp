@@ -55,6 +55,10 @@ struct KernelQuestion {
   /// query may attend (PyTorch's boolean attn_mask convention); (H, ...) serves every batch.
   /// Not with options.mask, causal or window.
   std::optional<NamedTensor> masks;
+  /// An additive bias (PyTorch's float attn_mask) of shape (N_q, N_k), (H, N_q, N_k) or (B, H,
+  /// N_q, N_k), added to the scores after the softcap; its -inf entries mask their keys (with
+  /// any mask given), +inf and NaN are refused. Read with non-finite elements kept.
+  std::optional<NamedTensor> bias;
   std::optional<double> max_error;    ///< a CI gate: exceeded when proven larger
   std::string max_error_text;         ///< max_error as the user wrote it (printed back)
   std::optional<double> rtol;         ///< with max_error: the tolerance max_error + rtol max |E|
@@ -81,6 +85,7 @@ struct KernelAnalysis {
   double softcap = 0;                          ///< 0: none
   std::vector<double> alibi_slopes, sinks;     ///< one per query head, as checked (empty: none)
   std::string alibi_alignment;                 ///< "bottom-right" or "top-left", with ALiBi
+  std::string bias_name;                       ///< the additive bias's source, with one
   std::optional<KernelCheck> result;     ///< the output's check (with a candidate)
   std::optional<GradientCheck> backward;  ///< the backward pass's enclosure (with dq, dk, dv or lse)
   std::vector<GradientReport> gradients;  ///< in the order dq, dk, dv, lse

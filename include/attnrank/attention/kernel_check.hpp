@@ -71,6 +71,8 @@ struct KernelCheckOptions {
   /// measured from when N_q != N_k (a mask carries its own alignment).
   double softcap = 0;
   std::vector<double> alibi_slopes, sinks;
+  /// Additive biases, one N_q x N_k matrix per query head t (finite; empty: none).
+  std::vector<Eigen::MatrixXd> biases;
   MaskAlignment alignment = MaskAlignment::bottom_right;
   FallbackPolicy fallback = FallbackPolicy::automatic;
   unsigned fallback_bits = 128;

@@ -47,6 +47,19 @@ class Mask {
   /// is not square (unless rectangular), and for a row with no 1 in it.
   static Mask from_matrix(const Matrix<Rational>& M, const std::string& source, bool rectangular = false);
 
+  /// The N_q x N_k pattern `allowed(i, j)` (true: query i may attend to key j) intersected with
+  /// `base` when given (same shape), as a kernel check's mask (an additive bias's -inf entries,
+  /// say). input_error naming `source` and the row for a query row left without a key.
+  template <class Allowed>
+  static Mask from_pattern(Eigen::Index rows, Eigen::Index cols, const Allowed& allowed, const Mask* base,
+                           const std::string& source) {
+    std::vector<unsigned char> bits(static_cast<std::size_t>(rows * cols), 0);
+    for (Eigen::Index i = 0; i < rows; ++i)
+      for (Eigen::Index j = 0; j < cols; ++j)
+        bits[static_cast<std::size_t>(i * cols + j)] = allowed(i, j) && (!base || base->allows(i, j));
+    return checked(rows, cols, std::move(bits), source);
+  }
+
   /// The queries (rows); for a square mask also the keys.
   Eigen::Index size() const { return n_; }
   /// The keys (columns): size() except for a rectangular Mask::window.
@@ -77,6 +90,8 @@ class Mask {
 
  private:
   explicit Mask(Eigen::Index n, std::vector<unsigned char> allowed, Eigen::Index cols = -1);
+  /// The mask of `allowed` (rows x cols, row-major); input_error naming source and the first empty row.
+  static Mask checked(Eigen::Index rows, Eigen::Index cols, std::vector<unsigned char> allowed, const std::string& source);
   Eigen::Index n_ = 0, cols_ = 0;
   std::vector<unsigned char> allowed_;   // row-major, 0 or 1
   std::vector<Eigen::Index> row_counts_;

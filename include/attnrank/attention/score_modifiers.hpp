@@ -5,6 +5,8 @@
 //   softcap  x -> c tanh(x / c)                    (Gemma 2; FlashAttention's softcap = c > 0)
 //   ALiBi    x -> x - slope |i + off - j|           off = N_k - N_q (bottom-right, FlashAttention)
 //                                                  or 0 (top-left, PyTorch's alignment)
+//   bias     x -> x + b_ij                         an additive float bias (PyTorch's float attn_mask;
+//                                                  its -inf entries are the caller's mask)
 //   mask     masked keys get weight exactly 0      (attention/mask.hpp)
 //   sink     p_ij = exp(x_ij) / (exp(sink) + sum_j exp(x_ij))   (a logit in the denominator
 //            only: the weights of a row sum to less than 1, and no output row reads it)
@@ -30,16 +32,17 @@ struct ScoreModifiers {
   std::optional<double> alibi_slope;  ///< ALiBi's slope (finite); none: no bias
   MaskAlignment alignment = MaskAlignment::bottom_right;  ///< where ALiBi's distance is measured from
   std::optional<double> sink;         ///< the sink logit (finite); none: no sink
-  bool changes_scores() const { return softcap > 0 || alibi_slope.has_value(); }
+  const Eigen::MatrixXd* bias = nullptr;  ///< N_q x N_k, finite; nullptr: none
+  bool changes_scores() const { return softcap > 0 || alibi_slope.has_value() || bias != nullptr; }
   bool any() const { return changes_scores() || sink.has_value(); }
 };
 
 /// input_error naming the value unless softcap is 0 or positive and finite, and the
-/// slope and the sink are finite.
+/// slope, the sink and every bias entry are finite.
 void validate(const ScoreModifiers& m);
 
 /// S holds bounds of rows first_row .. of a head's scaled scores (queries rows in all,
-/// one column per key). Applies the softcap, then ALiBi, in place, outward. With
+/// one column per key). Applies the softcap, then ALiBi and the bias, in place, outward. With
 /// `tanh_of_capped` (and a softcap), stores there bounds of tanh(x / c) per entry.
 void modify_score_bounds(BoundsMatrix& S, const ScoreModifiers& m, Eigen::Index first_row, Eigen::Index queries,
                          BoundsMatrix* tanh_of_capped = nullptr);
