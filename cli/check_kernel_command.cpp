@@ -21,7 +21,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     std::vector<long> window;
     std::string align = "bottom-right";
     double softcap = 0;
-    std::string alibi_slopes, sinks, bias;
+    std::string alibi_slopes, sinks, bias, fp8, q_descale, k_descale, v_descale;
     std::string scale;
     unsigned bits = 128;
     std::string max_error;
@@ -75,6 +75,16 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
   cmd->add_option("--bias", opt->bias,
                   "An additive bias (PyTorch's float attn_mask) of shape (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, "
                   "N_k), added to the scores after --softcap; -inf entries mask their keys");
+  cmd->add_option("--fp8", opt->fp8,
+                  "Read uint8 Q, K, V arrays as FP8 codes of this format: e4m3 (float8_e4m3fn) or e5m2 (float8_e5m2); "
+                  "safetensors F8_E4M3 / F8_E5M2 tensors need no flag")
+      ->check(CLI::IsMember({"e4m3", "e5m2"}));
+  for (auto [flag, field] : {std::pair{"--q-descale", &Options::q_descale}, std::pair{"--k-descale", &Options::k_descale},
+                             std::pair{"--v-descale", &Options::v_descale}})
+    cmd->add_option(flag, (*opt).*field,
+                    std::string("FlashAttention-3's ") + (flag + 2) + " factors, shape (B, H_kv) or (H_kv,): a list or a "
+                    "file; each multiplies its heads exactly")
+        ->type_name("LIST|FILE");
   cmd->add_option("--scale", opt->scale,
                   "Softmax scale s (default 1/sqrt(d)); the double nearest to it, as Python's float() reads it")
       ->type_name("FLOAT")  // a decimal, checked as every numeric option is (run.cpp); kept as text to round once
@@ -162,6 +172,10 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     q.options.softcap = opt->softcap;
     if (!opt->alibi_slopes.empty()) q.alibi_slopes = read_per_head_argument(opt->alibi_slopes, "--alibi-slopes", run.limits);
     if (!opt->sinks.empty()) q.sinks = read_per_head_argument(opt->sinks, "--sinks", run.limits);
+    q.fp8_format = opt->fp8;
+    if (!opt->q_descale.empty()) q.q_descale = read_per_head_argument(opt->q_descale, "--q-descale", run.limits);
+    if (!opt->k_descale.empty()) q.k_descale = read_per_head_argument(opt->k_descale, "--k-descale", run.limits);
+    if (!opt->v_descale.empty()) q.v_descale = read_per_head_argument(opt->v_descale, "--v-descale", run.limits);
     if (!opt->bias.empty())
       q.bias = NamedTensor{read_double_tensor(opt->bias, run.limits, NonFiniteElements::keep), opt->bias};
     q.options.fallback = opt->fallback == "never"    ? FallbackPolicy::never

@@ -376,8 +376,14 @@ PYBIND11_MODULE(_attnrank, m) {
          std::optional<double> max_error, std::optional<double> rtol, std::optional<double> max_ratio,
          std::optional<double> ratio_atol, bool causal, std::optional<std::pair<long, long>> window,
          const std::string& alignment, double softcap, std::optional<NamedTensor> alibi_slopes,
-         std::optional<NamedTensor> sinks, std::optional<NamedTensor> masks, std::optional<NamedTensor> bias) {
+         std::optional<NamedTensor> sinks, std::optional<NamedTensor> masks, std::optional<NamedTensor> bias,
+         const std::string& fp8_format, std::optional<NamedTensor> q_descale, std::optional<NamedTensor> k_descale,
+         std::optional<NamedTensor> v_descale) {
         KernelQuestion kq;
+        kq.fp8_format = fp8_format;
+        kq.q_descale = std::move(q_descale);
+        kq.k_descale = std::move(k_descale);
+        kq.v_descale = std::move(v_descale);
         kq.masks = std::move(masks);
         kq.bias = std::move(bias);
         kq.options.softcap = softcap;
@@ -429,5 +435,6 @@ PYBIND11_MODULE(_attnrank, m) {
       py::arg("gradients"), py::arg("reference_gradients"), py::arg("mask"), py::arg("scale"), py::arg("fallback"),
       py::arg("bits"), py::arg("max_error"), py::arg("rtol"), py::arg("max_ratio"), py::arg("ratio_atol"),
       py::arg("causal"), py::arg("window"), py::arg("alignment"), py::arg("softcap"), py::arg("alibi_slopes"),
-      py::arg("sinks"), py::arg("masks"), py::arg("bias"));
+      py::arg("sinks"), py::arg("masks"), py::arg("bias"), py::arg("fp8_format"), py::arg("q_descale"),
+      py::arg("k_descale"), py::arg("v_descale"));
 }

@@ -75,7 +75,14 @@ def _from_torch(value):
     t = value.detach().cpu()
     if str(t.dtype) == "torch.bfloat16":
         return t.float().numpy(), "bfloat16"
+    if str(t.dtype) in ("torch.float8_e4m3fn", "torch.float8_e5m2"):  # torch >= 2.1: the codes, read as FP8
+        return t.view(_torch_uint8(t)).numpy(), "uint8"
     return t.numpy(), None
+
+
+def _torch_uint8(t):
+    import torch
+    return torch.uint8
 
 
 def exact_matrix(value, name="matrix"):
@@ -296,8 +303,8 @@ def _row_tensor(value, name, shapes="(N,), (H, N) or (B, H, N)", most=3):
 def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None, dk=None, dv=None, lse=None,
                  reference_dq=None, reference_dk=None, reference_dv=None, reference_lse=None, mask=None,
                  window_size=None, alignment="bottom-right", softcap=0.0, alibi_slopes=None, sinks=None,
-                 attn_bias=None, scale=None, fallback="auto", bits=None, max_error=None, rtol=None,
-                 max_ratio=None, ratio_atol=None):
+                 attn_bias=None, fp8_format=None, q_descale=None, k_descale=None, v_descale=None, scale=None,
+                 fallback="auto", bits=None, max_error=None, rtol=None, max_ratio=None, ratio_atol=None):
     """The certified error of an attention kernel's output ``candidate`` (and of ``reference``)
     against the exact ``softmax(scale q k^T) v``, and of its backward pass, as ``attnrank
     check-kernel --json``: per tensor, ``max_abs_error_lower <= max |O - exact| <= max_abs_error_upper``
@@ -321,6 +328,11 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
     than 1, and lse includes it); ``attn_bias`` (shape (N_q, N_k), (H, N_q, N_k) or (B, H, N_q,
     N_k): PyTorch's float attn_mask) is added after the softcap, its -inf entries masking their
     keys. Each applies to the forward and the backward check.
+
+    FP8 inputs: with ``fp8_format="e4m3"`` (float8_e4m3fn) or ``"e5m2"`` (float8_e5m2), uint8
+    q, k, v arrays are read as FP8 codes, exactly (torch float8 tensors are such codes); the
+    descale factors ``q_descale``, ``k_descale``, ``v_descale`` (shape (B, H_kv) or (H_kv,),
+    FlashAttention-3's) multiply their heads exactly before the check.
 
     The backward pass: ``dq``, ``dk``, ``dv`` (any subset; they need ``dout``, the upstream gradient
     the kernel's backward ran with) are checked against the exact gradients of that attention
@@ -377,7 +389,11 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                               None if ratio_atol is None else float(ratio_atol), causal, window, str(alignment),
                               float(softcap), None if alibi_slopes is None else _row_tensor(alibi_slopes, "alibi_slopes", "(H,) or (B, H)", 2),
                               None if sinks is None else _row_tensor(sinks, "sinks", "(H,)", 1), masks,
-                              None if attn_bias is None else _tensor(attn_bias, "attn_bias", True))
+                              None if attn_bias is None else _tensor(attn_bias, "attn_bias", True),
+                              "" if fp8_format is None else str(fp8_format),
+                              *(None if f is None else _row_tensor(f, name, "(B, H_kv) or (H_kv,)", 2)
+                                for f, name in ((q_descale, "q_descale"), (k_descale, "k_descale"),
+                                                (v_descale, "v_descale"))))
 
 
 def from_torch(module):

@@ -337,6 +337,47 @@ void apply_bias(const NamedTensor& bias, const NamedTensor& q, const NamedTensor
   }
 }
 
+/// The tensor's matrices with uint8 codes read as FP8 values of `format`.
+std::vector<Eigen::MatrixXd> fp8_decoded(const NamedTensor& t, const std::string& format) {
+  const ElementType type = fp8_element_type(format);
+  std::vector<Eigen::MatrixXd> out = t.tensor.matrices;
+  for (Eigen::MatrixXd& m : out)
+    for (double& x : m.reshaped()) {
+      if (!(x >= 0 && x <= 255 && x == std::floor(x)))
+        throw input_error(t.name + " holds " + shortest_text(x) + ", not a one-byte FP8 code (0..255)");
+      x = fp8_value(static_cast<unsigned>(x), type.kind);
+      if (!std::isfinite(x))
+        throw input_error(t.name + " holds an FP8 code that is NaN or infinite in " + format);
+    }
+  return out;
+}
+
+/// Each matrix times its descale factor (matrix t of `group`-sized blocks of heads reads
+/// factor [b, h / group]), exactly, or input_error.
+void descale(std::vector<Eigen::MatrixXd>& matrices, const NamedTensor& factors, const NamedTensor& layout,
+             std::size_t group, const std::string& what) {
+  const std::vector<std::size_t> lead(layout.tensor.shape.begin(), layout.tensor.shape.end() - 2);
+  const std::size_t heads = lead.empty() ? 1 : lead.back();
+  std::vector<double> flat;
+  for (const Eigen::MatrixXd& m : factors.tensor.matrices) flat.insert(flat.end(), m.data(), m.data() + m.size());
+  const std::size_t kv_heads = heads / group, batches = matrices.size() / heads;
+  if (flat.size() != kv_heads && flat.size() != batches * kv_heads)
+    throw input_error(what + " (" + factors.name + ") has " + std::to_string(flat.size()) + " entries; (B, H_kv) = (" +
+                      std::to_string(batches) + ", " + std::to_string(kv_heads) + ") or (H_kv,) is needed");
+  for (std::size_t t = 0; t < matrices.size(); ++t) {
+    const std::size_t b = t / heads, j = (t % heads) / group;
+    const double f = flat.size() == kv_heads ? flat[j] : flat[b * kv_heads + j];
+    if (!(std::isfinite(f) && f > 0)) throw input_error(what + " " + shortest_text(f) + " is not a positive number");
+    for (double& x : matrices[t].reshaped()) {
+      const double p = x * f;
+      if (!std::isfinite(p) || std::fma(x, f, -p) != 0 || (p == 0 && x != 0))
+        throw input_error(what + " " + shortest_text(f) + " times " + shortest_text(x) +
+                          " is not exactly a double (give float32 descales with FP8 or bfloat16 inputs)");
+      x = p;
+    }
+  }
+}
+
 }  // namespace
 
 KernelAnalysis analyze_kernel(const KernelQuestion& q) {
@@ -346,6 +387,26 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
                         " (--q, --k, --v, or a tensor named q, k, v in --from)");
   KernelCheckOptions options = q.options;
   options.kv_heads = kv_heads_from_shapes(q.q, q.k);
+  // Q, K, V as checked: FP8 codes decoded, descale factors applied (copies only then).
+  std::vector<Eigen::MatrixXd> qd, kd, vd;
+  const std::vector<Eigen::MatrixXd>*qs = &q.q.tensor.matrices, *ks = &q.k.tensor.matrices, *vs = &q.v.tensor.matrices;
+  const auto transformed = [&](const NamedTensor& t, std::vector<Eigen::MatrixXd>& into,
+                               const std::optional<NamedTensor>& factors, std::size_t group, const char* what) {
+    const std::string& d = t.tensor.dtype;  // one-byte unsigned codes: .npy "|u1", NumPy "uint8", safetensors "U8"
+    const bool codes = !q.fp8_format.empty() && (d == "|u1" || d == "uint8" || d == "U8");
+    if (!codes && !factors) return false;
+    into = codes ? fp8_decoded(t, q.fp8_format) : t.tensor.matrices;
+    if (factors) descale(into, *factors, t, group, what);
+    return true;
+  };
+  {
+    const std::vector<std::size_t> lq(q.q.tensor.shape.begin(), q.q.tensor.shape.end() - 2),
+        lk(q.k.tensor.shape.begin(), q.k.tensor.shape.end() - 2);
+    const std::size_t group = lq.empty() || lk.empty() ? 1 : lq.back() / lk.back();
+    if (transformed(q.q, qd, q.q_descale, group, "q_descale")) qs = &qd;
+    if (transformed(q.k, kd, q.k_descale, 1, "k_descale")) ks = &kd;
+    if (transformed(q.v, vd, q.v_descale, 1, "v_descale")) vs = &vd;
+  }
   options.alignment = q.alignment;
   if (q.alibi_slopes) options.alibi_slopes = per_query_head(*q.alibi_slopes, q.q, "the ALiBi slopes", true);
   if (q.sinks) options.sinks = per_query_head(*q.sinks, q.q, "the sinks", false);
@@ -434,7 +495,7 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   };
   try {
     if (q.candidate) {
-      out.result = check_kernel(q.q.tensor.matrices, q.k.tensor.matrices, q.v.tensor.matrices,
+      out.result = check_kernel(*qs, *ks, *vs,
                                 q.candidate->tensor.matrices, q.reference ? &q.reference->tensor.matrices : nullptr,
                                 options);
       out.candidate_name = q.candidate->name;
@@ -450,7 +511,7 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
         if (*references[i]) *r_lists[i] = (*references[i])->tensor.matrices;
       }
       static const std::vector<Eigen::MatrixXd> none;
-      out.backward = check_kernel_gradients(q.q.tensor.matrices, q.k.tensor.matrices, q.v.tensor.matrices,
+      out.backward = check_kernel_gradients(*qs, *ks, *vs,
                                             q.dout ? q.dout->tensor.matrices : none, c, &r, options);
       const std::optional<TensorCheck>* checks[] = {&out.backward->dq, &out.backward->dk, &out.backward->dv,
                                                     &out.backward->lse};
@@ -491,6 +552,9 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
                                    : "1/sqrt(" + std::to_string(q.q.tensor.matrices[0].cols()) + ")";
   out.mask_name = mask_name;
   if (q.bias) out.bias_name = q.bias->name;
+  out.fp8_format = q.fp8_format;
+  for (const auto& [f, name] : {std::pair{&q.q_descale, "q"}, std::pair{&q.k_descale, "k"}, std::pair{&q.v_descale, "v"}})
+    if (*f) out.descaled.push_back(name);
   out.softcap = options.softcap;
   out.alibi_slopes = options.alibi_slopes;
   out.sinks = options.sinks;
@@ -543,6 +607,8 @@ json to_json(const KernelAnalysis& k) {
   }
   if (!k.sinks.empty()) j["sinks"] = k.sinks;
   if (!k.bias_name.empty()) j["bias"] = k.bias_name;
+  if (!k.fp8_format.empty()) j["fp8_format"] = k.fp8_format;
+  if (!k.descaled.empty()) j["descaled"] = k.descaled;
   if (k.result) {
     const KernelCheck& r = *k.result;
     j["method"] = r.method;
@@ -619,6 +685,8 @@ std::string to_text(const KernelAnalysis& k) {
   if (!k.alibi_slopes.empty()) s << "; ALiBi (" << k.alibi_alignment << ")";
   if (!k.sinks.empty()) s << "; sinks";
   if (!k.bias_name.empty()) s << "; bias " << k.bias_name;
+  if (!k.fp8_format.empty()) s << "; FP8 codes read as " << k.fp8_format;
+  for (const std::string& d : k.descaled) s << "; " << d << "_descale";
   s << "\n";
   if (k.result) {
     const KernelCheck& r = *k.result;

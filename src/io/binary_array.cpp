@@ -30,9 +30,42 @@ double half_to_double(std::uint16_t h) {
   return sign * std::ldexp(1024 + mantissa, exponent - 25);
 }
 
-/// The floating-point element `bits` of type t (floating or bfloat), exactly.
+bool is_float(const ElementType& t) {
+  return t.kind == ElementType::Kind::floating || t.kind == ElementType::Kind::bfloat ||
+         t.kind == ElementType::Kind::fp8_e4m3 || t.kind == ElementType::Kind::fp8_e5m2;
+}
+
+}  // namespace
+
+double fp8_value(unsigned code, ElementType::Kind kind) {
+  const double sign = (code & 0x80) ? -1.0 : 1.0;
+  if (kind == ElementType::Kind::fp8_e4m3) {
+    const int exponent = (code >> 3) & 0xf, mantissa = code & 0x7;
+    if (exponent == 0xf && mantissa == 0x7) return std::numeric_limits<double>::quiet_NaN();
+    if (exponent == 0) return sign * std::ldexp(mantissa, -9);
+    return sign * std::ldexp(8 + mantissa, exponent - 10);
+  }
+  const int exponent = (code >> 2) & 0x1f, mantissa = code & 0x3;
+  if (exponent == 0x1f) return mantissa ? std::numeric_limits<double>::quiet_NaN() : sign * HUGE_VAL;
+  if (exponent == 0) return sign * std::ldexp(mantissa, -16);
+  return sign * std::ldexp(4 + mantissa, exponent - 17);
+}
+
+ElementType fp8_element_type(const std::string& format) {
+  if (format == "e4m3" || format == "float8_e4m3fn" || format == "F8_E4M3")
+    return ElementType{ElementType::Kind::fp8_e4m3, 1, false, format};
+  if (format == "e5m2" || format == "float8_e5m2" || format == "F8_E5M2")
+    return ElementType{ElementType::Kind::fp8_e5m2, 1, false, format};
+  throw input_error("FP8 format '" + format + "' is not e4m3 (float8_e4m3fn, F8_E4M3) or e5m2 (float8_e5m2, F8_E5M2)");
+}
+
+namespace {
+
+/// The floating-point element `bits` of type t (floating, bfloat or fp8), exactly.
 double float_value(std::uint64_t bits, const ElementType& t) {
   if (t.kind == ElementType::Kind::bfloat) return std::bit_cast<float>(static_cast<std::uint32_t>(bits << 16));
+  if (t.kind == ElementType::Kind::fp8_e4m3 || t.kind == ElementType::Kind::fp8_e5m2)
+    return fp8_value(static_cast<unsigned>(bits & 0xff), t.kind);
   if (t.bytes == 2) return half_to_double(static_cast<std::uint16_t>(bits));
   if (t.bytes == 4) return std::bit_cast<float>(static_cast<std::uint32_t>(bits));
   return std::bit_cast<double>(bits);
@@ -102,7 +135,7 @@ Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::s
       const unsigned char* p = view.data + i * view.row_stride + j * view.column_stride;
       const std::uint64_t bits = load_unsigned(p, t.bytes, t.big_endian);
       mpq_ptr q = m(i, j).backend().data();
-      if (t.kind == ElementType::Kind::floating || t.kind == ElementType::Kind::bfloat) {
+      if (is_float(t)) {
         const double d = float_value(bits, t);
         if (!std::isfinite(d))
           throw input_error(index_text(source, i, j) + " is " + (std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf") +
@@ -139,7 +172,7 @@ Eigen::MatrixXd decode_binary_matrix_as_doubles(const BinaryMatrixView& view, co
       const unsigned char* p = view.data + i * view.row_stride + j * view.column_stride;
       const std::uint64_t bits = load_unsigned(p, t.bytes, t.big_endian);
       double d = 0;
-      if (t.kind == ElementType::Kind::floating || t.kind == ElementType::Kind::bfloat) {
+      if (is_float(t)) {
         d = float_value(bits, t);
         if (!std::isfinite(d) && nonfinite == NonFiniteElements::refuse)
           throw input_error(index_text(source, i, j) + " is " + (std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf") +
@@ -224,6 +257,7 @@ ElementType safetensors_element_type(const std::string& dtype, const std::string
   static const Known known[] = {
       {"F64", ElementType::Kind::floating, 8},          {"F32", ElementType::Kind::floating, 4},
       {"F16", ElementType::Kind::floating, 2},          {"BF16", ElementType::Kind::bfloat, 2},
+      {"F8_E4M3", ElementType::Kind::fp8_e4m3, 1},      {"F8_E5M2", ElementType::Kind::fp8_e5m2, 1},
       {"I64", ElementType::Kind::signed_integer, 8},    {"I32", ElementType::Kind::signed_integer, 4},
       {"I16", ElementType::Kind::signed_integer, 2},    {"I8", ElementType::Kind::signed_integer, 1},
       {"U64", ElementType::Kind::unsigned_integer, 8},  {"U32", ElementType::Kind::unsigned_integer, 4},
@@ -232,7 +266,7 @@ ElementType safetensors_element_type(const std::string& dtype, const std::string
   for (const Known& k : known)
     if (dtype == k.name) return ElementType{k.kind, k.bytes, false, dtype};
   throw input_error(source + ": dtype '" + dtype +
-                    "' is not one attnrank reads (F64, F32, F16, BF16, I8..I64, U8..U64, BOOL)");
+                    "' is not one attnrank reads (F64, F32, F16, BF16, F8_E4M3, F8_E5M2, I8..I64, U8..U64, BOOL)");
 }
 
 std::pair<std::string, ArraySelection> split_selection(const std::string& argument) {

@@ -59,6 +59,9 @@ grads["lse"] = np.log(np.exp(s).sum(-1)).astype(np.float32)
 bias = rng.standard_normal((2, 8, 8))
 bias[1, 3, 0] = -np.inf  # a masked key
 np.save(os.path.join(work, "kernel-bias.npy"), bias)
+for name in ("q", "k", "v"):  # FP8 E4M3 codes (no NaN code 0x7F / 0xFF)
+    np.save(os.path.join(work, f"kernel-{name}8.npy"), rng.integers(0, 0x7E, (2, 8, 4)).astype(np.uint8))
+fp8_args = [a for name in ("q", "k", "v") for a in (f"--{name}", os.path.join(work, f"kernel-{name}8.npy"))]
 backward_args = []
 for name, a in grads.items():
     np.save(os.path.join(work, f"kernel-{name}.npy"), a)
@@ -125,6 +128,8 @@ runs = [
     ["check-kernel", *kernel_args], ["check-kernel", *kernel_args, "--mask", "causal", "--max-error", "1000"],
     ["check-kernel", *kernel_args, "--reference", os.path.join(work, "kernel-o.npy"), "--fallback", "never"],
     ["check-kernel", *kernel_args[:6], *backward_args],
+    ["check-kernel", *fp8_args, "--candidate", os.path.join(work, "kernel-o.npy"), "--fp8", "e4m3", "--q-descale", "0.5,0.25",
+     "--v-descale", "2,2"],
     ["check-kernel", *kernel_args, *backward_args, "--softcap", "30", "--alibi-slopes", "0.5,0.25", "--sinks", "1,-1",
      "--bias", os.path.join(work, "kernel-bias.npy")],
     ["check-kernel", *kernel_args, *backward_args, "--reference-dq", os.path.join(work, "kernel-dq.npy"),
@@ -203,6 +208,8 @@ variants = {
     f"scan {stack}": lambda d: any(h["zero_entry"] for h in d["heads"]) and "verdict" not in d["heads"][0],
     f"check-kernel {' '.join(kernel_args)} {' '.join(backward_args)} --softcap 30 --alibi-slopes 0.5,0.25 --sinks 1,-1 --bias {os.path.join(work, 'kernel-bias.npy')}":
         lambda d: {"softcap", "alibi_slopes", "alibi_alignment", "sinks", "bias", "candidate", "dq"} <= set(d),
+    f"check-kernel {' '.join(fp8_args)} --candidate {os.path.join(work, 'kernel-o.npy')} --fp8 e4m3 --q-descale 0.5,0.25 --v-descale 2,2":
+        lambda d: d["fp8_format"] == "e4m3" and d["descaled"] == ["q", "v"],
     f"check-kernel {' '.join(kernel_args[:6])} {' '.join(backward_args)}":
         lambda d: "candidate" not in d and {"dq", "dk", "dv", "lse", "backward"} <= set(d),
     f"check-kernel {' '.join(kernel_args)} {' '.join(backward_args)} --reference-dq {work}/kernel-dq.npy "

@@ -192,6 +192,46 @@ TEST_CASE("attnrank::parse_npy properties") {
   });
 }
 
+TEST_CASE("attnrank::fp8_value") {
+  SECTION("every E5M2 code is the float16 with the same top byte") {
+    for (unsigned c = 0; c < 256; ++c) {
+      const double f = fp8_value(c, ElementType::Kind::fp8_e5m2);
+      if (((c >> 2) & 0x1f) == 0x1f) {  // the top binade: infinities and NaN, as in float16
+        CHECK((c & 3 ? std::isnan(f) : std::isinf(f)));
+        continue;
+      }
+      CHECK(exact(f) == half_value(static_cast<std::uint16_t>(c << 8)));
+    }
+  }
+  SECTION("E4M3 (float8_e4m3fn): bias 7, no infinities, NaN only at S.1111.111") {
+    const auto v = [](unsigned c) { return fp8_value(c, ElementType::Kind::fp8_e4m3); };
+    CHECK(v(0x38) == 1.0);
+    CHECK(v(0xB8) == -1.0);
+    CHECK(v(0x7E) == 448.0);   // the largest finite value
+    CHECK(v(0xFE) == -448.0);
+    CHECK(v(0x01) == 0x1p-9);  // the smallest subnormal
+    CHECK(v(0x07) == 7 * 0x1p-9);
+    CHECK(v(0x08) == 0x1p-6);  // the smallest normal
+    CHECK(v(0x78) == 256.0);   // exponent 15 is an ordinary binade
+    CHECK(std::isnan(v(0x7F)));
+    CHECK(std::isnan(v(0xFF)));
+    CHECK(std::signbit(v(0x80)));
+    // Increasing over the positive codes: each a distinct, exactly spaced value.
+    for (unsigned c = 1; c < 0x7F; ++c) CHECK(v(c) > v(c - 1));
+  }
+  SECTION("safetensors F8_E4M3 and F8_E5M2 tensors, and the format names") {
+    const std::string file = safetensors_bytes({{"a", "F8_E4M3", {1, 2}, std::string("\x7e\x01", 2)},
+                                                {"b", "F8_E5M2", {1, 1}, std::string("\x3c", 1)}});
+    const Matrix<Rational> a = parse_safetensors(file, "m.safetensors", "a");
+    CHECK(a(0, 0) == 448);
+    CHECK(a(0, 1) == exact(0x1p-9));
+    CHECK(parse_safetensors(file, "m.safetensors", "b")(0, 0) == 1);
+    CHECK(fp8_element_type("float8_e4m3fn").kind == ElementType::Kind::fp8_e4m3);
+    CHECK(fp8_element_type("F8_E5M2").kind == ElementType::Kind::fp8_e5m2);
+    CHECK_THAT(error_of([] { fp8_element_type("e3m4"); }), Catch::Contains("'e3m4' is not e4m3"));
+  }
+}
+
 TEST_CASE("attnrank::parse_safetensors") {
   std::string f32, i64;
   for (float v : {0.5f, 1.5f, -2.0f, 0.1f}) f32 += raw_bytes(float_bits(v), 4);

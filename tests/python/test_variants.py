@@ -256,3 +256,79 @@ def test_an_additive_bias_with_masked_entries():
         empty = shared.clone()
         empty[2, :] = float("-inf")
         attnrank.check_kernel(q.detach(), k.detach(), v.detach(), out2, attn_bias=empty)
+
+
+def fp8_e4m3_values(codes):
+    """OCP E4M3 ("fn") decoded from its fields, written here: bias 7, subnormals m 2^-9."""
+    codes = np.asarray(codes, dtype=np.int64)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    e, m = (codes >> 3) & 0xF, codes & 0x7
+    return sign * np.where(e == 0, m * 2.0 ** -9, (1 + m / 8.0) * 2.0 ** (e - 7))
+
+
+def test_fp8_codes_with_descales():
+    """uint8 codes read as float8_e4m3fn (subnormals and 448 included), FlashAttention-3's
+    descales applied exactly: a float64 reference of the decoded values is within 1e-13; the
+    same codes read as integers, or without the descales, are far off."""
+    B, H, H_kv, n, d = 1, 4, 2, 6, 8
+    rng = np.random.default_rng(SEED)
+    codes = {name: rng.integers(0, 256, (B, h, n, d)).astype(np.uint8) for name, h in (("q", H), ("k", H_kv), ("v", H_kv))}
+    for c in codes.values():
+        c[(c & 0x7F) == 0x7F] = 0x01  # no NaN codes; the smallest subnormal instead
+    codes["q"][0, 0, 0, 0] = 0x7E  # 448, the largest
+    descale = {"q": np.array([[0.015625, 0.5]], dtype=np.float32), "k": np.array([[0.25, 1.0]], dtype=np.float32),
+               "v": np.array([[2.0, 0.125]], dtype=np.float32)}
+    vals = {}
+    for name, c in codes.items():
+        x = fp8_e4m3_values(c)
+        f = descale[name][0].astype(np.float64)
+        vals[name] = x * (np.repeat(f, H // H_kv) if name == "q" else f)[None, :, None, None]
+    kk, vv = (np.repeat(vals[x], H // H_kv, axis=1) for x in ("k", "v"))
+    s = vals["q"] @ np.swapaxes(kk, -1, -2) / np.sqrt(d)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    out = (p / p.sum(-1, keepdims=True)) @ vv
+    kw = dict(fp8_format="e4m3", q_descale=descale["q"], k_descale=descale["k"], v_descale=descale["v"])
+    check = attnrank.check_kernel(codes["q"], codes["k"], codes["v"], out, **kw)
+    assert upper(check["candidate"]) < 1e-12 * max(1.0, float(np.abs(out).max()))
+    assert check["fp8_format"] == "e4m3" and check["descaled"] == ["q", "k", "v"]
+    as_integers = attnrank.check_kernel(codes["q"], codes["k"], codes["v"], out, q_descale=descale["q"],
+                                        k_descale=descale["k"], v_descale=descale["v"])
+    assert float(as_integers["candidate"]["max_abs_error_lower"]) > 1e-3
+    no_descale = attnrank.check_kernel(codes["q"], codes["k"], codes["v"], out, fp8_format="e4m3")
+    assert float(no_descale["candidate"]["max_abs_error_lower"]) > 1e-3
+    with pytest.raises(ValueError, match="not exactly a double"):
+        attnrank.check_kernel(codes["q"], codes["k"], codes["v"], out, fp8_format="e4m3",
+                              q_descale=np.array([[0.1, 0.1]]))  # a double, not a float32: products round
+    with pytest.raises(ValueError, match="'e3m4' is not e4m3"):
+        attnrank.check_kernel(codes["q"], codes["k"], codes["v"], out, fp8_format="e3m4")
+    with pytest.raises(ValueError, match=r"q_descale .* has 3 entries"):
+        attnrank.check_kernel(codes["q"], codes["k"], codes["v"], out, fp8_format="e4m3", q_descale=[1.0, 1.0, 1.0])
+
+
+@pytest.mark.skipif(not os.environ.get("ATTNRANK_CLI"), reason="ATTNRANK_CLI (the attnrank command) is not set")
+def test_fp8_safetensors_through_the_cli(tmp_path):
+    """A GPU run's safetensors file with F8_E4M3 q, k, v (written by hand: Debian has no
+    safetensors package) and a float32 output: --from reads the codes exactly."""
+    import json
+    import subprocess
+    rng = np.random.default_rng(SEED + 1)
+    n, d = 5, 4
+    codes = {name: rng.integers(0, 0x7E, (1, n, d)).astype(np.uint8) for name in ("q", "k", "v")}
+    x = {name: fp8_e4m3_values(c) for name, c in codes.items()}
+    s = x["q"] @ np.swapaxes(x["k"], -1, -2) / np.sqrt(d)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    out = ((p / p.sum(-1, keepdims=True)) @ x["v"]).astype(np.float32)
+    header, blobs, offset = {}, b"", 0
+    for name, array, dtype in [(k, c, "F8_E4M3") for k, c in codes.items()] + [("out", out, "F32")]:
+        data = array.tobytes()
+        header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs += data
+        offset += len(data)
+    text = json.dumps(header).encode()
+    path = tmp_path / "run.safetensors"
+    path.write_bytes(len(text).to_bytes(8, "little") + text + blobs)
+    r = subprocess.run([os.environ["ATTNRANK_CLI"], "check-kernel", "--from", str(path), "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert float(doc["candidate"]["max_abs_error_upper"]) < 1e-6  # float32 rounding of the output

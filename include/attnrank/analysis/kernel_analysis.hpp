@@ -59,6 +59,14 @@ struct KernelQuestion {
   /// N_q, N_k), added to the scores after the softcap; its -inf entries mask their keys (with
   /// any mask given), +inf and NaN are refused. Read with non-finite elements kept.
   std::optional<NamedTensor> bias;
+  /// FP8 inputs: Q, K and V arrays of one-byte unsigned codes (uint8, what a framework without
+  /// float8 dtypes stores) are read as FP8 values of this format ("e4m3": float8_e4m3fn, "e5m2":
+  /// float8_e5m2), exactly; empty: none. Safetensors F8_E4M3 / F8_E5M2 tensors need no format.
+  std::string fp8_format;
+  /// FlashAttention-3's descale factors, shape (B, H_kv) or (H_kv,): query head h of batch b is
+  /// q_descale[b, h / (H / H_kv)] times its Q, K and V heads k_descale and v_descale times theirs.
+  /// Each product must be exactly a double (FP8 codes times float32 descales always are).
+  std::optional<NamedTensor> q_descale, k_descale, v_descale;
   std::optional<double> max_error;    ///< a CI gate: exceeded when proven larger
   std::string max_error_text;         ///< max_error as the user wrote it (printed back)
   std::optional<double> rtol;         ///< with max_error: the tolerance max_error + rtol max |E|
@@ -86,6 +94,8 @@ struct KernelAnalysis {
   std::vector<double> alibi_slopes, sinks;     ///< one per query head, as checked (empty: none)
   std::string alibi_alignment;                 ///< "bottom-right" or "top-left", with ALiBi
   std::string bias_name;                       ///< the additive bias's source, with one
+  std::string fp8_format;                      ///< with uint8 inputs read as FP8 codes
+  std::vector<std::string> descaled;           ///< "q", "k", "v": the inputs descale factors multiplied
   std::optional<KernelCheck> result;     ///< the output's check (with a candidate)
   std::optional<GradientCheck> backward;  ///< the backward pass's enclosure (with dq, dk, dv or lse)
   std::vector<GradientReport> gradients;  ///< in the order dq, dk, dv, lse

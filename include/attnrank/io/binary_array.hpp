@@ -16,9 +16,11 @@ namespace attnrank {
 
 /// What one element of a binary array is.
 struct ElementType {
-  enum class Kind { floating, bfloat, signed_integer, unsigned_integer, boolean };
+  /// fp8_e4m3: OCP FP8 E4M3 "fn" (PyTorch's float8_e4m3fn: bias 7, no infinities, NaN at
+  /// S.1111.111, largest 448); fp8_e5m2: OCP FP8 E5M2 (float8_e5m2: bias 15, IEEE-like).
+  enum class Kind { floating, bfloat, signed_integer, unsigned_integer, boolean, fp8_e4m3, fp8_e5m2 };
   Kind kind = Kind::floating;
-  std::size_t bytes = 8;    ///< 1, 2, 4 or 8 (floating: 2, 4, 8; bfloat: 2)
+  std::size_t bytes = 8;    ///< 1, 2, 4 or 8 (floating: 2, 4, 8; bfloat: 2; fp8: 1)
   bool big_endian = false;  ///< byte order in the data (ignored for one byte)
   std::string name;         ///< as the file spells it ("<f8", "BF16"), for messages
 };
@@ -64,9 +66,16 @@ std::vector<std::ptrdiff_t> byte_strides(const std::vector<std::size_t>& shape, 
 /// (complex, object, strings, long double, datetimes).
 ElementType numpy_element_type(const std::string& descr, const std::string& source);
 
-/// An element type from a safetensors dtype name (F64, F32, F16, BF16, I8..I64,
-/// U8..U64, BOOL; always little endian), or input_error listing the ones it reads.
+/// An element type from a safetensors dtype name (F64, F32, F16, BF16, F8_E4M3, F8_E5M2,
+/// I8..I64, U8..U64, BOOL; always little endian), or input_error listing the ones it reads.
 ElementType safetensors_element_type(const std::string& dtype, const std::string& source);
+
+/// The FP8 format a name gives ("e4m3", "float8_e4m3fn", "F8_E4M3"; "e5m2", "float8_e5m2",
+/// "F8_E5M2") as the element type of one-byte codes, or input_error naming it.
+ElementType fp8_element_type(const std::string& format);
+
+/// The value of the FP8 code `code` (0..255) of `kind` (fp8_e4m3 or fp8_e5m2), exactly.
+double fp8_value(unsigned code, ElementType::Kind kind);
 
 /// Leading indices that pick one matrix out of an array of more than two
 /// dimensions: "x.npy[3]" picks x[3] of a 3-D array, "x.npy[0,2]" x[0, 2] of a
