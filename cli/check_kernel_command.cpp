@@ -21,7 +21,8 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     std::vector<long> window;
     std::string align = "bottom-right";
     double softcap = 0;
-    std::string alibi_slopes, sinks, bias, fp8, q_descale, k_descale, v_descale;
+    std::string alibi_slopes, sinks, bias, fp8, q_descale, k_descale, v_descale, dropout_mask;
+    double dropout_p = 0;
     std::string scale;
     unsigned bits = 128;
     std::string max_error;
@@ -85,6 +86,10 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
                     std::string("FlashAttention-3's ") + (flag + 2) + " factors, shape (B, H_kv) or (H_kv,): a list or a "
                     "file; each multiplies its heads exactly")
         ->type_name("LIST|FILE");
+  cmd->add_option("--dropout-mask", opt->dropout_mask,
+                  "Dropout: the kernel's keep-mask (1: kept) of shape (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, N_k); "
+                  "O = (P o Z) V / (1 - p), FlashAttention's");
+  cmd->add_option("--dropout-p", opt->dropout_p, "Dropout's probability p, 0 <= p < 1 (with --dropout-mask)");
   cmd->add_option("--scale", opt->scale,
                   "Softmax scale s (default 1/sqrt(d)); the double nearest to it, as Python's float() reads it")
       ->type_name("FLOAT")  // a decimal, checked as every numeric option is (run.cpp); kept as text to round once
@@ -176,6 +181,9 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     if (!opt->q_descale.empty()) q.q_descale = read_per_head_argument(opt->q_descale, "--q-descale", run.limits);
     if (!opt->k_descale.empty()) q.k_descale = read_per_head_argument(opt->k_descale, "--k-descale", run.limits);
     if (!opt->v_descale.empty()) q.v_descale = read_per_head_argument(opt->v_descale, "--v-descale", run.limits);
+    if (!opt->dropout_mask.empty())
+      q.dropout_mask = NamedTensor{read_double_tensor(opt->dropout_mask, run.limits), opt->dropout_mask};
+    q.dropout_p = opt->dropout_p;
     if (!opt->bias.empty())
       q.bias = NamedTensor{read_double_tensor(opt->bias, run.limits, NonFiniteElements::keep), opt->bias};
     q.options.fallback = opt->fallback == "never"    ? FallbackPolicy::never

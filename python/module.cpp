@@ -378,8 +378,10 @@ PYBIND11_MODULE(_attnrank, m) {
          const std::string& alignment, double softcap, std::optional<NamedTensor> alibi_slopes,
          std::optional<NamedTensor> sinks, std::optional<NamedTensor> masks, std::optional<NamedTensor> bias,
          const std::string& fp8_format, std::optional<NamedTensor> q_descale, std::optional<NamedTensor> k_descale,
-         std::optional<NamedTensor> v_descale) {
+         std::optional<NamedTensor> v_descale, std::optional<NamedTensor> dropout_mask, double dropout_p) {
         KernelQuestion kq;
+        kq.dropout_mask = std::move(dropout_mask);
+        kq.dropout_p = dropout_p;
         kq.fp8_format = fp8_format;
         kq.q_descale = std::move(q_descale);
         kq.k_descale = std::move(k_descale);
@@ -436,5 +438,5 @@ PYBIND11_MODULE(_attnrank, m) {
       py::arg("bits"), py::arg("max_error"), py::arg("rtol"), py::arg("max_ratio"), py::arg("ratio_atol"),
       py::arg("causal"), py::arg("window"), py::arg("alignment"), py::arg("softcap"), py::arg("alibi_slopes"),
       py::arg("sinks"), py::arg("masks"), py::arg("bias"), py::arg("fp8_format"), py::arg("q_descale"),
-      py::arg("k_descale"), py::arg("v_descale"));
+      py::arg("k_descale"), py::arg("v_descale"), py::arg("dropout_mask"), py::arg("dropout_p"));
 }

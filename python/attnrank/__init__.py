@@ -303,8 +303,9 @@ def _row_tensor(value, name, shapes="(N,), (H, N) or (B, H, N)", most=3):
 def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None, dk=None, dv=None, lse=None,
                  reference_dq=None, reference_dk=None, reference_dv=None, reference_lse=None, mask=None,
                  window_size=None, alignment="bottom-right", softcap=0.0, alibi_slopes=None, sinks=None,
-                 attn_bias=None, fp8_format=None, q_descale=None, k_descale=None, v_descale=None, scale=None,
-                 fallback="auto", bits=None, max_error=None, rtol=None, max_ratio=None, ratio_atol=None):
+                 attn_bias=None, fp8_format=None, q_descale=None, k_descale=None, v_descale=None,
+                 dropout_mask=None, dropout_p=0.0, scale=None, fallback="auto", bits=None, max_error=None, rtol=None,
+                 max_ratio=None, ratio_atol=None):
     """The certified error of an attention kernel's output ``candidate`` (and of ``reference``)
     against the exact ``softmax(scale q k^T) v``, and of its backward pass, as ``attnrank
     check-kernel --json``: per tensor, ``max_abs_error_lower <= max |O - exact| <= max_abs_error_upper``
@@ -332,7 +333,9 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
     FP8 inputs: with ``fp8_format="e4m3"`` (float8_e4m3fn) or ``"e5m2"`` (float8_e5m2), uint8
     q, k, v arrays are read as FP8 codes, exactly (torch float8 tensors are such codes); the
     descale factors ``q_descale``, ``k_descale``, ``v_descale`` (shape (B, H_kv) or (H_kv,),
-    FlashAttention-3's) multiply their heads exactly before the check.
+    FlashAttention-3's) multiply their heads exactly before the check. Dropout: ``dropout_mask``
+    (the kernel's keep-mask, 1 kept, shape (N_q, N_k), (H, ...) or (B, H, ...)) and ``dropout_p``
+    give O = (P o Z) V / (1 - p), FlashAttention's, and its gradients; lse is before dropout.
 
     The backward pass: ``dq``, ``dk``, ``dv`` (any subset; they need ``dout``, the upstream gradient
     the kernel's backward ran with) are checked against the exact gradients of that attention
@@ -393,7 +396,8 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                               "" if fp8_format is None else str(fp8_format),
                               *(None if f is None else _row_tensor(f, name, "(B, H_kv) or (H_kv,)", 2)
                                 for f, name in ((q_descale, "q_descale"), (k_descale, "k_descale"),
-                                                (v_descale, "v_descale"))))
+                                                (v_descale, "v_descale"))),
+                              None if dropout_mask is None else _tensor(dropout_mask, "dropout_mask"), float(dropout_p))
 
 
 def from_torch(module):

@@ -40,7 +40,8 @@ def check_kernel(q: Tensor, k: Tensor, v: Tensor, candidate: Optional[Tensor] = 
                  alibi_slopes: Optional[Tensor] = ..., sinks: Optional[Tensor] = ...,
                  attn_bias: Optional[Tensor] = ..., fp8_format: Optional[Literal["e4m3", "e5m2"]] = ...,
                  q_descale: Optional[Tensor] = ..., k_descale: Optional[Tensor] = ...,
-                 v_descale: Optional[Tensor] = ..., scale: Optional[float] = ...,
+                 v_descale: Optional[Tensor] = ..., dropout_mask: Optional[Tensor] = ...,
+                 dropout_p: float = ..., scale: Optional[float] = ...,
                  fallback: Literal["auto", "never", "always"] = ...,
                  bits: Optional[int] = ..., max_error: Optional[float] = ..., rtol: Optional[float] = ...,
                  max_ratio: Optional[float] = ..., ratio_atol: Optional[float] = ...) -> Document: ...

@@ -139,7 +139,7 @@ def _passed(part):
 def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None, max_error=None, max_ratio=None,
                            reference=None, rtol=None, ratio_atol=0, layout="bhsd", fallback="auto", bits=None,
                            window_size=None, alignment="bottom-right", softcap=0.0, alibi_slopes=None, sinks=None,
-                           attn_bias=None):
+                           attn_bias=None, dropout_mask=None, dropout_p=0.0):
     """Asserts, with proof, that ``out`` is close to the exact attention of ``q``, ``k``, ``v``.
 
     Arrays are NumPy arrays or torch tensors (any device; float16, bfloat16, float32, float64),
@@ -150,7 +150,8 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
     right)`` FlashAttention's sliding window (-1: unbounded); ``mask`` an N_q x N_k bool or 0/1
     array (True: may attend); ``scale`` defaults to 1/sqrt(d). K and V may have fewer heads than
     q when their number divides q's (grouped-query attention). ``softcap``, ``alibi_slopes``,
-    ``sinks`` and ``attn_bias`` are the variants of ``attnrank.check_kernel``.
+    ``sinks``, ``attn_bias`` and ``dropout_mask`` / ``dropout_p`` are the variants of
+    ``attnrank.check_kernel``.
 
     Criteria (each given one must be proven):
       * ``max_error`` (with ``rtol``): max |out - exact| <= max_error + rtol max |exact|;
@@ -179,7 +180,7 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
                           bits=bits, max_error=max_error, rtol=rtol, max_ratio=max_ratio,
                           ratio_atol=None if max_ratio is None else ratio_atol, window_size=window_size,
                           alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
-                          attn_bias=attn_bias)
+                          attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p)
     if _passed(check):
         return check
     lines = ["attention output not proven close to the exact softmax(scale q k^T) v:"]
@@ -191,7 +192,8 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
 def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mask=None, scale=None, max_error=None,
                                  rtol=None, reference=None, max_ratio=None, ratio_atol=0, layout="bhsd",
                                  fallback="auto", bits=None, window_size=None, alignment="bottom-right",
-                                 softcap=0.0, alibi_slopes=None, sinks=None, attn_bias=None):
+                                 softcap=0.0, alibi_slopes=None, sinks=None, attn_bias=None,
+                                 dropout_mask=None, dropout_p=0.0):
     """Asserts, with proof, that a backward pass's ``dq``, ``dk``, ``dv`` are close to the exact
     gradients of softmax(scale q k^T) v contracted with ``dout`` (any of the three may be None:
     not checked). Arrays, ``causal``, ``mask``, ``scale``, ``layout`` and the variants
@@ -241,7 +243,7 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
                               bits=bits, max_error=tol_error, rtol=tol_rtol, max_ratio=max_ratio,
                               ratio_atol=None if max_ratio is None else ratio_atol, window_size=window_size,
                               alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
-                              attn_bias=attn_bias, **kwargs)
+                              attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p, **kwargs)
         for key in keys:
             checks[key] = (check, tol_error, tol_rtol)
     failing = [key for key in ("dq", "dk", "dv") if key in checks and not _passed(checks[key][0][key])]
@@ -259,7 +261,7 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
 def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None, seed=0, max_error=None, rtol=None,
                             grad_max_error=None, grad_rtol=None, reference=None, max_ratio=None, ratio_atol=0,
                             fallback="auto", bits=None, window_size=None, alignment="bottom-right", softcap=0.0,
-                            alibi_slopes=None, sinks=None, attn_bias=None):
+                            alibi_slopes=None, sinks=None, attn_bias=None, dropout_mask=None, dropout_p=0.0):
     """Runs the kernel ``fn(q, k, v) -> out`` (torch tensors, (..., N, d) layout) forward and
     backward with autograd on an upstream gradient drawn from ``torch.randn`` with ``seed`` in
     ``out``'s dtype, and asserts both with proof: ``assert_attention_close`` on ``out`` (with
@@ -287,7 +289,7 @@ def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None,
             raise ValueError("the reference's output dtype differs from the kernel's: the seeded dout would differ")
     common = dict(causal=causal, mask=mask, scale=scale, fallback=fallback, bits=bits, window_size=window_size,
                   alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
-                  attn_bias=attn_bias)
+                  attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p)
     try:
         forward = assert_attention_close(out, q, k, v, max_error=max_error, rtol=rtol, reference=ref_out,
                                          max_ratio=max_ratio, ratio_atol=ratio_atol, **common)

@@ -294,22 +294,34 @@ std::vector<Mask> per_head_masks(const NamedTensor& masks, const NamedTensor& q,
   return out;
 }
 
+/// Which matrix of an (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, N_k) tensor each query head reads
+/// (t = b H + h), every matrix N_q x N_k; input_error naming `what` otherwise.
+std::vector<std::size_t> per_head_matrix_index(const NamedTensor& t, const NamedTensor& q, const NamedTensor& k,
+                                               const std::string& what) {
+  const std::vector<std::size_t> lq(q.tensor.shape.begin(), q.tensor.shape.end() - 2);
+  const std::vector<std::size_t> lt(t.tensor.shape.begin(), t.tensor.shape.end() - 2);
+  const std::size_t heads = lq.empty() ? 1 : lq.back(), batches = lq.size() == 2 ? lq[0] : 1;
+  const bool shared = lt.empty(), by_head = lt.size() == 1 && lt[0] == heads, by_both = lt == lq && lq.size() == 2;
+  if (!shared && !by_head && !by_both)
+    throw input_error(what + " " + t.name + " has shape " + shape_text(t.tensor.shape) + " but Q is " +
+                      shape_text(q.tensor.shape) + ": give (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, N_k)");
+  for (const Eigen::MatrixXd& m : t.tensor.matrices)
+    if (m.rows() != q.tensor.matrices.at(0).rows() || m.cols() != k.tensor.matrices.at(0).rows())
+      throw input_error(what + " " + t.name + " is " + std::to_string(m.rows()) + " x " + std::to_string(m.cols()) +
+                        " per head but Q has " + std::to_string(q.tensor.matrices.at(0).rows()) + " queries and K " +
+                        std::to_string(k.tensor.matrices.at(0).rows()) + " keys");
+  std::vector<std::size_t> index;
+  for (std::size_t b = 0; b < batches; ++b)
+    for (std::size_t h = 0; h < heads; ++h) index.push_back(shared ? 0 : by_head ? h : b * heads + h);
+  return index;
+}
+
 /// The additive bias of each query head, and the masks its -inf entries make (with the
 /// options' own mask or masks) in options.masks.
 void apply_bias(const NamedTensor& bias, const NamedTensor& q, const NamedTensor& k, KernelCheckOptions& options) {
-  const std::vector<std::size_t> lq(q.tensor.shape.begin(), q.tensor.shape.end() - 2);
-  const std::vector<std::size_t> lb(bias.tensor.shape.begin(), bias.tensor.shape.end() - 2);
-  const std::size_t heads = lq.empty() ? 1 : lq.back(), batches = lq.size() == 2 ? lq[0] : 1;
-  const bool shared = lb.empty(), by_head = lb.size() == 1 && lb[0] == heads, by_both = lb == lq && lq.size() == 2;
-  if (!shared && !by_head && !by_both)
-    throw input_error("the bias " + bias.name + " has shape " + shape_text(bias.tensor.shape) + " but Q is " +
-                      shape_text(q.tensor.shape) + ": give (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, N_k)");
+  const std::vector<std::size_t> index = per_head_matrix_index(bias, q, k, "the bias");
   bool masked = false;
   for (const Eigen::MatrixXd& m : bias.tensor.matrices) {
-    if (m.rows() != q.tensor.matrices.at(0).rows() || m.cols() != k.tensor.matrices.at(0).rows())
-      throw input_error("the bias " + bias.name + " is " + std::to_string(m.rows()) + " x " + std::to_string(m.cols()) +
-                        " per head but Q has " + std::to_string(q.tensor.matrices.at(0).rows()) + " queries and K " +
-                        std::to_string(k.tensor.matrices.at(0).rows()) + " keys");
     for (Eigen::Index j = 0; j < m.cols(); ++j)
       for (Eigen::Index i = 0; i < m.rows(); ++i) {
         const double x = m(i, j);
@@ -321,16 +333,14 @@ void apply_bias(const NamedTensor& bias, const NamedTensor& q, const NamedTensor
       }
   }
   std::vector<Mask> masks;  // each head's mask with the bias's -inf entries taken out
-  for (std::size_t b = 0; b < batches; ++b)
-    for (std::size_t h = 0; h < heads; ++h) {
-      const std::size_t t = b * heads + h, i = shared ? 0 : by_head ? h : t;
-      const Eigen::MatrixXd& m = bias.tensor.matrices[i];
-      options.biases.push_back((m.array() == -INFINITY).select(0.0, m));
-      if (!masked) continue;
-      masks.push_back(Mask::from_pattern(
-          m.rows(), m.cols(), [&](Eigen::Index r, Eigen::Index c) { return m(r, c) != -INFINITY; }, mask_of(options, t),
-          "the bias " + bias.name + " (its -inf entries) with the mask, head " + std::to_string(t)));
-    }
+  for (std::size_t t = 0; t < index.size(); ++t) {
+    const Eigen::MatrixXd& m = bias.tensor.matrices[index[t]];
+    options.biases.push_back((m.array() == -INFINITY).select(0.0, m));
+    if (!masked) continue;
+    masks.push_back(Mask::from_pattern(
+        m.rows(), m.cols(), [&](Eigen::Index r, Eigen::Index c) { return m(r, c) != -INFINITY; }, mask_of(options, t),
+        "the bias " + bias.name + " (its -inf entries) with the mask, head " + std::to_string(t)));
+  }
   if (masked) {
     options.masks = std::move(masks);
     options.mask.reset();
@@ -478,6 +488,14 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   std::string mask_name = q.masks ? "per-head" : !window_name.empty() ? window_name
                                                : options.mask        ? options.mask->name()
                                                                      : "none";
+  if (q.dropout_mask) {
+    for (std::size_t i : per_head_matrix_index(*q.dropout_mask, q.q, q.k, "the dropout mask"))
+      options.dropout_keep.push_back(q.dropout_mask->tensor.matrices[i]);
+    options.dropout_p = q.dropout_p;
+  } else if (q.dropout_p != 0) {
+    throw input_error("dropout_p " + shortest_text(q.dropout_p) + " needs the kernel's dropout mask (which entries it "
+                      "kept: FlashAttention returns it with return_attn_probs)");
+  }
   if (q.bias) {
     apply_bias(*q.bias, q.q, q.k, options);
     if (!q.masks && !options.masks.empty())
@@ -553,6 +571,7 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   out.mask_name = mask_name;
   if (q.bias) out.bias_name = q.bias->name;
   out.fp8_format = q.fp8_format;
+  if (q.dropout_mask) out.dropout_p = q.dropout_p;
   for (const auto& [f, name] : {std::pair{&q.q_descale, "q"}, std::pair{&q.k_descale, "k"}, std::pair{&q.v_descale, "v"}})
     if (*f) out.descaled.push_back(name);
   out.softcap = options.softcap;
@@ -608,6 +627,7 @@ json to_json(const KernelAnalysis& k) {
   if (!k.sinks.empty()) j["sinks"] = k.sinks;
   if (!k.bias_name.empty()) j["bias"] = k.bias_name;
   if (!k.fp8_format.empty()) j["fp8_format"] = k.fp8_format;
+  if (k.dropout_p) j["dropout_p"] = shortest_text(*k.dropout_p);
   if (!k.descaled.empty()) j["descaled"] = k.descaled;
   if (k.result) {
     const KernelCheck& r = *k.result;
@@ -686,6 +706,7 @@ std::string to_text(const KernelAnalysis& k) {
   if (!k.sinks.empty()) s << "; sinks";
   if (!k.bias_name.empty()) s << "; bias " << k.bias_name;
   if (!k.fp8_format.empty()) s << "; FP8 codes read as " << k.fp8_format;
+  if (k.dropout_p) s << "; dropout p = " << shortest_text(*k.dropout_p) << " with its keep-mask";
   for (const std::string& d : k.descaled) s << "; " << d << "_descale";
   s << "\n";
   if (k.result) {

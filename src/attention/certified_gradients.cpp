@@ -166,11 +166,14 @@ class GradientHead {
     if (wanted_.lse) logsumexp(S, P, first, out.lse);
     if (!wanted_.any_gradient() && !wanted_.output) return;
 
-    // O within V's column range (and 0's, with a sink); D = rowsum(dO o O) in upward rounding.
-    const IntervalOperand p(P, a_priori_);
+    // O within V's column range (and 0's, with a sink; not with dropout, whose kept weights
+    // are scaled up); D = rowsum(dO o O) in upward rounding.
+    const IntervalOperand p(modifiers_.keep ? dropout_bounds(P, modifiers_, first) : P, a_priori_);
     BoundsMatrix O = p.times(V_, v_abs_max_, work.rows);
-    O.lo = O.lo.cwiseMax(v_min_.replicate(rows, 1));
-    O.hi = O.hi.cwiseMin(v_max_.replicate(rows, 1));
+    if (!modifiers_.keep) {
+      O.lo = O.lo.cwiseMax(v_min_.replicate(rows, 1));
+      O.hi = O.hi.cwiseMin(v_max_.replicate(rows, 1));
+    }
     if (wanted_.output) {
       out.output.lo.middleRows(first, rows) = O.lo;
       out.output.hi.middleRows(first, rows) = O.hi;
@@ -190,6 +193,7 @@ class GradientHead {
     // dS = P o (dP - D 1^T), P >= 0: each end one product of ends, 0 where P is exactly 0.
     BoundsMatrix dP = a_priori_ ? a_priori_product_bounds(dOb, VT_, do_norms_.segment(first, rows), v_norms_)
                                 : certified_product_bounds(dOb, VT_);
+    if (modifiers_.keep) dP = dropout_bounds(dP, modifiers_, first);  // the gradient reaching P through Z / (1 - p)
     BoundsMatrix dS;
     {
       UpwardRounding up;

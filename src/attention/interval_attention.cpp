@@ -116,6 +116,19 @@ Matrix<Interval> weights(const Matrix<Interval>& S, const Mask* mask, const Scor
   return mask ? softmax_rows(S, *mask) : softmax_rows(S);
 }
 
+/// X o Z / (1 - p) with dropout's keep-mask (X itself without one).
+Matrix<Interval> dropped(const Matrix<Interval>& X, const ScoreModifiers& m) {
+  if (!m.keep) return X;
+  Interval one_minus;
+  mpfi_set_d(one_minus.backend().data(), m.dropout_p);
+  one_minus = 1 - one_minus;
+  const Interval k = 1 / one_minus;
+  Matrix<Interval> out(X.rows(), X.cols());
+  for (Index j = 0; j < X.cols(); ++j)
+    for (Index i = 0; i < X.rows(); ++i) out(i, j) = (*m.keep)(i, j) != 0 ? Interval(X(i, j) * k) : Interval(0);
+  return out;
+}
+
 }  // namespace
 
 Matrix<Interval> interval_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
@@ -123,7 +136,7 @@ Matrix<Interval> interval_attention(const Eigen::MatrixXd& Q, const Eigen::Matri
                                     const ScoreModifiers& modifiers) {
   Matrix<Interval> S = scaled_scores(Q, K, interval_scale(scale, Q.cols())), T;
   modify(S, modifiers, T);
-  return multiply(weights(S, mask, modifiers), to_intervals(V));
+  return multiply(dropped(weights(S, mask, modifiers), modifiers), to_intervals(V));
 }
 
 IntervalGradients interval_attention_gradients(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
@@ -150,8 +163,9 @@ IntervalGradients interval_attention_gradients(const Eigen::MatrixXd& Q, const E
   if (!wanted.any_gradient()) return out;
   const Matrix<Interval> P = weights(S, mask, modifiers);
   const Matrix<Interval> Vi = to_intervals(V), dOi = to_intervals(dO);
-  const Matrix<Interval> O = multiply(P, Vi);
-  Matrix<Interval> dS = multiply_transposed(dOi, Vi);  // dP, then dS in place
+  const Matrix<Interval> Pd = dropped(P, modifiers);  // the weights V reads
+  const Matrix<Interval> O = multiply(Pd, Vi);
+  Matrix<Interval> dS = dropped(multiply_transposed(dOi, Vi), modifiers);  // dP, then dS in place
   for (Index i = 0; i < dS.rows(); ++i) {
     Interval d = 0;
     for (Index l = 0; l < O.cols(); ++l) d += dOi(i, l) * O(i, l);
@@ -173,7 +187,7 @@ IntervalGradients interval_attention_gradients(const Eigen::MatrixXd& Q, const E
       for (Index i = 0; i < out.dk.rows(); ++i) out.dk(i, j) *= s;
   }
   if (wanted.dv) {
-    const Matrix<Interval> PT = P.transpose();
+    const Matrix<Interval> PT = Pd.transpose();
     out.dv = multiply(PT, dOi);
   }
   return out;

@@ -85,6 +85,11 @@ void check_modifiers(std::size_t queries, const KernelCheckOptions& options, con
   if (!options.biases.empty() && options.biases.size() != queries)
     throw input_error(std::string(who) + ": " + std::to_string(options.biases.size()) + " biases for " +
                       std::to_string(queries) + " query heads (one per head)");
+  if (!options.dropout_keep.empty() && options.dropout_keep.size() != queries)
+    throw input_error(std::string(who) + ": " + std::to_string(options.dropout_keep.size()) + " keep-masks for " +
+                      std::to_string(queries) + " query heads (one per head)");
+  if (options.dropout_p != 0 && options.dropout_keep.empty())
+    throw input_error(std::string(who) + ": dropout_p needs the kernel's keep-mask (which entries it kept)");
   if (!options.masks.empty() && options.masks.size() != queries)
     throw input_error(std::string(who) + ": " + std::to_string(options.masks.size()) + " masks for " +
                       std::to_string(queries) + " query heads (one per head)");
@@ -110,6 +115,8 @@ ScoreModifiers modifiers_of(const KernelCheckOptions& options, std::size_t t) {
   if (!options.alibi_slopes.empty()) m.alibi_slope = options.alibi_slopes[t];
   if (!options.sinks.empty()) m.sink = options.sinks[t];
   if (!options.biases.empty()) m.bias = &options.biases[t];
+  if (!options.dropout_keep.empty()) m.keep = &options.dropout_keep[t];
+  m.dropout_p = options.dropout_p;
   return m;
 }
 

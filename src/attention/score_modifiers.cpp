@@ -30,12 +30,48 @@ void validate(const ScoreModifiers& m) {
     throw input_error("ALiBi slope " + decimal(*m.alibi_slope) + " is not finite");
   if (m.sink && !std::isfinite(*m.sink))
     throw input_error("sink logit " + decimal(*m.sink) + " is not finite");
+  if (m.keep) {
+    if (!(m.dropout_p >= 0 && m.dropout_p < 1))
+      throw input_error("dropout_p " + decimal(m.dropout_p) + " is not in [0, 1)");
+    for (Index j = 0; j < m.keep->cols(); ++j)
+      for (Index i = 0; i < m.keep->rows(); ++i)
+        if ((*m.keep)(i, j) != 0 && (*m.keep)(i, j) != 1)
+          throw input_error("dropout keep-mask entry [" + std::to_string(i) + ", " + std::to_string(j) +
+                            "] (0-based) is " + decimal((*m.keep)(i, j)) + ", not 0 (dropped) or 1 (kept)");
+  }
   if (m.bias && !m.bias->allFinite())
     for (Index j = 0; j < m.bias->cols(); ++j)
       for (Index i = 0; i < m.bias->rows(); ++i)
         if (!std::isfinite((*m.bias)(i, j)))
           throw input_error("bias entry [" + std::to_string(i) + ", " + std::to_string(j) + "] (0-based) is " +
                             decimal((*m.bias)(i, j)) + " (a -inf entry is a masked key: give it as the mask)");
+}
+
+BoundsMatrix dropout_bounds(const BoundsMatrix& X, const ScoreModifiers& m, Index first_row) {
+  const Eigen::MatrixXd& Z = *m.keep;
+  const Index rows = X.lo.rows(), cols = X.lo.cols();
+  if (first_row < 0 || first_row + rows > Z.rows() || Z.cols() != cols)
+    throw input_error("the dropout keep-mask is " + std::to_string(Z.rows()) + " x " + std::to_string(Z.cols()) +
+                      " but the weights are " + std::to_string(first_row + rows) + " x " + std::to_string(cols));
+  BoundsMatrix out{Eigen::MatrixXd(rows, cols), Eigen::MatrixXd(rows, cols)};
+  UpwardRounding up;
+  // 1 / (1 - p) in [k_lo, k_hi]: 1 - p rounded each way, then the quotients outward.
+  const double one_minus_hi = 1.0 - m.dropout_p, one_minus_lo = -(m.dropout_p - 1.0);
+  const double k_hi = 1.0 / one_minus_lo, k_lo = -((-1.0) / one_minus_hi);
+  for (Index j = 0; j < cols; ++j)
+    for (Index i = 0; i < rows; ++i) {
+      if (Z(first_row + i, j) == 0) {
+        out.lo(i, j) = out.hi(i, j) = 0;
+        continue;
+      }
+      const double hi = X.hi(i, j), neg_lo = -X.lo(i, j);  // x k with k in [k_lo, k_hi] > 0, outward
+      out.hi(i, j) = hi >= 0 ? hi * k_hi : hi * k_lo;
+      out.lo(i, j) = -(neg_lo >= 0 ? neg_lo * k_hi : neg_lo * k_lo);
+    }
+  detail::rounding_barrier(out.hi);
+  detail::rounding_barrier(out.lo);
+  unbounded_where_nan(out);
+  return out;
 }
 
 void modify_score_bounds(BoundsMatrix& S, const ScoreModifiers& m, Index first_row, Index queries,

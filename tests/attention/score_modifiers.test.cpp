@@ -1,6 +1,6 @@
 // Tests for the variants' score modifiers: numbers/certified_tanh.hpp (tanh bounds against
 // MPFR), attention/score_modifiers.hpp through one head's forward and backward enclosures
-// (softcap, ALiBi in both alignments, sinks, additive biases; attention/certified_gradients.hpp and its MPFI
+// (softcap, ALiBi in both alignments, sinks, additive biases, dropout; attention/certified_gradients.hpp and its MPFI
 // twin) and through the kernel checks. The oracles are written here from the definitions,
 // in MPFR at 320 bits, sharing no code with the library's modifier stage: the scores
 // s q.k, capped to c tanh(x / c), minus slope |i + off - j|, over a denominator with
@@ -48,6 +48,15 @@ void maybe_bias(const Head& h, ScoreModifiers& m, Eigen::MatrixXd& storage) {
   m.bias = &storage;
 }
 
+/// Sometimes dropout: a random keep-mask of the head's shape and p, kept in `storage`.
+void maybe_dropout(const Head& h, ScoreModifiers& m, Eigen::MatrixXd& storage) {
+  if (!*rc::gen::arbitrary<bool>()) return;
+  storage.resize(h.Q.rows(), h.K.rows());
+  for (auto& z : storage.reshaped()) z = *rc::gen::element(0.0, 1.0, 1.0);
+  m.keep = &storage;
+  m.dropout_p = *rc::gen::element(0.0, 0.1, 0.5, 0.875);
+}
+
 /// The variant's modified scores from the definition, at the precision in force.
 Matrix<Real> variant_scores(const Matrix<Real>& Q, const Matrix<Real>& K, const Real& s, const ScoreModifiers& m) {
   Matrix<Real> X(Q.rows(), K.rows());
@@ -80,8 +89,9 @@ Matrix<Real> variant_output(const Matrix<Real>& Q, const Matrix<Real>& K, const 
   for (Eigen::Index i = 0; i < X.rows(); ++i) {
     const Real den = denominator(X, i, mask, m);
     for (Eigen::Index j = 0; j < X.cols(); ++j)
-      if (!mask || mask->allows(i, j)) {
-        const Real p = exp(X(i, j)) / den;
+      if ((!mask || mask->allows(i, j)) && (!m.keep || (*m.keep)(i, j) != 0)) {
+        Real p = exp(X(i, j)) / den;
+        if (m.keep) p /= 1 - Real(m.dropout_p);
         for (Eigen::Index l = 0; l < V.cols(); ++l) O(i, l) += p * V(j, l);
       }
   }
@@ -135,8 +145,9 @@ TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
   rc::prop("MPFI's output and lse contain the definition's (320 bits): softcap, ALiBi, sink", [] {
     const Head h = gen_head(*rc::gen::element(1.0, 4.0, 40.0), 1.0, 1.0);
     ScoreModifiers m = gen_modifiers();
-    Eigen::MatrixXd bias;
+    Eigen::MatrixXd bias, keep;
     maybe_bias(h, m, bias);
+    maybe_dropout(h, m, keep);
     const PrecisionScope scope(256);
     const Matrix<Interval> O = detail::interval_attention(h.Q, h.K, h.V, h.scale, h.mask_ptr(), m);
     const detail::IntervalGradients G = detail::interval_attention_gradients(
@@ -159,8 +170,9 @@ TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
   rc::prop("MPFI's gradients are the derivatives of the variant's <dO, O>: central differences at 320 bits", [] {
     const Head h = gen_head(*rc::gen::element(1.0, 4.0), 1.0, 1.0);
     ScoreModifiers m = gen_modifiers();
-    Eigen::MatrixXd bias;
+    Eigen::MatrixXd bias, keep;
     maybe_bias(h, m, bias);
+    maybe_dropout(h, m, keep);
     const PrecisionScope scope(320);
     const detail::IntervalGradients G =
         detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), {}, m);
@@ -182,8 +194,9 @@ TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
   rc::prop("the double bounds are bands and contain MPFI's output, gradients and lse, V and dO to DBL_MAX/2", [] {
     const Head h = gen_head(*rc::gen::element(1e-3, 1.0, 4.0, 40.0), gen_magnitude(), gen_magnitude());
     ScoreModifiers m = gen_modifiers();
-    Eigen::MatrixXd bias;
+    Eigen::MatrixXd bias, keep;
     maybe_bias(h, m, bias);
+    maybe_dropout(h, m, keep);
     const AttentionProducts products = *rc::gen::element(AttentionProducts::directed, AttentionProducts::a_priori);
     const ScaleBounds s = h.scale ? ScaleBounds::exactly(*h.scale) : ScaleBounds::inverse_sqrt(h.Q.cols());
     GradientsWanted all;
@@ -251,9 +264,11 @@ TEST_CASE("attnrank::check_kernel with score modifiers") {
     options.alignment = m.alignment;
     if (m.alibi_slope) options.alibi_slopes = {*m.alibi_slope};
     if (m.sink) options.sinks = {*m.sink};
-    Eigen::MatrixXd bias;
+    Eigen::MatrixXd bias, keep;
     maybe_bias(h, m, bias);
     if (m.bias) options.biases = {bias};
+    maybe_dropout(h, m, keep);
+    if (m.keep) options.dropout_keep = {keep}, options.dropout_p = m.dropout_p;
     options.fallback = *rc::gen::element(FallbackPolicy::automatic, FallbackPolicy::never, FallbackPolicy::always);
     Matrix<Interval> exact_o;
     detail::IntervalGradients exact;

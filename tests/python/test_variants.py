@@ -332,3 +332,29 @@ def test_fp8_safetensors_through_the_cli(tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert float(doc["candidate"]["max_abs_error_upper"]) < 1e-6  # float32 rounding of the output
+
+
+@pytest.mark.parametrize("dropout_p", [0.1, 0.5])
+def test_dropout_with_the_kernels_keep_mask(dropout_p):
+    """FlashAttention's dropout: O = (P o Z) V / (1 - p) with the kernel's keep-mask Z; torch
+    float64 autograd's gradients through it agree; without the 1 / (1 - p) it is proven wrong."""
+    B, H, nq, nk, d = 2, 2, 5, 7, 4
+    q, k, v = (gen((B, H, n, d), SEED + 90 + i).requires_grad_(True) for i, n in enumerate((nq, nk, nk)))
+    dout = gen((B, H, nq, d), SEED + 95)
+    keep = torch.from_numpy(np.random.default_rng(SEED).random((B, H, nq, nk)) >= dropout_p)
+    p = torch.softmax(q @ k.transpose(-1, -2) / d ** 0.5, -1)
+    out = (p * keep / (1 - dropout_p)) @ v
+    out.backward(dout)
+    check = attnrank.check_kernel(q.detach(), k.detach(), v.detach(), out.detach(), dropout_mask=keep,
+                                  dropout_p=dropout_p, dout=dout, dq=q.grad, dk=k.grad, dv=v.grad)
+    assert check["dropout_p"] == str(dropout_p)
+    assert upper(check["candidate"]) < 1e-13
+    for key in ("dq", "dk", "dv"):
+        assert upper(check[key]["candidate"]) < 1e-12, key
+    unscaled = ((p * keep) @ v).detach()
+    wrong = attnrank.check_kernel(q.detach(), k.detach(), v.detach(), unscaled, dropout_mask=keep, dropout_p=dropout_p)
+    assert float(wrong["candidate"]["max_abs_error_lower"]) > 1e-3
+    with pytest.raises(ValueError, match="needs the kernel's dropout mask"):
+        attnrank.check_kernel(q.detach(), k.detach(), v.detach(), out.detach(), dropout_p=dropout_p)
+    with pytest.raises(ValueError, match=r"dropout_p 1 is not in \[0, 1\)"):
+        attnrank.check_kernel(q.detach(), k.detach(), v.detach(), out.detach(), dropout_mask=keep, dropout_p=1.0)

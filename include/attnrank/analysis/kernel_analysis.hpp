@@ -67,6 +67,10 @@ struct KernelQuestion {
   /// q_descale[b, h / (H / H_kv)] times its Q, K and V heads k_descale and v_descale times theirs.
   /// Each product must be exactly a double (FP8 codes times float32 descales always are).
   std::optional<NamedTensor> q_descale, k_descale, v_descale;
+  /// Dropout with the kernel's own keep-mask (1: kept) of shape (N_q, N_k), (H, N_q, N_k) or
+  /// (B, H, N_q, N_k), and its probability p: O = (P o Z) V / (1 - p), FlashAttention's.
+  std::optional<NamedTensor> dropout_mask;
+  double dropout_p = 0;
   std::optional<double> max_error;    ///< a CI gate: exceeded when proven larger
   std::string max_error_text;         ///< max_error as the user wrote it (printed back)
   std::optional<double> rtol;         ///< with max_error: the tolerance max_error + rtol max |E|
@@ -96,6 +100,7 @@ struct KernelAnalysis {
   std::string bias_name;                       ///< the additive bias's source, with one
   std::string fp8_format;                      ///< with uint8 inputs read as FP8 codes
   std::vector<std::string> descaled;           ///< "q", "k", "v": the inputs descale factors multiplied
+  std::optional<double> dropout_p;             ///< with a dropout mask
   std::optional<KernelCheck> result;     ///< the output's check (with a candidate)
   std::optional<GradientCheck> backward;  ///< the backward pass's enclosure (with dq, dk, dv or lse)
   std::vector<GradientReport> gradients;  ///< in the order dq, dk, dv, lse

@@ -73,6 +73,9 @@ struct KernelCheckOptions {
   std::vector<double> alibi_slopes, sinks;
   /// Additive biases, one N_q x N_k matrix per query head t (finite; empty: none).
   std::vector<Eigen::MatrixXd> biases;
+  /// Dropout: a keep-mask per query head t (N_q x N_k, 0/1; empty: no dropout) and its p.
+  std::vector<Eigen::MatrixXd> dropout_keep;
+  double dropout_p = 0;
   MaskAlignment alignment = MaskAlignment::bottom_right;
   FallbackPolicy fallback = FallbackPolicy::automatic;
   unsigned fallback_bits = 128;

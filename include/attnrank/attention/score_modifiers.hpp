@@ -10,6 +10,9 @@
 //   mask     masked keys get weight exactly 0      (attention/mask.hpp)
 //   sink     p_ij = exp(x_ij) / (exp(sink) + sum_j exp(x_ij))   (a logit in the denominator
 //            only: the weights of a row sum to less than 1, and no output row reads it)
+//   dropout  O = (P o Z) V / (1 - p) for a known keep-mask Z (1: kept) and probability p,
+//            FlashAttention's: the softmax (and lse) before dropout, the weights V reads after;
+//            backward dV = (P o Z)^T dO / (1 - p), dP = (dO V^T) o Z / (1 - p), D = rowsum(dO o O)
 // Softcap comes before the bias, as in FlashAttention. FlashAttention's causal ALiBi kernel
 // adds slope (j - N_k + 1) instead; the two differ by a constant per row, which softmax
 // ignores (not with a sink: the definition above is the one checked).
@@ -33,13 +36,19 @@ struct ScoreModifiers {
   MaskAlignment alignment = MaskAlignment::bottom_right;  ///< where ALiBi's distance is measured from
   std::optional<double> sink;         ///< the sink logit (finite); none: no sink
   const Eigen::MatrixXd* bias = nullptr;  ///< N_q x N_k, finite; nullptr: none
+  const Eigen::MatrixXd* keep = nullptr;  ///< dropout's keep-mask Z, N_q x N_k of 0s and 1s; nullptr: none
+  double dropout_p = 0;                   ///< with keep: the dropout probability, 0 <= p < 1
   bool changes_scores() const { return softcap > 0 || alibi_slope.has_value() || bias != nullptr; }
-  bool any() const { return changes_scores() || sink.has_value(); }
+  bool any() const { return changes_scores() || sink.has_value() || keep != nullptr; }
 };
 
-/// input_error naming the value unless softcap is 0 or positive and finite, and the
-/// slope, the sink and every bias entry are finite.
+/// input_error naming the value unless softcap is 0 or positive and finite, the slope, the
+/// sink and every bias entry are finite, the keep-mask holds only 0 and 1, and 0 <= p < 1.
 void validate(const ScoreModifiers& m);
+
+/// Bounds of X o Z / (1 - p) for rows first_row .. of the keep-mask Z = *m.keep (X holds those
+/// rows), outward; exactly 0 where Z is 0. input_error when X does not fit Z.
+BoundsMatrix dropout_bounds(const BoundsMatrix& X, const ScoreModifiers& m, Eigen::Index first_row);
 
 /// S holds bounds of rows first_row .. of a head's scaled scores (queries rows in all,
 /// one column per key). Applies the softcap, then ALiBi and the bias, in place, outward. With
