@@ -20,6 +20,13 @@ std::string decimal(double x) {
   const auto end = std::to_chars(buffer, buffer + sizeof buffer, x).ptr;
   return std::string(buffer, end);
 }
+/// [lo, hi] holding x f for every x in [x_lo, x_hi] and f in [f_lo, f_hi], 0 <= f_lo: each end one
+/// product of ends. Call in upward rounding (the lower end is -((-x_lo) f), rounded up).
+inline void times_nonnegative(double x_lo, double x_hi, double f_lo, double f_hi, double& lo, double& hi) {
+  const double neg_lo = -x_lo;
+  hi = x_hi >= 0 ? x_hi * f_hi : x_hi * f_lo;
+  lo = -(neg_lo >= 0 ? neg_lo * f_hi : neg_lo * f_lo);
+}
 }  // namespace
 
 void validate(const ScoreModifiers& m) {
@@ -64,9 +71,7 @@ BoundsMatrix dropout_bounds(const BoundsMatrix& X, const ScoreModifiers& m, Inde
         out.lo(i, j) = out.hi(i, j) = 0;
         continue;
       }
-      const double hi = X.hi(i, j), neg_lo = -X.lo(i, j);  // x k with k in [k_lo, k_hi] > 0, outward
-      out.hi(i, j) = hi >= 0 ? hi * k_hi : hi * k_lo;
-      out.lo(i, j) = -(neg_lo >= 0 ? neg_lo * k_hi : neg_lo * k_lo);
+      times_nonnegative(X.lo(i, j), X.hi(i, j), k_lo, k_hi, out.lo(i, j), out.hi(i, j));
     }
   detail::rounding_barrier(out.hi);
   detail::rounding_barrier(out.lo);
@@ -142,10 +147,7 @@ BoundsMatrix times_softcap_derivative(const BoundsMatrix& g, const BoundsMatrix&
       const double smallest_square = tl > 0 ? -((-tl) * tl) : th < 0 ? -((-th) * th) : 0.0;
       const double f_lo = std::max(0.0, -(largest_square - 1.0));
       const double f_hi = std::min(1.0, 1.0 - smallest_square);
-      // g f with f >= 0: each end one product of ends.
-      const double g_hi = g.hi(i, j), neg_g_lo = -g.lo(i, j);
-      out.hi(i, j) = g_hi >= 0 ? g_hi * f_hi : g_hi * f_lo;
-      out.lo(i, j) = -(neg_g_lo >= 0 ? neg_g_lo * f_hi : neg_g_lo * f_lo);
+      times_nonnegative(g.lo(i, j), g.hi(i, j), f_lo, f_hi, out.lo(i, j), out.hi(i, j));
     }
   detail::rounding_barrier(out.hi);
   detail::rounding_barrier(out.lo);
