@@ -417,6 +417,16 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
     if (transformed(q.k, kd, q.k_descale, 1, "k_descale")) ks = &kd;
     if (transformed(q.v, vd, q.v_descale, 1, "v_descale")) vs = &vd;
   }
+  if (!q.fp8_format.empty()) {  // a format for no codes is a mistake, not a no-op
+    (void)fp8_element_type(q.fp8_format);
+    const auto codes = [](const NamedTensor& t) {
+      return t.tensor.dtype == "|u1" || t.tensor.dtype == "uint8" || t.tensor.dtype == "U8";
+    };
+    if (!codes(q.q) && !codes(q.k) && !codes(q.v))
+      throw input_error("FP8 format " + q.fp8_format + " given, but Q, K and V are " + q.q.tensor.dtype + ", " +
+                        q.k.tensor.dtype + ", " + q.v.tensor.dtype + ", not uint8 codes (safetensors F8_E4M3 / F8_E5M2 "
+                        "tensors need no format)");
+  }
   options.alignment = q.alignment;
   if (q.alibi_slopes) options.alibi_slopes = per_query_head(*q.alibi_slopes, q.q, "the ALiBi slopes", true);
   if (q.sinks) options.sinks = per_query_head(*q.sinks, q.q, "the sinks", false);

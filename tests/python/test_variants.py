@@ -299,6 +299,8 @@ def test_fp8_codes_with_descales():
     with pytest.raises(ValueError, match="not exactly a double"):
         attnrank.check_kernel(codes["q"], codes["k"], codes["v"], out, fp8_format="e4m3",
                               q_descale=np.array([[0.1, 0.1]]))  # a double, not a float32: products round
+    with pytest.raises(ValueError, match="not uint8 codes"):
+        attnrank.check_kernel(vals["q"], kk, vv, out, fp8_format="e4m3")
     with pytest.raises(ValueError, match="'e3m4' is not e4m3"):
         attnrank.check_kernel(codes["q"], codes["k"], codes["v"], out, fp8_format="e3m4")
     with pytest.raises(ValueError, match=r"q_descale .* has 3 entries"):
