@@ -242,10 +242,10 @@ NamedTensor read_per_head_argument(const std::string& argument, const std::strin
 
 namespace {
 
-/// The value of each query head (t = b H + h) from a per-head tensor of shape (H,) or, with
-/// `per_batch`, (B, H), for Q of leading shape (B, H), (H) or () (one head).
+/// The value of each head (t = b H + h) of `q` (Q, or K for K/V heads, named `base`) from a
+/// per-head tensor of shape (H,) or, with `per_batch`, (B, H), for leading shape (B, H), (H) or ().
 std::vector<double> per_query_head(const NamedTensor& values, const NamedTensor& q, const std::string& what,
-                                   bool per_batch) {
+                                   bool per_batch, const char* base = "Q") {
   const std::vector<std::size_t> leading(q.tensor.shape.begin(), q.tensor.shape.end() - 2);
   const std::size_t heads = leading.empty() ? 1 : leading.back();
   const std::size_t batches = leading.size() == 2 ? leading[0] : 1;
@@ -259,7 +259,8 @@ std::vector<double> per_query_head(const NamedTensor& values, const NamedTensor&
   const bool by_head = columns && stacks == 1 && shape.size() <= 2;
   const bool by_batch_and_head = per_batch && columns && stacks == batches && shape.size() <= 3;
   if (!by_head && !by_batch_and_head)
-    throw input_error(what + " (" + values.name + ") has shape " + shape_text(shape) + " but Q " + shape_text(q.tensor.shape) +
+    throw input_error(what + " (" + values.name + ") has shape " + shape_text(shape) + " but " + base + " " +
+                      shape_text(q.tensor.shape) +
                       " has H = " + std::to_string(heads) +
                       (per_batch ? " and B = " + std::to_string(batches) + ": give (H,) or (B, H)" : ": give (H,)"));
   for (std::size_t i = 0; i < flat.size(); ++i)
@@ -268,29 +269,6 @@ std::vector<double> per_query_head(const NamedTensor& values, const NamedTensor&
   std::vector<double> out;
   for (std::size_t b = 0; b < batches; ++b)
     for (std::size_t h = 0; h < heads; ++h) out.push_back(by_head ? flat[h] : flat[b * heads + h]);
-  return out;
-}
-
-/// One mask per query head (t = b H + h) from 0/1 matrices of leading shape (H) or (B, H).
-std::vector<Mask> per_head_masks(const NamedTensor& masks, const NamedTensor& q, const NamedTensor& k) {
-  const std::vector<std::size_t> lq(q.tensor.shape.begin(), q.tensor.shape.end() - 2);
-  const std::vector<std::size_t> lm(masks.tensor.shape.begin(), masks.tensor.shape.end() - 2);
-  const std::size_t heads = lq.empty() ? 1 : lq.back(), batches = lq.size() == 2 ? lq[0] : 1;
-  const bool by_head = lm.size() == 1 && lm[0] == heads;
-  const bool by_batch_and_head = lm == lq && lq.size() == 2;
-  if (!by_head && !by_batch_and_head)
-    throw input_error("the per-head masks " + masks.name + " have shape " + shape_text(masks.tensor.shape) + " but Q is " +
-                      shape_text(q.tensor.shape) + ": give (H, N_q, N_k) or (B, H, N_q, N_k)");
-  std::vector<Mask> out;
-  for (std::size_t b = 0; b < batches; ++b)
-    for (std::size_t h = 0; h < heads; ++h) {
-      const std::size_t i = by_head ? h : b * heads + h;
-      const std::string where = masks.name + "[" + (by_head ? "" : std::to_string(b) + ", ") + std::to_string(h) + "]";
-      Mask m = Mask::from_matrix(exact_of_doubles(masks.tensor.matrices[i], where), where, true);
-      m.require_shape(q.tensor.matrices[b * heads + h].rows(), k.tensor.matrices.at(0).rows(),
-                      q.name + " (Q) and " + k.name + " (K)");
-      out.push_back(std::move(m));
-    }
   return out;
 }
 
@@ -314,6 +292,21 @@ std::vector<std::size_t> per_head_matrix_index(const NamedTensor& t, const Named
   for (std::size_t b = 0; b < batches; ++b)
     for (std::size_t h = 0; h < heads; ++h) index.push_back(shared ? 0 : by_head ? h : b * heads + h);
   return index;
+}
+
+/// One mask per query head from 0/1 matrices of shape (N_q, N_k), (H, ...) or (B, H, ...).
+std::vector<Mask> per_head_masks(const NamedTensor& masks, const NamedTensor& q, const NamedTensor& k) {
+  std::vector<Mask> out;
+  for (std::size_t i : per_head_matrix_index(masks, q, k, "the per-head masks")) {
+    std::string where = masks.name;
+    for (std::size_t x : masks.tensor.leading_index(i)) {  // a char at a time: GCC 12 misreads "[" + std::string&&
+      where += '[';
+      where += std::to_string(x);
+      where += ']';
+    }
+    out.push_back(Mask::from_matrix(exact_of_doubles(masks.tensor.matrices[i], where), where, true));
+  }
+  return out;
 }
 
 /// The additive bias of each query head, and the masks its -inf entries make (with the
@@ -347,6 +340,11 @@ void apply_bias(const NamedTensor& bias, const NamedTensor& q, const NamedTensor
   }
 }
 
+/// One-byte unsigned codes: .npy "|u1", NumPy "uint8", safetensors "U8".
+bool holds_byte_codes(const NamedTensor& t) {
+  return t.tensor.dtype == "|u1" || t.tensor.dtype == "uint8" || t.tensor.dtype == "U8";
+}
+
 /// The tensor's matrices with uint8 codes read as FP8 values of `format`.
 std::vector<Eigen::MatrixXd> fp8_decoded(const NamedTensor& t, const std::string& format) {
   const ElementType type = fp8_element_type(format);
@@ -362,25 +360,14 @@ std::vector<Eigen::MatrixXd> fp8_decoded(const NamedTensor& t, const std::string
   return out;
 }
 
-/// Each matrix times its descale factor (matrix t of `group`-sized blocks of heads reads
-/// factor [b, h / group]), exactly, or input_error.
-void descale(std::vector<Eigen::MatrixXd>& matrices, const NamedTensor& factors, const NamedTensor& layout,
-             std::size_t group, const std::string& what) {
-  const std::vector<std::size_t> lead(layout.tensor.shape.begin(), layout.tensor.shape.end() - 2);
-  const std::size_t heads = lead.empty() ? 1 : lead.back();
-  std::vector<double> flat;
-  for (const Eigen::MatrixXd& m : factors.tensor.matrices) flat.insert(flat.end(), m.data(), m.data() + m.size());
-  const std::size_t kv_heads = heads / group, batches = matrices.size() / heads;
-  if (flat.size() != kv_heads && flat.size() != batches * kv_heads)
-    throw input_error(what + " (" + factors.name + ") has " + std::to_string(flat.size()) + " entries; (B, H_kv) = (" +
-                      std::to_string(batches) + ", " + std::to_string(kv_heads) + ") or (H_kv,) is needed");
+/// Matrix t times factor[t], exactly, or input_error naming `what`.
+void descale(std::vector<Eigen::MatrixXd>& matrices, const std::vector<double>& factor, const std::string& what) {
   for (std::size_t t = 0; t < matrices.size(); ++t) {
-    const std::size_t b = t / heads, j = (t % heads) / group;
-    const double f = flat.size() == kv_heads ? flat[j] : flat[b * kv_heads + j];
-    if (!(std::isfinite(f) && f > 0)) throw input_error(what + " " + shortest_text(f) + " is not a positive number");
+    const double f = factor[t];
+    if (!(f > 0)) throw input_error(what + " " + shortest_text(f) + " is not a positive number");
     for (double& x : matrices[t].reshaped()) {
       const double p = x * f;
-      if (!std::isfinite(p) || std::fma(x, f, -p) != 0 || (p == 0 && x != 0))
+      if (!std::isfinite(p) || std::fma(x, f, -p) != 0)
         throw input_error(what + " " + shortest_text(f) + " times " + shortest_text(x) +
                           " is not exactly a double (give float32 descales with FP8 or bfloat16 inputs)");
       x = p;
@@ -397,41 +384,35 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
                         " (--q, --k, --v, or a tensor named q, k, v in --from)");
   KernelCheckOptions options = q.options;
   options.kv_heads = kv_heads_from_shapes(q.q, q.k);
-  // Q, K, V as checked: FP8 codes decoded, descale factors applied (copies only then).
+  // Q, K, V as checked: FP8 codes decoded, descale factors applied (copies only then). A
+  // descale factor belongs to a K/V head (B, H_kv); query head t reads its K/V head's.
   std::vector<Eigen::MatrixXd> qd, kd, vd;
   const std::vector<Eigen::MatrixXd>*qs = &q.q.tensor.matrices, *ks = &q.k.tensor.matrices, *vs = &q.v.tensor.matrices;
+  if (!q.fp8_format.empty() && !holds_byte_codes(q.q) && !holds_byte_codes(q.k) && !holds_byte_codes(q.v)) {
+    (void)fp8_element_type(q.fp8_format);  // a bad name first
+    throw input_error("FP8 format " + q.fp8_format + " given, but Q, K and V are " + q.q.tensor.dtype + ", " +
+                      q.k.tensor.dtype + ", " + q.v.tensor.dtype + ", not uint8 codes (safetensors F8_E4M3 / F8_E5M2 "
+                      "tensors need no format)");
+  }
   const auto transformed = [&](const NamedTensor& t, std::vector<Eigen::MatrixXd>& into,
-                               const std::optional<NamedTensor>& factors, std::size_t group, const char* what) {
-    const std::string& d = t.tensor.dtype;  // one-byte unsigned codes: .npy "|u1", NumPy "uint8", safetensors "U8"
-    const bool codes = !q.fp8_format.empty() && (d == "|u1" || d == "uint8" || d == "U8");
+                               const std::optional<NamedTensor>& factors, const char* what, bool query) {
+    const bool codes = !q.fp8_format.empty() && holds_byte_codes(t);
     if (!codes && !factors) return false;
     into = codes ? fp8_decoded(t, q.fp8_format) : t.tensor.matrices;
-    if (factors) descale(into, *factors, t, group, what);
+    if (factors) {
+      const std::vector<double> per_kv = per_query_head(*factors, q.k, what, true, "K");
+      std::vector<double> f(into.size());
+      for (std::size_t i = 0; i < f.size(); ++i) f[i] = per_kv[query ? kv_head_of(options, i) : i];
+      descale(into, f, what);
+    }
     return true;
   };
-  {
-    const std::vector<std::size_t> lq(q.q.tensor.shape.begin(), q.q.tensor.shape.end() - 2),
-        lk(q.k.tensor.shape.begin(), q.k.tensor.shape.end() - 2);
-    const std::size_t group = lq.empty() || lk.empty() ? 1 : lq.back() / lk.back();
-    if (transformed(q.q, qd, q.q_descale, group, "q_descale")) qs = &qd;
-    if (transformed(q.k, kd, q.k_descale, 1, "k_descale")) ks = &kd;
-    if (transformed(q.v, vd, q.v_descale, 1, "v_descale")) vs = &vd;
-  }
-  if (!q.fp8_format.empty()) {  // a format for no codes is a mistake, not a no-op
-    (void)fp8_element_type(q.fp8_format);
-    const auto codes = [](const NamedTensor& t) {
-      return t.tensor.dtype == "|u1" || t.tensor.dtype == "uint8" || t.tensor.dtype == "U8";
-    };
-    if (!codes(q.q) && !codes(q.k) && !codes(q.v))
-      throw input_error("FP8 format " + q.fp8_format + " given, but Q, K and V are " + q.q.tensor.dtype + ", " +
-                        q.k.tensor.dtype + ", " + q.v.tensor.dtype + ", not uint8 codes (safetensors F8_E4M3 / F8_E5M2 "
-                        "tensors need no format)");
-  }
+  if (transformed(q.q, qd, q.q_descale, "q_descale", true)) qs = &qd;
+  if (transformed(q.k, kd, q.k_descale, "k_descale", false)) ks = &kd;
+  if (transformed(q.v, vd, q.v_descale, "v_descale", false)) vs = &vd;
   options.alignment = q.alignment;
   if (q.alibi_slopes) options.alibi_slopes = per_query_head(*q.alibi_slopes, q.q, "the ALiBi slopes", true);
   if (q.sinks) options.sinks = per_query_head(*q.sinks, q.q, "the sinks", false);
-  if (!(options.softcap >= 0 && std::isfinite(options.softcap)))
-    throw input_error("softcap " + shortest_text(options.softcap) + " is not a positive number (0: no softcap)");
   require_same_heads(q.k, q.v, "V", "K");
   const std::optional<NamedTensor>* candidates[] = {&q.dq, &q.dk, &q.dv, &q.lse};
   const std::optional<NamedTensor>* references[] = {&q.reference_dq, &q.reference_dk, &q.reference_dv,

@@ -1065,7 +1065,7 @@ TEST_CASE("attnrank check-kernel: softcap, ALiBi and sinks") {
     CHECK(j["candidate"]["worst"]["head"] == 1);
     expect_input_error(two_heads + " --candidate " + npy_f32("mo2.npy", {o0, o0}) + " --mask " +
                            npy_f32("masks3.npy", {first, all, all}),
-                       "give (H, N_q, N_k) or (B, H, N_q, N_k)");
+                       "give (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, N_k)");
   }
   SECTION("misuse: exit 2 naming the option") {
     expect_input_error(args + " --softcap -1", "softcap -1");

@@ -49,8 +49,9 @@ namespace attnrank::detail {
   const double r = (x - kd * ln2_hi) - kd * ln2_lo;
   // Horner with a separate multiply and add per step (-ffp-contract=off: no fusion). Not
   // __builtin_fma: under -frounding-math, which the library is built with, GCC treats it as
-  // a call that reads the rounding mode, and the loops over arrays stop vectorising (a scalar
-  // exp was 5-10x slower per entry). The error bound above is for separate roundings.
+  // a call that reads the rounding mode, and the loops over arrays stop vectorising (the
+  // certified tanh's loop: 20 ns per entry scalar, 6.8 vectorised). The error bound above is
+  // for separate roundings.
 #define ATTNRANK_EXP_STEP(a, b, c) ((a) * (b) + (c))
   double p = 1.0 / 6227020800.0;  // 1/13!
   p = ATTNRANK_EXP_STEP(p, r, 1.0 / 479001600.0);
