@@ -22,6 +22,8 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     std::string align = "bottom-right";
     double softcap = 0;
     std::string alibi_slopes, sinks, bias, fp8, q_descale, k_descale, v_descale, dropout_mask;
+    std::string cu_seqlens_q, cu_seqlens_k;
+    std::optional<std::size_t> max_seqlen_q, max_seqlen_k;
     double dropout_p = 0;
     std::string scale;
     unsigned bits = 128;
@@ -90,6 +92,18 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
                   "Dropout: the kernel's keep-mask (1: kept) of shape (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, N_k); "
                   "O = (P o Z) V / (1 - p), FlashAttention's");
   cmd->add_option("--dropout-p", opt->dropout_p, "Dropout's probability p, 0 <= p < 1 (with --dropout-mask)");
+  cmd->add_option("--cu-seqlens-q", opt->cu_seqlens_q,
+                  "Packed sequences (FlashAttention's varlen): B + 1 offsets of each sequence's queries, a list or "
+                  "a file; Q, the output, dout and dQ are (total_q, H, d), lse (H, total_q)")
+      ->type_name("LIST|FILE");
+  cmd->add_option("--cu-seqlens-k", opt->cu_seqlens_k,
+                  "With --cu-seqlens-q: the offsets of each sequence's keys; K, V, dK, dV are (total_k, H_kv, d). "
+                  "Masks, bias and dropout masks come padded to (B, H, max_seqlen_q, max_seqlen_k)")
+      ->type_name("LIST|FILE");
+  cmd->add_option("--max-seqlen-q", opt->max_seqlen_q,
+                  "FlashAttention's max_seqlen_q, checked against the offsets (optional)");
+  cmd->add_option("--max-seqlen-k", opt->max_seqlen_k,
+                  "FlashAttention's max_seqlen_k, checked against the offsets (optional)");
   cmd->add_option("--scale", opt->scale,
                   "Softmax scale s (default 1/sqrt(d)); the double nearest to it, as Python's float() reads it")
       ->type_name("FLOAT")  // a decimal, checked as every numeric option is (run.cpp); kept as text to round once
@@ -171,6 +185,12 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     q.max_ratio = opt->max_ratio;
     q.ratio_atol = opt->ratio_atol;
     if (!opt->scale.empty()) q.options.scale = std::strtod(opt->scale.c_str(), nullptr);
+    if (!opt->cu_seqlens_q.empty())
+      q.cu_seqlens_q = read_per_head_argument(opt->cu_seqlens_q, "--cu-seqlens-q", run.limits);
+    if (!opt->cu_seqlens_k.empty())
+      q.cu_seqlens_k = read_per_head_argument(opt->cu_seqlens_k, "--cu-seqlens-k", run.limits);
+    q.max_seqlen_q = opt->max_seqlen_q;
+    q.max_seqlen_k = opt->max_seqlen_k;
     read_kernel_mask_argument(q, opt->mask, run.limits);
     if (!opt->window.empty()) q.window = std::pair<long, long>(opt->window[0], opt->window[1]);
     q.alignment = opt->align == "top-left" ? MaskAlignment::top_left : MaskAlignment::bottom_right;

@@ -378,8 +378,14 @@ PYBIND11_MODULE(_attnrank, m) {
          const std::string& alignment, double softcap, std::optional<NamedTensor> alibi_slopes,
          std::optional<NamedTensor> sinks, std::optional<NamedTensor> masks, std::optional<NamedTensor> bias,
          const std::string& fp8_format, std::optional<NamedTensor> q_descale, std::optional<NamedTensor> k_descale,
-         std::optional<NamedTensor> v_descale, std::optional<NamedTensor> dropout_mask, double dropout_p) {
+         std::optional<NamedTensor> v_descale, std::optional<NamedTensor> dropout_mask, double dropout_p,
+         std::optional<NamedTensor> cu_seqlens_q, std::optional<NamedTensor> cu_seqlens_k,
+         std::optional<std::size_t> max_seqlen_q, std::optional<std::size_t> max_seqlen_k) {
         KernelQuestion kq;
+        kq.cu_seqlens_q = std::move(cu_seqlens_q);
+        kq.cu_seqlens_k = std::move(cu_seqlens_k);
+        kq.max_seqlen_q = max_seqlen_q;
+        kq.max_seqlen_k = max_seqlen_k;
         kq.dropout_mask = std::move(dropout_mask);
         kq.dropout_p = dropout_p;
         kq.fp8_format = fp8_format;
@@ -438,5 +444,6 @@ PYBIND11_MODULE(_attnrank, m) {
       py::arg("bits"), py::arg("max_error"), py::arg("rtol"), py::arg("max_ratio"), py::arg("ratio_atol"),
       py::arg("causal"), py::arg("window"), py::arg("alignment"), py::arg("softcap"), py::arg("alibi_slopes"),
       py::arg("sinks"), py::arg("masks"), py::arg("bias"), py::arg("fp8_format"), py::arg("q_descale"),
-      py::arg("k_descale"), py::arg("v_descale"), py::arg("dropout_mask"), py::arg("dropout_p"));
+      py::arg("k_descale"), py::arg("v_descale"), py::arg("dropout_mask"), py::arg("dropout_p"),
+      py::arg("cu_seqlens_q"), py::arg("cu_seqlens_k"), py::arg("max_seqlen_q"), py::arg("max_seqlen_k"));
 }

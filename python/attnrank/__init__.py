@@ -304,7 +304,8 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                  reference_dq=None, reference_dk=None, reference_dv=None, reference_lse=None, mask=None,
                  window_size=None, alignment="bottom-right", softcap=0.0, alibi_slopes=None, sinks=None,
                  attn_bias=None, fp8_format=None, q_descale=None, k_descale=None, v_descale=None,
-                 dropout_mask=None, dropout_p=0.0, scale=None, fallback="auto", bits=None, max_error=None, rtol=None,
+                 dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
+                 max_seqlen_k=None, scale=None, fallback="auto", bits=None, max_error=None, rtol=None,
                  max_ratio=None, ratio_atol=None):
     """The certified error of an attention kernel's output ``candidate`` (and of ``reference``)
     against the exact ``softmax(scale q k^T) v``, and of its backward pass, as ``attnrank
@@ -337,6 +338,16 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
     (the kernel's keep-mask, 1 kept, shape (N_q, N_k), (H, ...) or (B, H, ...)) and ``dropout_p``
     give O = (P o Z) V / (1 - p), FlashAttention's, and its gradients; lse is before dropout.
 
+    Packed sequences, FlashAttention's varlen functions: with ``cu_seqlens_q`` and ``cu_seqlens_k``
+    (B + 1 offsets each, int32 as FlashAttention takes them), q, candidate, dout and dq are
+    (total_q, H, d), k, v, dk and dv (total_k, H_kv, d), lse (H, total_q); sequence b is rows
+    cu_seqlens_q[b]:cu_seqlens_q[b + 1] of the queries and cu_seqlens_k[b]:cu_seqlens_k[b + 1] of
+    the keys, its own attention (causal and windows aligned within it; ALiBi slopes and descales
+    may be (B, H)). A mask, ``attn_bias`` or ``dropout_mask`` array is padded, (B, H, max_seqlen_q,
+    max_seqlen_k), (H, ...) or (max_seqlen_q, max_seqlen_k), each sequence reading its top-left
+    block. ``max_seqlen_q`` / ``max_seqlen_k`` are optional and checked against the offsets; the
+    worst entries name the packed "token" and its "sequence".
+
     The backward pass: ``dq``, ``dk``, ``dv`` (any subset; they need ``dout``, the upstream gradient
     the kernel's backward ran with) are checked against the exact gradients of that attention
     contracted with ``dout``, and ``lse`` (shape (N,), (H, N) or (B, H, N): FlashAttention's
@@ -354,9 +365,11 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
     tq = _tensor(q, "q")
     causal = isinstance(mask, str) and mask == "causal"
     masks = None
-    if mask is not None and not isinstance(mask, str) and (
-            mask.ndim if hasattr(mask, "ndim") else _numpy("mask").ndim(mask)) >= 3:
-        masks, mask = _tensor(mask, "mask"), None  # one mask per head: (H, N_q, N_k) or (B, H, N_q, N_k)
+    packed = cu_seqlens_q is not None or cu_seqlens_k is not None
+    if mask is not None and not isinstance(mask, str) and (packed or (
+            mask.ndim if hasattr(mask, "ndim") else _numpy("mask").ndim(mask)) >= 3):
+        # One mask per head, (H, N_q, N_k) or (B, H, N_q, N_k); packed sequences read it padded.
+        masks, mask = _tensor(mask, "mask"), None
     elif mask is not None and not isinstance(mask, str):
         mask = _core.mask_from_matrix(exact_matrix(mask, "mask"), True)
     elif mask not in (None, "none", "causal"):
@@ -397,7 +410,11 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                               *(None if f is None else _row_tensor(f, name, "(B, H_kv) or (H_kv,)", 2)
                                 for f, name in ((q_descale, "q_descale"), (k_descale, "k_descale"),
                                                 (v_descale, "v_descale"))),
-                              None if dropout_mask is None else _tensor(dropout_mask, "dropout_mask"), float(dropout_p))
+                              None if dropout_mask is None else _tensor(dropout_mask, "dropout_mask"), float(dropout_p),
+                              *(None if c is None else _row_tensor(c, name, "(B + 1,)", 1)
+                                for c, name in ((cu_seqlens_q, "cu_seqlens_q"), (cu_seqlens_k, "cu_seqlens_k"))),
+                              *(None if m is None else _integer(name, m, (0, _INDEX[1]), "a length >= 0")
+                                for m, name in ((max_seqlen_q, "max_seqlen_q"), (max_seqlen_k, "max_seqlen_k"))))
 
 
 def from_torch(module):

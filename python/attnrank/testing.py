@@ -63,13 +63,29 @@ def _entry(x, where):
     decimal that reads back to that value (float64 to 17 digits, never through float32)."""
     if _is_torch(x):
         x = _from_torch(x)[0]
-    index = tuple(where.get(key) for key in ("batch", "head") if key in where) + (where["row"], where["column"])
+    if "token" in where:  # packed sequences: (total, H, d)
+        index = (where["token"], where["head"], where["column"])
+    else:
+        index = tuple(where.get(key) for key in ("batch", "head") if key in where) + (where["row"], where["column"])
     return str(_np.asarray(x)[index])
 
 
 def _place(where):
+    if "token" in where:
+        return (f"token {where['token']} (sequence {where['sequence']}, row {where['row']}), head {where['head']}, "
+                f"column {where['column']} (0-based, packed (total, H, d) layout)")
     parts = [f"{key} {where[key]}" for key in ("batch", "head", "row", "column") if key in where]
     return ", ".join(parts) + " (0-based, (B, H, N, d) layout)"
+
+
+def _packed(layout, cu_seqlens_q, cu_seqlens_k):
+    """Whether the arrays are packed sequences (FlashAttention's varlen, (total, H, d), taken as
+    they are); a layout other than the default with them is refused."""
+    if cu_seqlens_q is None and cu_seqlens_k is None:
+        return False
+    if layout != "bhsd":
+        raise ValueError(f"layout '{layout}' with cu_seqlens: packed sequences are (total, H, d), taken as they are")
+    return True
 
 
 def _verdict_line(label, verdict, rule):
@@ -139,7 +155,8 @@ def _passed(part):
 def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None, max_error=None, max_ratio=None,
                            reference=None, rtol=None, ratio_atol=0, layout="bhsd", fallback="auto", bits=None,
                            window_size=None, alignment="bottom-right", softcap=0.0, alibi_slopes=None, sinks=None,
-                           attn_bias=None, dropout_mask=None, dropout_p=0.0):
+                           attn_bias=None, dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None,
+                           max_seqlen_q=None, max_seqlen_k=None):
     """Asserts, with proof, that ``out`` is close to the exact attention of ``q``, ``k``, ``v``.
 
     Arrays are NumPy arrays or torch tensors (any device; float16, bfloat16, float32, float64),
@@ -151,7 +168,9 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
     array (True: may attend); ``scale`` defaults to 1/sqrt(d). K and V may have fewer heads than
     q when their number divides q's (grouped-query attention). ``softcap``, ``alibi_slopes``,
     ``sinks``, ``attn_bias`` and ``dropout_mask`` / ``dropout_p`` are the variants of
-    ``attnrank.check_kernel``.
+    ``attnrank.check_kernel``; with ``cu_seqlens_q`` / ``cu_seqlens_k`` (and optionally
+    ``max_seqlen_q`` / ``max_seqlen_k``) the arrays are FlashAttention's packed sequences,
+    (total, H, d), as ``flash_attn_varlen_func`` takes them.
 
     Criteria (each given one must be proven):
       * ``max_error`` (with ``rtol``): max |out - exact| <= max_error + rtol max |exact|;
@@ -174,13 +193,16 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
             max_ratio = 2.0
         else:
             rtol, max_error = default_tolerance(_dtype_name(out))
-    arrays = [_to_bhsd(x, layout, name) for x, name in ((q, "q"), (k, "k"), (v, "v"), (out, "out"))]
-    ref = None if reference is None else _to_bhsd(reference, layout, "reference")
+    packed = _packed(layout, cu_seqlens_q, cu_seqlens_k)
+    arrays = [x if packed else _to_bhsd(x, layout, name) for x, name in ((q, "q"), (k, "k"), (v, "v"), (out, "out"))]
+    ref = None if reference is None else reference if packed else _to_bhsd(reference, layout, "reference")
     check = _check_kernel(*arrays, ref, mask="causal" if causal else mask, scale=scale, fallback=fallback,
                           bits=bits, max_error=max_error, rtol=rtol, max_ratio=max_ratio,
                           ratio_atol=None if max_ratio is None else ratio_atol, window_size=window_size,
                           alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
-                          attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p)
+                          attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p,
+                          cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
+                          max_seqlen_k=max_seqlen_k)
     if _passed(check):
         return check
     lines = ["attention output not proven close to the exact softmax(scale q k^T) v:"]
@@ -193,11 +215,13 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
                                  rtol=None, reference=None, max_ratio=None, ratio_atol=0, layout="bhsd",
                                  fallback="auto", bits=None, window_size=None, alignment="bottom-right",
                                  softcap=0.0, alibi_slopes=None, sinks=None, attn_bias=None,
-                                 dropout_mask=None, dropout_p=0.0):
+                                 dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None,
+                                 max_seqlen_q=None, max_seqlen_k=None):
     """Asserts, with proof, that a backward pass's ``dq``, ``dk``, ``dv`` are close to the exact
     gradients of softmax(scale q k^T) v contracted with ``dout`` (any of the three may be None:
     not checked). Arrays, ``causal``, ``mask``, ``scale``, ``layout`` and the variants
-    (``softcap``, ``alibi_slopes``, ``sinks``) as in ``assert_attention_close``; the exact gradients use the exact output, not the kernel's.
+    (``softcap``, ``alibi_slopes``, ``sinks``, ...) and packed sequences (``cu_seqlens_q``, ...) as
+    in ``assert_attention_close``; the exact gradients use the exact output, not the kernel's.
 
     Criteria, applied to each gradient given (each must be proven):
       * ``max_error`` (with ``rtol``): max |dX - exact| <= max_error + rtol max |exact|;
@@ -226,9 +250,10 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
     per_dtype = max_error is None and max_ratio is None and not refs
     if max_error is None and max_ratio is None and refs:
         max_ratio = 2.0
-    arrays = {key: (None if g is None else _to_bhsd(g, layout, key)) for key, g in grads.items()}
-    base = [_to_bhsd(x, layout, name) for x, name in ((q, "q"), (k, "k"), (v, "v"))]
-    d_out = _to_bhsd(dout, layout, "dout")
+    packed = _packed(layout, cu_seqlens_q, cu_seqlens_k)
+    arrays = {key: (None if g is None else g if packed else _to_bhsd(g, layout, key)) for key, g in grads.items()}
+    base = [x if packed else _to_bhsd(x, layout, name) for x, name in ((q, "q"), (k, "k"), (v, "v"))]
+    d_out = dout if packed else _to_bhsd(dout, layout, "dout")
     checks = {}
     # One tolerance per dtype when none is given: each gradient is judged by its own dtype's default.
     groups = {}
@@ -238,12 +263,15 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
     for dtype, keys in groups.items():
         tol_rtol, tol_error = (default_tolerance(dtype) if per_dtype else (rtol, max_error))
         kwargs = {key: arrays[key] for key in keys}
-        kwargs.update({"reference_" + key: _to_bhsd(refs[key], layout, "reference " + key) for key in keys if key in refs})
+        kwargs.update({"reference_" + key: refs[key] if packed else _to_bhsd(refs[key], layout, "reference " + key)
+                       for key in keys if key in refs})
         check = _check_kernel(*base, dout=d_out, mask="causal" if causal else mask, scale=scale, fallback=fallback,
                               bits=bits, max_error=tol_error, rtol=tol_rtol, max_ratio=max_ratio,
                               ratio_atol=None if max_ratio is None else ratio_atol, window_size=window_size,
                               alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
-                              attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p, **kwargs)
+                              attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p,
+                              cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
+                              max_seqlen_k=max_seqlen_k, **kwargs)
         for key in keys:
             checks[key] = (check, tol_error, tol_rtol)
     failing = [key for key in ("dq", "dk", "dv") if key in checks and not _passed(checks[key][0][key])]

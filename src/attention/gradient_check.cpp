@@ -117,8 +117,10 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
     // dK and dV of a K/V head are the sums over the query heads that read it (grouped queries).
     std::vector<BoundsMatrix> dk(k.size()), dv(k.size());
     std::vector<Matrix<Interval>> idk(k.size()), idv(k.size());
+    std::vector<bool> read(k.size(), false);
     for (std::size_t t = 0; t < q.size(); ++t) {
       const std::size_t j = kv_head_of(options, t);
+      read[j] = true;
       const Eigen::MatrixXd& dO = wanted.any_gradient() ? dout[t] : none;
       const Mask* mask = mask_of(options, t);
       if (intervals) {
@@ -139,6 +141,12 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
       }
     }
     for (std::size_t j = 0; j < k.size(); ++j) {
+      if (!read[j]) {  // read by no query head: dK and dV are exactly 0
+        dk[j].lo = dk[j].hi = Eigen::MatrixXd::Zero(k[j].rows(), k[j].cols());
+        dv[j].lo = dv[j].hi = Eigen::MatrixXd::Zero(v[j].rows(), v[j].cols());
+        idk[j] = Matrix<Interval>::Constant(k[j].rows(), k[j].cols(), Interval(0));
+        idv[j] = Matrix<Interval>::Constant(v[j].rows(), v[j].cols(), Interval(0));
+      }
       if (intervals) {
         if (wanted.dk) add(1, j, idk[j]);
         if (wanted.dv) add(2, j, idv[j]);

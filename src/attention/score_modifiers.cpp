@@ -3,9 +3,9 @@
 
 #include <attnrank/numbers/bands.hpp>
 #include <attnrank/numbers/certified_tanh.hpp>
+#include <attnrank/numbers/decimal.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <string>
 
@@ -14,12 +14,6 @@ namespace attnrank {
 using Eigen::Index;
 
 namespace {
-/// The shortest decimal that reads back as x (what the user typed, for a typed value).
-std::string decimal(double x) {
-  char buffer[32];
-  const auto end = std::to_chars(buffer, buffer + sizeof buffer, x).ptr;
-  return std::string(buffer, end);
-}
 /// [lo, hi] holding x f for every x in [x_lo, x_hi] and f in [f_lo, f_hi], 0 <= f_lo: each end one
 /// product of ends. Call in upward rounding (the lower end is -((-x_lo) f), rounded up).
 inline void times_nonnegative(double x_lo, double x_hi, double f_lo, double f_hi, double& lo, double& hi) {
@@ -31,27 +25,27 @@ inline void times_nonnegative(double x_lo, double x_hi, double f_lo, double f_hi
 
 void validate(const ScoreModifiers& m) {
   if (!(m.softcap >= 0 && std::isfinite(m.softcap)))
-    throw input_error("softcap " + decimal(m.softcap) + " is not a positive finite number (0: no softcap)",
+    throw input_error("softcap " + shortest_decimal(m.softcap) + " is not a positive finite number (0: no softcap)",
                       "softcap");
   if (m.alibi_slope && !std::isfinite(*m.alibi_slope))
-    throw input_error("ALiBi slope " + decimal(*m.alibi_slope) + " is not finite");
+    throw input_error("ALiBi slope " + shortest_decimal(*m.alibi_slope) + " is not finite");
   if (m.sink && !std::isfinite(*m.sink))
-    throw input_error("sink logit " + decimal(*m.sink) + " is not finite");
+    throw input_error("sink logit " + shortest_decimal(*m.sink) + " is not finite");
   if (m.keep) {
     if (!(m.dropout_p >= 0 && m.dropout_p < 1))
-      throw input_error("dropout_p " + decimal(m.dropout_p) + " is not in [0, 1)");
+      throw input_error("dropout_p " + shortest_decimal(m.dropout_p) + " is not in [0, 1)");
     for (Index j = 0; j < m.keep->cols(); ++j)
       for (Index i = 0; i < m.keep->rows(); ++i)
         if ((*m.keep)(i, j) != 0 && (*m.keep)(i, j) != 1)
           throw input_error("dropout keep-mask entry [" + std::to_string(i) + ", " + std::to_string(j) +
-                            "] (0-based) is " + decimal((*m.keep)(i, j)) + ", not 0 (dropped) or 1 (kept)");
+                            "] (0-based) is " + shortest_decimal((*m.keep)(i, j)) + ", not 0 (dropped) or 1 (kept)");
   }
   if (m.bias && !m.bias->allFinite())
     for (Index j = 0; j < m.bias->cols(); ++j)
       for (Index i = 0; i < m.bias->rows(); ++i)
         if (!std::isfinite((*m.bias)(i, j)))
           throw input_error("bias entry [" + std::to_string(i) + ", " + std::to_string(j) + "] (0-based) is " +
-                            decimal((*m.bias)(i, j)) + " (a -inf entry is a masked key: give it as the mask)");
+                            shortest_decimal((*m.bias)(i, j)) + " (a -inf entry is a masked key: give it as the mask)");
 }
 
 BoundsMatrix dropout_bounds(const BoundsMatrix& X, const ScoreModifiers& m, Index first_row) {

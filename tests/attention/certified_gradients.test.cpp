@@ -239,8 +239,11 @@ TEST_CASE("attnrank::check_kernel_gradients with grouped queries (GQA and MQA)")
     CHECK_THROWS_WITH(grouped_kv_heads(1, 4, 3), Catch::Contains("divide"));
     KernelCheckOptions unread;
     unread.kv_heads = {0, 0, 0, 0};
+    const KernelCheck c = check_kernel(q, {k[0], k[0]}, {v[0], v[0]}, out, nullptr, unread);
+    CHECK(c.candidate.max_abs_error_upper == b.candidate.max_abs_error_upper);  // an unread K/V head changes nothing
+    unread.kv_heads = {0, 0, 0, 2};
     CHECK_THROWS_WITH(check_kernel(q, {k[0], k[0]}, {v[0], v[0]}, out, nullptr, unread),
-                      Catch::Contains("no query head reads K/V head 1"));
+                      Catch::Contains("query head 3 reads K/V head 2 of 2"));
   }
 }
 

@@ -67,6 +67,13 @@ backward_args = []
 for name, a in grads.items():
     np.save(os.path.join(work, f"kernel-{name}.npy"), a)
     backward_args += [f"--{name}", os.path.join(work, f"kernel-{name}.npy")]
+# The same tensors as packed sequences (FlashAttention's varlen layout (total, H, d)), lse (H, total).
+varlen_args = []
+for name, a in list(kernel.items()) + list(grads.items()):
+    packed = np.ascontiguousarray(a if name == "lse" else np.swapaxes(a, 0, 1))
+    np.save(os.path.join(work, f"packed-{name}.npy"), packed)
+    varlen_args += [f"--{'candidate' if name == 'o' else name}", os.path.join(work, f"packed-{name}.npy")]
+varlen_args += ["--cu-seqlens-q", "0,3,8", "--cu-seqlens-k", "0,5,8", "--window", "2,-1"]
 
 # The output variants the schemas must admit: null bounds, per-head masks, hints,
 # zero entries, targets past the error bounds' size, the numeric modes.
@@ -137,6 +144,7 @@ runs = [
     ["check-kernel", *kernel_args, *backward_args, "--reference-dq", os.path.join(work, "kernel-dq.npy"),
      "--reference", os.path.join(work, "kernel-o.npy"), "--max-ratio", "2", "--ratio-atol", "1e-6", "--max-error", "1"],
     ["layer", *weights, "--tier", "certified-double"],
+    ["check-kernel", *varlen_args],
 ]
 
 schemas = {}
@@ -217,6 +225,8 @@ variants = {
     f"check-kernel {' '.join(kernel_args)} {' '.join(backward_args)} --reference-dq {work}/kernel-dq.npy "
     f"--reference {work}/kernel-o.npy --max-ratio 2 --ratio-atol 1e-6 --max-error 1":
         lambda d: "reference" in d["dq"] and "max_ratio_verdict" in d["dq"] and "max_error_verdict" in d["dk"],
+    f"check-kernel {' '.join(varlen_args)}":
+        lambda d: d["varlen"]["sequences"] == 2 and "token" in d["candidate"]["worst"] and "token" in d["dk"]["candidate"]["worst"],
     f"scan {stack} --dk 2 --epsilon 0.05": lambda d: all("width_upper" in h and "epsilon_verdict" in h
                                                           for h in d["heads"] if not h["zero_entry"]),
 }

@@ -71,6 +71,17 @@ struct KernelQuestion {
   /// (B, H, N_q, N_k), and its probability p: O = (P o Z) V / (1 - p), FlashAttention's.
   std::optional<NamedTensor> dropout_mask;
   double dropout_p = 0;
+  /// Packed sequences (FlashAttention's varlen functions): Q of shape (total_q, H, d), K and V
+  /// (total_k, H_kv, d), every output and gradient packed the same way, lse (H, total_q);
+  /// sequence b is rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1 of Q and the results, and
+  /// cu_seqlens_k[b] .. cu_seqlens_k[b + 1] - 1 of K and V. Each sequence is its own attention:
+  /// causal and windows aligned within it, ALiBi slopes and descales (B, H) by sequence. Arrays
+  /// with an entry per query and key (per-head masks, bias, dropout mask) come padded, FlashAttention's
+  /// padded layout: (M_q, M_k), (H, M_q, M_k) or (B, H, M_q, M_k) with M_q and M_k at least every
+  /// sequence's length, sequence b reading the top-left N_q x N_k block. Both or neither given.
+  std::optional<NamedTensor> cu_seqlens_q, cu_seqlens_k;
+  /// FlashAttention's max_seqlen_q / max_seqlen_k: optional; refused when below a sequence's length.
+  std::optional<std::size_t> max_seqlen_q, max_seqlen_k;
   std::optional<double> max_error;    ///< a CI gate: exceeded when proven larger
   std::string max_error_text;         ///< max_error as the user wrote it (printed back)
   std::optional<double> rtol;         ///< with max_error: the tolerance max_error + rtol max |E|
@@ -90,8 +101,14 @@ struct KernelAnalysis {
   std::vector<std::size_t> q_shape, k_shape, v_shape;
   std::string q_dtype, candidate_name, candidate_dtype, reference_name, reference_dtype;
   std::size_t heads = 0;
-  DoubleTensor layout;     ///< Q's shape (for the worst entry's batch and head), no data
-  DoubleTensor kv_layout;  ///< K's shape (dK's and dV's worst entries), no data
+  DoubleTensor layout;     ///< Q's shape (for the worst entry's batch and head), no data; packed: (B, H, 1, 1)
+  DoubleTensor kv_layout;  ///< K's shape (dK's and dV's worst entries), no data; packed: (B, H_kv, 1, 1)
+  /// Packed sequences: the offsets of each sequence's first query and key (B + 1 each); a
+  /// worst entry at row r of sequence b is packed token cu_seqlens_q[b] + r. Empty: dense.
+  std::vector<std::size_t> cu_seqlens_q, cu_seqlens_k;
+  /// Packed sequences: b H + h of each checked query head t (a worst entry's matrix index),
+  /// sequences without queries left out. heads counts these.
+  std::vector<std::size_t> packed_heads;
   std::string scale_text;  ///< the scale as used: 17 digits, or "1/sqrt(d)"
   std::string mask_name = "none";
   double softcap = 0;                          ///< 0: none
@@ -124,15 +141,17 @@ void read_kernel_tensors(KernelQuestion& q, const std::string& path, bool as_ref
 /// A kernel check's mask argument into `q`: "causal" (q.causal), "none", an N_q x N_k 0/1
 /// matrix in any format read_mask_argument reads (q.options.mask), or an .npy or safetensors
 /// array of shape (H, N_q, N_k) or (B, H, N_q, N_k) (q.masks, one mask per head). Q and K
-/// must be read already (their rows size the mask). input_error names the file and entry.
+/// must be read already (their rows size the mask). With packed sequences (q.cu_seqlens_q
+/// given first) a file must be an .npy or safetensors array, padded (q.masks). input_error
+/// names the file and entry.
 void read_kernel_mask_argument(KernelQuestion& q, const std::string& argument, const ParseLimits& limits = {});
 
-/// A per-head list argument (ALiBi slopes, sinks): comma-separated decimals ("0.5,0.25", shape
+/// A list argument (ALiBi slopes, sinks, cu_seqlens offsets): comma-separated decimals ("0.5,0.25", shape
 /// (H,)), or an array of shape (H,) or (B, H) in any format read_row_stack reads. input_error
 /// names `what` and the entry that is not a number.
 NamedTensor read_per_head_argument(const std::string& argument, const std::string& what, const ParseLimits& limits = {});
 
-/// Checks the shapes (every tensor has Q's leading dimensions, except K, V, dK and dV,
+/// Checks the shapes (packed sequences: see KernelQuestion::cu_seqlens_q; dense: every tensor has Q's leading dimensions, except K, V, dK and dV,
 /// which may have fewer heads when their number divides Q's: grouped-query and
 /// multi-query attention, query head h reading K/V head h / (H / H_kv); a mask needs as
 /// many queries as keys; ALiBi slopes of shape (H,) or (B, H) and sinks of shape (H,) with Q's

@@ -59,8 +59,9 @@ enum class FallbackPolicy { automatic, never, always };
 struct KernelCheckOptions {
   std::optional<double> scale;  ///< s (positive, finite); default 1 / sqrt(d) for d = columns of Q
   /// Grouped-query (GQA) and multi-query (MQA) attention: query head t reads the K and V
-  /// matrices kv_heads[t] (each K/V matrix read by at least one query head). Empty: one K
-  /// and one V per query head, kv_heads[t] = t.
+  /// matrices kv_heads[t]. A K/V matrix no query head reads (the keys of a packed sequence
+  /// without queries) changes no output, and its exact dK and dV are 0. Empty: one K and one
+  /// V per query head, kv_heads[t] = t.
   std::vector<std::size_t> kv_heads;
   std::optional<Mask> mask;          ///< one mask for every head (N_q x N_k)
   /// Per-head masks: masks[t] for query head t (each N_q x N_k of its head); empty: `mask`
@@ -130,7 +131,7 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
 
 namespace detail {
 /// input_error (naming `who`) unless there are as many K as V matrices and options.kv_heads
-/// maps the query heads onto them (empty: one per query head), every K/V head read.
+/// maps the query heads onto them (empty: one per query head).
 void check_kv_heads(std::size_t queries, std::size_t keys, std::size_t values, const KernelCheckOptions& options,
                     const char* who);
 /// input_error (naming `who`) unless the modifiers are valid, alibi_slopes, sinks and masks are

@@ -11,6 +11,7 @@
 #include <attnrank/numbers/scalar_traits.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -153,6 +154,13 @@ inline std::string format_scientific(const Real& x, int significant, bool up) {
 /// Both ends of x in scientific notation, rounded outward.
 inline std::pair<std::string, std::string> enclosure_scientific(const Interval& x, int significant) {
   return {format_scientific(lower_bound(x), significant, false), format_scientific(upper_bound(x), significant, true)};
+}
+
+/// The shortest decimal that reads back as x: a value the user typed, printed back as typed.
+inline std::string shortest_decimal(double x) {
+  char buffer[32];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, x).ptr;
+  return std::string(buffer, end);
 }
 
 /// A proven upper bound x (a double) printed so the text is still an upper

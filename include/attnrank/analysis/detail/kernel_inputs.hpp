@@ -1,0 +1,72 @@
+#pragma once
+// A kernel question (analysis/kernel_analysis.hpp) turned into what check_kernel and
+// check_kernel_gradients read: one matrix per query head (and per K/V head) of every
+// tensor, and the options with each head's mask and modifiers. Everything a question
+// can get wrong is refused here with an input_error naming the tensor; what comes out
+// is checked as it is.
+//
+// Dense tensors (..., N, d) give heads of one size. Packed sequences (FlashAttention's
+// varlen: cu_seqlens) give one head per (sequence, head), each of its own length,
+// built by preparing each sequence as a dense question of shape (H, N_b, d) and
+// joining the results.
+
+#include <attnrank/analysis/kernel_analysis.hpp>
+
+#include <string>
+#include <vector>
+
+namespace attnrank::detail {
+
+/// The backward results in KernelInputs::gradients' order, as flags and reports name them.
+inline constexpr const char* kernel_roles[] = {"dq", "dk", "dv", "lse"};
+
+/// One matrix per head: borrowed from a question's tensor (no copy) or owned.
+class HeadList {
+ public:
+  /// A question's matrices, read in place: they must outlive the list.
+  static HeadList borrow(const std::vector<Eigen::MatrixXd>& matrices) {
+    HeadList l;
+    l.borrowed_ = &matrices;
+    return l;
+  }
+  static HeadList own(std::vector<Eigen::MatrixXd> matrices) {
+    HeadList l;
+    l.owned_ = std::move(matrices);
+    return l;
+  }
+  const std::vector<Eigen::MatrixXd>& get() const { return borrowed_ ? *borrowed_ : owned_; }
+  std::vector<Eigen::MatrixXd>& owned() { return owned_; }  ///< the list to append to (for joined heads)
+
+ private:
+  std::vector<Eigen::MatrixXd> owned_;
+  const std::vector<Eigen::MatrixXd>* borrowed_ = nullptr;
+};
+
+struct KernelInputs {
+  HeadList q, k, v;  ///< FP8 codes decoded, descale factors applied
+  /// The results given (empty lists: not given), in check_kernel_gradients' order.
+  HeadList candidate, reference, dout;
+  HeadList gradients[4], reference_gradients[4];  ///< dq, dk, dv, lse
+  KernelCheckOptions options;                      ///< kv_heads, masks and modifiers per query head
+  std::string mask_name;                           ///< as reports name it ("causal", "per-head", ...)
+  /// Packed sequences: query head t is head h of sequence b, packed_heads[t] = b H + h (a
+  /// sequence without queries has none; its K/V heads are all there). Empty: dense.
+  std::vector<std::size_t> packed_heads;
+  bool backward = false;                           ///< some backward result is given
+};
+
+/// The dense question's inputs (every tensor (..., N, d) with Q's leading dimensions, or
+/// fewer K/V heads dividing Q's): all validation of analyze_kernel but the tolerances'.
+KernelInputs dense_kernel_inputs(const KernelQuestion& q);
+
+/// The packed question's inputs (q.cu_seqlens_q given): one head per sequence and head.
+KernelInputs varlen_kernel_inputs(const KernelQuestion& q);
+
+/// FlashAttention's window_size (left, right) as reports name it: "causal" or "window(l, r)".
+std::string window_mask_name(long left, long right);
+
+/// The sequences' start offsets of a cu_seqlens argument: B + 1 integers 0 = c_0 <= ... <=
+/// c_B = `total` (the packed tensor's first dimension); input_error naming `what` otherwise.
+std::vector<std::size_t> sequence_offsets(const NamedTensor& cu_seqlens, std::size_t total, const std::string& what);
+
+}  // namespace attnrank::detail
