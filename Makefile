@@ -21,12 +21,6 @@ SAN_CASES ?= 10
 
 PREFIX ?= /usr/local
 
-# A new tree is generated for Ninja when it is there (install-deps installs it): Ninja compiles a
-# target's objects while the libraries it links still build, where Make waits, so the library's
-# largest unity units no longer leave a core idle (docs/testing.md, "CI time"). A tree that exists
-# keeps its generator.
-generator = $(if $(wildcard $(1)/CMakeCache.txt),,$(if $(shell command -v ninja),-G Ninja))
-
 .PHONY: deps deps-cli cli install build demo test proofs mutation bench clean hardening sanitize fuzz-build fuzz tsan
 
 deps:
@@ -79,7 +73,7 @@ demo: cli
 # The suite includes the Coq proofs (label: proofs), so test installs Coq too. Its build treats
 # a warning in our own sources as an error (ATTNRANK_WERROR; make demo's build does not).
 test: deps
-	cmake -S . -B $(BUILD) $(call generator,$(BUILD)) -DCMAKE_BUILD_TYPE=Release -DATTNRANK_WERROR=ON
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DATTNRANK_WERROR=ON
 	cmake --build $(BUILD) -j$(JOBS)
 	scripts/install-deps --test --proofs
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE mutation
@@ -92,7 +86,7 @@ hardening: sanitize fuzz tsan
 
 fuzz-build: deps
 	scripts/install-deps --hardening
-	CXX=clang++-14 cmake -S . -B $(SAN_BUILD) $(call generator,$(SAN_BUILD)) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O0" \
+	CXX=clang++-14 cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O0" \
 	  -DATTNRANK_SANITIZE=address,undefined -DATTNRANK_BUILD_FUZZ=ON -DATTNRANK_BUILD_EXAMPLES=OFF \
 	  -DATTNRANK_NATIVE=OFF
 	cmake --build $(SAN_BUILD) -j$(JOBS)
@@ -111,7 +105,7 @@ fuzz: fuzz-build
 
 tsan: deps
 	scripts/install-deps --hardening
-	CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) $(call generator,$(TSAN_BUILD)) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1" -DATTNRANK_SANITIZE=thread -DATTNRANK_BUILD_EXAMPLES=OFF \
+	CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1" -DATTNRANK_SANITIZE=thread -DATTNRANK_BUILD_EXAMPLES=OFF \
 	  -DATTNRANK_NATIVE=OFF
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target threads_test
 	cd $(TSAN_BUILD) && ctest --output-on-failure -R '^threads_test$$'
