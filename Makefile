@@ -17,7 +17,7 @@ DATA = examples/data/worked-example
 SAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 FUZZ_SECONDS ?= 60
-SAN_CASES ?= 10
+SAN_CASES ?= 5
 
 PREFIX ?= /usr/local
 
@@ -92,7 +92,7 @@ fuzz-build: deps
 	cmake --build $(SAN_BUILD) -j$(JOBS)
 
 # The unit, property and CLI suites (the CLI itself sanitized) and the corpus
-# replays; properties at SAN_CASES cases each (default 10, to keep CI under 40
+# replays; properties at SAN_CASES cases each (default 5, to keep CI near 40
 # minutes; the normal run has 100; make hardening SAN_CASES=100 for a long run), slow and proof
 # tests left to make test.
 sanitize: fuzz-build

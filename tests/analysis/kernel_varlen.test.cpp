@@ -166,7 +166,8 @@ TEST_CASE("attnrank::analyze_kernel with packed sequences", "[kernel][varlen]") 
           }
           continue;
         }
-        const OutputError& d = error_of(analyze_kernel(sequence_question(p, b)), role);
+        const KernelAnalysis single = analyze_kernel(sequence_question(p, b));
+        const OutputError& d = error_of(single, role);
         lower = std::max(lower, d.max_abs_error_lower);
         upper = std::max(upper, d.max_abs_error_upper);
       }

@@ -121,8 +121,13 @@ TEST_CASE("attnrank::approx_error_bounds on the tutorial target") {
 
 TEST_CASE("attnrank::approx_error_bounds properties", "[property]") {
   // proofs/ApproximateRank.v, centered_block_rank_le; proofs/LogErrorBound.v, log_error_bound
+#ifdef ATTNRANK_SANITIZED  // the optimiser at -O0 under ASan: a minute over these three properties up to n = 9
+  constexpr Eigen::Index largest = 6;
+#else
+  constexpr Eigen::Index largest = 9;
+#endif
   rc::prop("error_lower <= (the generating head's certified error) and error_upper is within 2x of it", [] {
-    const auto n = *rc::gen::inRange<Eigen::Index>(3, 10);
+    const auto n = *rc::gen::inRange<Eigen::Index>(3, largest + 1);
     const auto d = *rc::gen::inRange<Eigen::Index>(1, 3);
     const double scale = *rc::gen::element(0.5, 1.0);
     const double noise = *rc::gen::element(1e-4, 1e-3, 1e-2);
@@ -137,7 +142,7 @@ TEST_CASE("attnrank::approx_error_bounds properties", "[property]") {
     RC_ASSERT(b.error_upper <= b.start_error);
   });
   rc::prop("saturated heads (scores in the tens): error_lower <= the generating head's error, the optimiser never worsens the start", [] {
-    const auto n = *rc::gen::inRange<Eigen::Index>(3, 10);
+    const auto n = *rc::gen::inRange<Eigen::Index>(3, largest + 1);
     const auto d = *rc::gen::inRange<Eigen::Index>(1, 3);
     const double noise = *rc::gen::element(1e-4, 1e-2);
     const Generated t = generated_target(n, d, 3.0, noise, *rc::gen::arbitrary<std::uint32_t>());
@@ -148,7 +153,7 @@ TEST_CASE("attnrank::approx_error_bounds properties", "[property]") {
     RC_ASSERT(b.error_lower <= b.error_upper);
   });
   rc::prop("error_lower <= error_upper on nasty targets: zeros, tiny entries, one dominant entry per row", [] {
-    const auto n = *rc::gen::inRange<Eigen::Index>(2, 8);
+    const auto n = *rc::gen::inRange<Eigen::Index>(2, largest < 8 ? largest : 8);
     const auto dk = *rc::gen::inRange<Eigen::Index>(1, n + 1);
     Matrix<Rational> A(n, n);
     for (Eigen::Index i = 0; i < n; ++i)
