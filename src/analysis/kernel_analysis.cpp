@@ -217,8 +217,8 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   if (packed) {
     // Head t = b H + h of sequence b: the worst entry's (sequence, head) from a (B, H) layout,
     // its row within the sequence turned into a packed token by the offsets.
-    out.cu_seqlens_q = detail::sequence_offsets(*q.cu_seqlens_q, q.q.tensor.shape[0], "cu_seqlens_q");
-    out.cu_seqlens_k = detail::sequence_offsets(*q.cu_seqlens_k, q.k.tensor.shape[0], "cu_seqlens_k");
+    out.cu_seqlens_q = in.cu_seqlens_q;
+    out.cu_seqlens_k = in.cu_seqlens_k;
     const std::size_t sequences = out.cu_seqlens_q.size() - 1;
     out.layout.shape = {sequences, q.q.tensor.shape[1], 1, 1};
     out.kv_layout.shape = {sequences, q.k.tensor.shape[1], 1, 1};

@@ -84,8 +84,8 @@ void require_packed(const NamedTensor& t, const std::string& role, std::size_t t
                       ", d)");
 }
 
-}  // namespace
-
+/// The sequences' start offsets of a cu_seqlens argument: B + 1 integers 0 = c_0 <= ... <=
+/// c_B = `total` (the packed tensor's first dimension); input_error naming `what` otherwise.
 std::vector<std::size_t> sequence_offsets(const NamedTensor& cu_seqlens, std::size_t total, const std::string& what) {
   const DoubleTensor& t = cu_seqlens.tensor;
   const bool list = t.shape.size() == 1 || (t.shape.size() == 2 && t.shape[1] == 1);  // (B + 1,) or from Python (B + 1, 1)
@@ -108,6 +108,8 @@ std::vector<std::size_t> sequence_offsets(const NamedTensor& cu_seqlens, std::si
                       " but the packed tensor has " + std::to_string(total) + " rows: the last offset is the total length");
   return out;
 }
+
+}  // namespace
 
 KernelInputs varlen_kernel_inputs(const KernelQuestion& q) {
   if (!q.cu_seqlens_q || !q.cu_seqlens_k)
@@ -285,6 +287,8 @@ KernelInputs varlen_kernel_inputs(const KernelQuestion& q) {
   }
   if (bias_masks) name = name == "none" ? "the bias's -inf entries" : name + " and the bias's -inf entries";
   joined.mask_name = name;
+  joined.cu_seqlens_q = cq;
+  joined.cu_seqlens_k = ck;
   return joined;
 }
 

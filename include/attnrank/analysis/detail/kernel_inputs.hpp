@@ -52,6 +52,7 @@ struct KernelInputs {
   /// Packed sequences: query head t is head h of sequence b, packed_heads[t] = b H + h (a
   /// sequence without queries has none; its K/V heads are all there). Empty: dense.
   std::vector<std::size_t> packed_heads;
+  std::vector<std::size_t> cu_seqlens_q, cu_seqlens_k;  ///< packed: the validated offsets; empty: dense
   bool backward = false;                           ///< some backward result is given
 };
 
@@ -64,9 +65,5 @@ KernelInputs varlen_kernel_inputs(const KernelQuestion& q);
 
 /// FlashAttention's window_size (left, right) as reports name it: "causal" or "window(l, r)".
 std::string window_mask_name(long left, long right);
-
-/// The sequences' start offsets of a cu_seqlens argument: B + 1 integers 0 = c_0 <= ... <=
-/// c_B = `total` (the packed tensor's first dimension); input_error naming `what` otherwise.
-std::vector<std::size_t> sequence_offsets(const NamedTensor& cu_seqlens, std::size_t total, const std::string& what);
 
 }  // namespace attnrank::detail
