@@ -6,6 +6,10 @@
 #include <attnrank/reach/embeddings.hpp>
 #include <attnrank/reach/embeddings_certificate.hpp>
 
+#include <numeric>
+#include <utility>
+#include <vector>
+
 using namespace attnrank;
 using namespace attnrank::test;
 
@@ -48,8 +52,26 @@ TEST_CASE("attnrank::reach_with_embeddings properties", "[property]") {
   rc::prop("when X has full row rank, the embeddings question and the free question coincide", [] {
     const auto n = *rc::gen::inRange<Eigen::Index>(2, 6);
     const auto d = *rc::gen::inRange<Eigen::Index>(n, n + 3);
-    const Matrix<Rational> X = gen_integer_matrix(n, d, 3).unaryExpr([](const Integer& z) { return Rational(z); });
-    RC_PRE(exact_rank(X).rank == n);
+    // Full row rank by construction (discarding rank-deficient draws gives up at
+    // RapidCheck's small sizes, where the entries are mostly zero): an n x n block
+    // L U of unit triangular integer factors, other columns arbitrary, columns shuffled.
+    Matrix<Integer> L = Matrix<Integer>::Identity(n, n), U = Matrix<Integer>::Identity(n, n);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < i; ++j) {
+        L(i, j) = *rc::gen::inRange(-2, 3);
+        U(j, i) = *rc::gen::inRange(-2, 3);
+      }
+    Matrix<Integer> Z(n, d);
+    Z.leftCols(n) = L * U;
+    Z.rightCols(d - n) = gen_integer_matrix(n, d - n, 3);
+    std::vector<Eigen::Index> order(static_cast<std::size_t>(d));
+    std::iota(order.begin(), order.end(), Eigen::Index{0});
+    for (std::size_t i = order.size(); i > 1; --i)  // Fisher-Yates
+      std::swap(order[i - 1], order[*rc::gen::inRange<std::size_t>(0, i)]);
+    Matrix<Rational> X(n, d);
+    for (Eigen::Index j = 0; j < d; ++j)
+      X.col(j) = Z.col(order[static_cast<std::size_t>(j)]).unaryExpr([](const Integer& z) { return Rational(z); });
+    RC_ASSERT(exact_rank(X).rank == n);
     Matrix<Rational> A(n, n);
     for (Eigen::Index i = 0; i < n; ++i)
       for (Eigen::Index j = 0; j < n; ++j) A(i, j) = Rational(*rc::gen::inRange(1, 9), *rc::gen::inRange(1, 9));
