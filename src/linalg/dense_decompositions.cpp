@@ -6,6 +6,7 @@ template class Eigen::BDCSVD<Eigen::MatrixXd>;
 template class Eigen::JacobiSVD<Eigen::MatrixXd>;
 template class Eigen::HouseholderQR<Eigen::MatrixXd>;
 template class Eigen::ColPivHouseholderQR<Eigen::MatrixXd>;
+template class Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXd>;
 template class Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>;
 template class Eigen::PartialPivLU<Eigen::MatrixXd>;
 template class Eigen::FullPivLU<Eigen::MatrixXd>;

@@ -4,6 +4,7 @@
 
 #include <attnrank/attention/softmax.hpp>
 #include <attnrank/linalg/detail/balanced_factors.hpp>
+#include <attnrank/linalg/detail/dense_decompositions.hpp>
 #include <attnrank/linalg/exact_rank.hpp>
 #include <attnrank/numbers/decimal.hpp>
 #include <attnrank/numbers/detail/infinity.hpp>
@@ -12,8 +13,6 @@
 #include <attnrank/reach/detail/witness_search.hpp>
 #include <attnrank/reach/embeddings.hpp>
 #include <attnrank/reach/target.hpp>
-
-#include <Eigen/QR>
 
 #include <mpfr.h>
 
@@ -194,7 +193,6 @@ void upper_bound(Context& c, Index dk, const ApproxOptions& o, Certification how
       w.max_abs_error = fast_certified_witness_error(c.bounds, w.Q, w.K);
     }
   };
-
 
   std::vector<Eigen::VectorXd> starts;
   if (!emb) {

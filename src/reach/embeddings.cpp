@@ -2,10 +2,8 @@
 #include <attnrank/reach/embeddings.hpp>
 
 #include <attnrank/linalg/detail/balanced_factors.hpp>
+#include <attnrank/linalg/detail/dense_decompositions.hpp>
 #include <attnrank/linalg/product.hpp>
-
-#include <Eigen/QR>
-#include <Eigen/SVD>
 
 #include <tuple>
 

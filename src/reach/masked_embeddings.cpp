@@ -1,11 +1,10 @@
 // A masked head on fixed embeddings (attnrank/reach/masked_embeddings.hpp).
 #include <attnrank/reach/masked_embeddings.hpp>
 
+#include <attnrank/linalg/detail/dense_decompositions.hpp>
 #include <attnrank/linalg/exact_rank.hpp>
 #include <attnrank/reach/detail/witness_search.hpp>
 #include <attnrank/reach/embeddings.hpp>
-
-#include <Eigen/QR>
 
 #include <cmath>
 #include <utility>

@@ -34,10 +34,7 @@
 #include <attnrank/numbers/tiers.hpp>
 
 #include <cfenv>
-#include <cmath>
-#include <exception>
 #include <mutex>
-#include <thread>
 
 namespace attnrank {
 
@@ -149,151 +146,34 @@ class SerialDirectedProducts {
 /// hi = fl_up(L R) + spread and lo = -(fl_up((-L) R) + spread), so lo <= L R +- spread
 /// <= hi. For big products the two GEMMs run on two threads; each thread sets its
 /// own rounding mode (the mode is per thread).
-inline BoundsMatrix directed_pair(const Eigen::MatrixXd& L, const Eigen::MatrixXd& R, const Eigen::MatrixXd& spread) {
-  BoundsMatrix out;
-  UpwardRounding up;
-  std::exception_ptr failure_hi, failure_lo;
-  // Each half sets the mode of the thread it runs on and restores it after, so a
-  // pooled (OpenMP) thread goes back to its owner's rounding.
-  const auto half = [&](bool upper) {
-    const ThreadRounding<FE_UPWARD> rounding;
-    try {
-      Eigen::MatrixXd& target = upper ? out.hi : out.lo;
-      if (upper) {
-        target.noalias() = L * R;
-      } else {
-        const Eigen::MatrixXd negL = -L;
-        target.noalias() = negL * R;
-      }
-      if (spread.size()) target += spread;
-      rounding_barrier(target);
-    } catch (...) {
-      (upper ? failure_hi : failure_lo) = std::current_exception();
-    }
-  };
-  const bool big = !serial_directed_products && static_cast<double>(L.rows()) * static_cast<double>(L.cols()) * static_cast<double>(R.cols()) >= 4e6;
-#if defined(_OPENMP)
-  // With OpenMP, use its pool: a separate std::thread would fight its spinning workers.
-#pragma omp parallel sections num_threads(2) if (big)
-  {
-#pragma omp section
-    half(true);
-#pragma omp section
-    half(false);
-  }
-#else
-  if (big) {
-    std::thread worker(half, false);
-    half(true);
-    worker.join();
-  } else {
-    half(true);
-    half(false);
-  }
-#endif
-  if (failure_hi) std::rethrow_exception(failure_hi);
-  if (failure_lo) std::rethrow_exception(failure_lo);
-  out.lo = -out.lo;
-  return out;
-}
+BoundsMatrix directed_pair(const Eigen::MatrixXd& L, const Eigen::MatrixXd& R, const Eigen::MatrixXd& spread);
 /// out = fl_up(L R), or out += fl_up(L R) when `accumulate`: an upper bound of
 /// L R (plus out). A big product is split by columns of R over two threads, each
 /// rounding upward on its own (the spread of a ball product would otherwise run
 /// on one core while the directed pair after it uses two).
-inline void upward_product(Eigen::MatrixXd& out, const Eigen::MatrixXd& L, const Eigen::MatrixXd& R, bool accumulate) {
-  UpwardRounding up;
-  if (!accumulate) out.setZero(L.rows(), R.cols());
-  const bool big = !serial_directed_products && R.cols() >= 2 &&
-                   static_cast<double>(L.rows()) * static_cast<double>(L.cols()) * static_cast<double>(R.cols()) >= 4e6;
-  if (!big) {
-    out.noalias() += L * R;
-    rounding_barrier(out);
-    return;
-  }
-  const Eigen::Index half = R.cols() / 2;
-  std::exception_ptr failure;
-  std::thread worker([&] {
-    const ThreadRounding<FE_UPWARD> rounding;
-    try {
-      out.rightCols(R.cols() - half).noalias() += L * R.rightCols(R.cols() - half);
-      rounding_barrier(out);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  });
-  out.leftCols(half).noalias() += L * R.leftCols(half);
-  worker.join();
-  rounding_barrier(out);
-  if (failure) std::rethrow_exception(failure);
-}
+void upward_product(Eigen::MatrixXd& out, const Eigen::MatrixXd& L, const Eigen::MatrixXd& R, bool accumulate);
 
 }  // namespace detail
 
 /// Entrywise bounds of the exact product A B of two point matrices.
-inline BoundsMatrix certified_product_bounds(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) {
-  return detail::directed_pair(A, B, Eigen::MatrixXd());
-}
+BoundsMatrix certified_product_bounds(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
 
 /// Entrywise bounds of X B for every X in the ball A and the point matrix B.
-inline BoundsMatrix certified_product_bounds(const BallMatrix& A, const Eigen::MatrixXd& B) {
-  Eigen::MatrixXd spread;
-  if ((A.rad.array() != 0).any()) detail::upward_product(spread, A.rad, B.cwiseAbs(), false);
-  return detail::directed_pair(A.mid, B, spread);
-}
+BoundsMatrix certified_product_bounds(const BallMatrix& A, const Eigen::MatrixXd& B);
 
 /// Entrywise bounds of A X for the point matrix A and every X in the ball B.
-inline BoundsMatrix certified_product_bounds(const Eigen::MatrixXd& A, const BallMatrix& B) {
-  Eigen::MatrixXd spread;
-  if ((B.rad.array() != 0).any()) detail::upward_product(spread, A.cwiseAbs(), B.rad, false);
-  return detail::directed_pair(A, B.mid, spread);
-}
+BoundsMatrix certified_product_bounds(const Eigen::MatrixXd& A, const BallMatrix& B);
 
 /// Entrywise bounds of X Y for every X in the ball A and Y in the ball B (Rump's
 /// midpoint-radius product): X Y - Am Bm = (X - Am) Y + Am (Y - Bm), so
 /// |X Y - Am Bm| <= Ar (|Bm| + Br) + |Am| Br, that radius product rounded upward.
 /// Four GEMMs in all, whatever the radii.
-inline BoundsMatrix certified_product_bounds(const BallMatrix& A, const BallMatrix& B) {
-  const bool a_point = (A.rad.array() == 0).all(), b_point = (B.rad.array() == 0).all();
-  if (a_point && b_point) return detail::directed_pair(A.mid, B.mid, Eigen::MatrixXd());
-  Eigen::MatrixXd spread;
-  if (!b_point) detail::upward_product(spread, A.mid.cwiseAbs(), B.rad, false);
-  if (!a_point) {
-    Eigen::MatrixXd reach;
-    {
-      UpwardRounding up;
-      reach = B.mid.cwiseAbs() + B.rad;
-      detail::rounding_barrier(reach);
-    }
-    detail::upward_product(spread, A.rad, reach, !b_point);
-  }
-  return detail::directed_pair(A.mid, B.mid, spread);
-}
+BoundsMatrix certified_product_bounds(const BallMatrix& A, const BallMatrix& B);
 
 /// Upper bound of the infinity norm (max row sum of |x|) over the bounds.
-inline double norm_inf_upper(const BoundsMatrix& b) {
-  UpwardRounding up;
-  const Eigen::MatrixXd mag = b.lo.cwiseAbs().cwiseMax(b.hi.cwiseAbs());
-  double worst = 0;
-  for (Eigen::Index i = 0; i < mag.rows(); ++i) {
-    double s = 0;
-    for (Eigen::Index j = 0; j < mag.cols(); ++j) s += mag(i, j);
-    if (std::isnan(s)) return s;  // a NaN bound proves nothing; callers test "< 1"
-    if (s > worst) worst = s;
-  }
-  detail::rounding_barrier(worst);
-  return worst;
-}
+double norm_inf_upper(const BoundsMatrix& b);
 
 /// Bounds of I - X for X within the bounds b (square).
-inline BoundsMatrix identity_minus(const BoundsMatrix& b) {
-  BoundsMatrix out;
-  UpwardRounding up;
-  const Eigen::MatrixXd I = Eigen::MatrixXd::Identity(b.lo.rows(), b.lo.cols());
-  out.hi = I - b.lo;
-  out.lo = b.hi - I;
-  detail::rounding_barrier(out.lo);
-  out.lo = -out.lo;
-  return out;
-}
+BoundsMatrix identity_minus(const BoundsMatrix& b);
 
 }  // namespace attnrank

@@ -18,6 +18,7 @@ extern template class Eigen::BDCSVD<Eigen::MatrixXd>;
 extern template class Eigen::JacobiSVD<Eigen::MatrixXd>;
 extern template class Eigen::HouseholderQR<Eigen::MatrixXd>;
 extern template class Eigen::ColPivHouseholderQR<Eigen::MatrixXd>;
+extern template class Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXd>;  // pseudo-inverses
 extern template class Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>;
 extern template class Eigen::PartialPivLU<Eigen::MatrixXd>;
 extern template class Eigen::FullPivLU<Eigen::MatrixXd>;
