@@ -46,7 +46,12 @@ TEST_CASE("attnrank::analyze_scan", "[property]") {
   rc::prop("planted heads of width r are reported with width_lower <= width_upper <= r", [] {
     std::vector<Eigen::Index> widths;
     for (int k = 0; k < 6; ++k) widths.push_back(*rc::gen::inRange<Eigen::Index>(1, 4));
-    const HeadStack s = planted_stack(2, 3, 24, widths, *rc::gen::arbitrary<std::uint32_t>(),
+#ifdef ATTNRANK_SANITIZED  // -O0 under ASan: n = 24 took 25 s at 5 cases; the normal build runs it
+    const Eigen::Index n = 12;
+#else
+    const Eigen::Index n = 24;
+#endif
+    const HeadStack s = planted_stack(2, 3, n, widths, *rc::gen::arbitrary<std::uint32_t>(),
                                       *rc::gen::element(0.5, 1.0, 2.0));
     ScanQuestion q;
     q.epsilon = 1e-9;  // far above the rounding of a pattern stored as doubles, far below any real miss
@@ -66,7 +71,12 @@ TEST_CASE("attnrank::analyze_scan", "[property]") {
   rc::prop("every head gets the single-head analyses' answer, on one thread or two", [] {
     std::vector<Eigen::Index> widths;
     for (int k = 0; k < 4; ++k) widths.push_back(*rc::gen::inRange<Eigen::Index>(1, 5));
-    const HeadStack s = planted_stack(1, 4, *rc::gen::inRange<Eigen::Index>(3, 12), widths,
+#ifdef ATTNRANK_SANITIZED  // -O0 under ASan: n up to 11 took 73 s at 5 cases
+    const Eigen::Index most = 7;
+#else
+    const Eigen::Index most = 11;
+#endif
+    const HeadStack s = planted_stack(1, 4, *rc::gen::inRange<Eigen::Index>(3, most + 1), widths,
                                       *rc::gen::arbitrary<std::uint32_t>(), 1.0);
     ScanQuestion q;
     q.dk = *rc::gen::inRange<Eigen::Index>(1, 3);

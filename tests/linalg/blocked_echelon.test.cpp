@@ -97,12 +97,16 @@ TEST_CASE("blocked elimination: the panel width keeps every sum exact") {
 }
 
 TEST_CASE("exact rank and determinant through the blocked path") {
-  // n = 200 > 2 panels: a product of full-rank factors has exactly the inner rank,
+  // n = 200 (150 sanitized) > 2 panels: a product of full-rank factors has exactly the inner rank,
   // and the proof checks; a unimodular matrix (triangular, unit diagonal, then
   // mixed by row operations) has determinant +-1.
   std::mt19937_64 g(20261203);
   std::uniform_int_distribution<int> small(-5, 5);
+#ifdef ATTNRANK_SANITIZED  // -O0 under ASan: 66 s at n = 200; 150 is still three panels of 64
+  const Eigen::Index n = 150, inner = 101;
+#else
   const Eigen::Index n = 200, inner = 137;
+#endif
   Matrix<Integer> X(n, inner), Y(inner, n);
   for (Eigen::Index i = 0; i < X.size(); ++i) X(i) = small(g);
   for (Eigen::Index i = 0; i < Y.size(); ++i) Y(i) = small(g);
