@@ -33,38 +33,85 @@ def low_precision_ops(dtype):
         return matmul, softmax, "float32 ops rounded to float16 (no CPU half GEMM in this PyTorch)"
 
 
-def attention_ref(q, k, v, causal, upcast, reorder_ops=False):
-    """FlashAttention's reference, (B, S, H, d) layout: with ``upcast`` float32 arithmetic on the
-    inputs' values and the output rounded back to their dtype (out_ref); without it every op in
-    the inputs' dtype (out_pt, "PyTorch in low precision"), scaling K instead of Q when
-    ``reorder_ops`` (to estimate the error of reordering, as the tests do)."""
+def local_keep(n_q, n_k, causal=False, window=None):
+    """FlashAttention's causal mask and sliding window (``construct_local_mask``), bottom-right
+    aligned (query i at key position i + n_k - n_q): the (n_q, n_k) boolean array of the keys
+    each query may attend to. ``window`` is (left, right), -1 unbounded; causal makes right 0."""
+    left, right = window if window is not None else (-1, -1)
+    if causal:
+        right = 0
+    p = torch.arange(n_q)[:, None] + (n_k - n_q)
+    col = torch.arange(n_k)[None, :]
+    keep = torch.ones(n_q, n_k, dtype=torch.bool)
+    if right >= 0:
+        keep &= col <= p + right
+    if left >= 0:
+        keep &= col >= p - left
+    return keep
+
+
+def alibi_bias(slopes, n_q, n_k):
+    """FlashAttention's ALiBi bias -slope |i + n_k - n_q - j| (``attn_bias_from_alibi_slopes``),
+    float32, shape (B, H, n_q, n_k) for slopes of shape (B, H)."""
+    distance = (torch.arange(n_q)[:, None] + (n_k - n_q) - torch.arange(n_k)[None, :]).abs().float()
+    return -slopes.float()[:, :, None, None] * distance
+
+
+def attention_ref(q, k, v, causal, upcast, reorder_ops=False, *, window=None, alibi_slopes=None, softcap=0.0,
+                  dropout_mask=None, dropout_p=0.0):
+    """FlashAttention's reference (``attention_ref`` of its tests), (B, S, H, d) layout: with
+    ``upcast`` float32 arithmetic on the inputs' values and the output rounded back to their dtype
+    (out_ref); without it every op in the inputs' dtype (out_pt, "PyTorch in low precision"),
+    scaling K instead of Q when ``reorder_ops`` (to estimate the error of reordering, as the tests
+    do). Its variants as there: K and V with fewer heads (GQA/MQA: repeated), the causal mask and
+    ``window`` (left, right) aligned bottom-right, softcap c tanh(s / c) before the mask and the
+    ALiBi bias (``alibi_slopes`` (B, H)), dropout with the given keep-mask (B, H, S_q, S_k) and the
+    1 / (1 - p) scale applied to V."""
     dtype_og = q.dtype
     if upcast:
         q, k, v = q.float(), k.float(), v.float()
     matmul, softmax, _ = low_precision_ops(q.dtype)
     d = q.shape[-1]
+    groups = q.shape[2] // k.shape[2]
     qh, kh, vh = (x.transpose(1, 2) for x in (q, k, v))  # (B, H, S, d)
+    kh, vh = kh.repeat_interleave(groups, dim=1), vh.repeat_interleave(groups, dim=1)
     if reorder_ops:
         scores = matmul(qh, (kh / math.sqrt(d)).transpose(-1, -2))
     else:
         scores = matmul(qh / math.sqrt(d), kh.transpose(-1, -2))
-    if causal:
-        n, m = scores.shape[-2:]
-        keep = torch.ones(n, m, dtype=torch.bool).tril(m - n)  # bottom-right aligned, as FlashAttention
-        scores = scores.masked_fill(~keep, float("-inf"))
+    def rounded(op, x):  # an elementwise op in x's dtype: computed in float32, rounded once (a GPU's way)
+        return op(x.float()).to(x.dtype)
+    if softcap > 0:
+        scores = rounded(lambda x: x / softcap, scores)
+        scores = rounded(torch.tanh, scores)
+        scores = rounded(lambda x: x * softcap, scores)
+    n, m = scores.shape[-2:]
+    keep = local_keep(n, m, causal, window)
+    scores = scores.masked_fill(~keep, float("-inf"))
+    if alibi_slopes is not None:
+        bias = alibi_bias(alibi_slopes, n, m).to(scores.dtype)
+        scores = rounded(lambda x: x + bias.float(), scores)
     attn = softmax(scores).to(v.dtype)
+    if dropout_mask is not None:
+        attn = attn.masked_fill(~dropout_mask.bool(), 0.0)
+        vh = rounded(lambda x: x * (1.0 / (1.0 - dropout_p)), vh)
     return matmul(attn, vh).transpose(1, 2).to(dtype_og)
 
 
 def torch_attention(q, k, v, causal):
     """PyTorch's own CPU attention (scaled_dot_product_attention; 1.13's private one) in the
     inputs' dtype, (B, S, H, d) layout; None when this PyTorch cannot run it in that dtype."""
-    qh, kh, vh = (x.transpose(1, 2) for x in (q, k, v))
+    return sdpa(*(x.transpose(1, 2) for x in (q, k, v)), None, causal)
+
+
+def sdpa(qh, kh, vh, attn_mask, causal):
+    """PyTorch's scaled_dot_product_attention (1.13's private one) on (B, H, S, d) tensors, the
+    result in (B, S, H, d); None when this PyTorch cannot run it in their dtype."""
     try:
         if hasattr(F, "scaled_dot_product_attention"):
-            out = F.scaled_dot_product_attention(qh, kh, vh, is_causal=causal)
+            out = F.scaled_dot_product_attention(qh, kh, vh, attn_mask=attn_mask, is_causal=causal)
         else:
-            out = F._scaled_dot_product_attention(qh, kh, vh, None, 0.0, False, causal)[0]
+            out = F._scaled_dot_product_attention(qh, kh, vh, attn_mask, 0.0, False, causal)[0]
     except RuntimeError:
         return None
     return out.transpose(1, 2)
@@ -143,28 +190,70 @@ def svg_plot(path, series, *, xlabel, ylabel, title, logx=True, logy=True, xtick
         f.write("\n".join(out) + "\n")
 
 
-def blocked_attention(q, k, v, causal, block=64):
+def blocked_attention(q, k, v, causal, block=64, *, window=None, alibi_slopes=None, softcap=0.0,
+                      dropout_mask=None, dropout_p=0.0, p_in_dtype=False, acc_in_dtype=False):
     """A FlashAttention-style kernel in torch, (B, S, H, d) layout: keys in blocks with a running
     max and sum (online softmax), float32 accumulation, the output in the inputs' dtype.
-    Differentiable, so autograd gives it a backward pass to test."""
+    Differentiable, so autograd gives it a backward pass to test. The variants as FlashAttention
+    computes them: K/V heads shared by groups of query heads, the causal mask and ``window``
+    bottom-right, softcap then ALiBi on the float32 scores, dropout applied to P after the running
+    sum (lse is before dropout) with 1 / (1 - p) at the end. With ``p_in_dtype`` the
+    probabilities are rounded to the inputs' dtype before the P V product, as FlashAttention's
+    second GEMM (in float16 or bfloat16) does; with ``acc_in_dtype`` the output accumulator is
+    rounded to the dtype after every block too (a kernel that keeps it in registers of the input
+    type: a precision bug FlashAttention avoids)."""
     dtype = q.dtype
+    groups = q.shape[2] // k.shape[2]
     qh, kh, vh = (x.transpose(1, 2).float() for x in (q, k, v))
+    kh, vh = kh.repeat_interleave(groups, dim=1), vh.repeat_interleave(groups, dim=1)
     n, d = qh.shape[-2:]
+    n_k = kh.shape[-2]
+    keep_all = local_keep(n, n_k, causal, window)
+    bias = alibi_bias(alibi_slopes, n, n_k) if alibi_slopes is not None else None
     m = torch.full(qh.shape[:-1] + (1,), -float("inf"))
     l = torch.zeros_like(m)
     acc = torch.zeros(qh.shape[:-1] + (vh.shape[-1],))
-    for j0 in range(0, kh.shape[-2], block):
-        s = qh @ kh[..., j0:j0 + block, :].transpose(-1, -2) / math.sqrt(d)
-        if causal:
-            keep = torch.arange(n)[:, None] + (kh.shape[-2] - n) >= torch.arange(j0, j0 + s.shape[-1])[None, :]
-            s = s.masked_fill(~keep, -float("inf"))
+    for j0 in range(0, n_k, block):
+        j1 = min(j0 + block, n_k)
+        s = qh @ kh[..., j0:j1, :].transpose(-1, -2) / math.sqrt(d)
+        if softcap > 0:
+            s = torch.tanh(s / softcap) * softcap
+        if bias is not None:
+            s = s + bias[..., j0:j1]
+        s = s.masked_fill(~keep_all[:, j0:j1], -float("inf"))
         m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
-        p = torch.exp(s - m_new)
-        correction = torch.exp(m - m_new)
+        base = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)  # a row with no key yet
+        p = torch.exp(s - base)
+        correction = torch.exp(m - base)
         l = l * correction + p.sum(dim=-1, keepdim=True)
-        acc = acc * correction + p @ vh[..., j0:j0 + block, :]
+        if dropout_mask is not None:
+            p = p * dropout_mask[..., j0:j1].float()
+        if p_in_dtype:
+            p = p.to(dtype).float()
+        acc = acc * correction + p @ vh[..., j0:j1, :]
+        if acc_in_dtype:
+            acc = acc.to(dtype).float()
         m = m_new
-    return (acc / l).to(dtype).transpose(1, 2)
+    out = acc / l
+    if dropout_mask is not None:
+        out = out / (1.0 - dropout_p)
+    return out.to(dtype).transpose(1, 2)
+
+
+def torch_attention_variant(q, k, v, causal, *, window=None, alibi_slopes=None, softcap=0.0, dropout_mask=None):
+    """PyTorch's own CPU attention for a FlashAttention variant, in the inputs' dtype: the causal
+    mask, window and ALiBi bias as one float attn_mask (bottom-right, as FlashAttention), K/V heads
+    repeated for GQA. None where PyTorch has no such attention (softcap, a given dropout mask) or
+    cannot run it in this dtype."""
+    if softcap > 0 or dropout_mask is not None:
+        return None
+    groups = q.shape[2] // k.shape[2]
+    qh, kh, vh = (x.transpose(1, 2) for x in (q, k, v))
+    kh, vh = kh.repeat_interleave(groups, dim=1), vh.repeat_interleave(groups, dim=1)
+    n, n_k = qh.shape[-2], kh.shape[-2]
+    bias = torch.zeros(1, 1, n, n_k) if alibi_slopes is None else alibi_bias(alibi_slopes, n, n_k)
+    bias = bias.masked_fill(~local_keep(n, n_k, causal, window), float("-inf")).to(q.dtype)
+    return sdpa(qh, kh, vh, bias, False)
 
 
 def load(folder, name):
@@ -174,3 +263,24 @@ def load(folder, name):
         if os.path.exists(path):
             return torch.load(path) if ext == ".pt" else torch.from_numpy(np.load(path))
     raise SystemExit(f"{folder}: no {name}.pt or {name}.npy")
+
+
+def has_saved(folder, name):
+    """Whether a case folder holds tensor ``name`` (NAME.pt or NAME.npy)."""
+    return any(os.path.exists(os.path.join(folder, name + ext)) for ext in (".pt", ".npy"))
+
+
+def saved_case_folders(root):
+    """The case folders of a GPU run saved under ``root``, in name order: (name, folder, meta),
+    meta being the folder's case.json ({} without one)."""
+    import json
+    for name in sorted(os.listdir(root)):
+        folder = os.path.join(root, name)
+        if not os.path.isdir(folder):
+            continue
+        meta = {}
+        if os.path.exists(os.path.join(folder, "case.json")):
+            with open(os.path.join(folder, "case.json")) as f:
+                meta = json.load(f)
+        yield name, folder, meta
+

@@ -27,12 +27,11 @@ import os
 import sys
 import time
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnrank  # noqa: E402
-from common import attention_ref, certified, load, max_diff, torch_attention, low_precision_ops  # noqa: E402
+from common import attention_ref, certified, load, low_precision_ops, max_diff, saved_case_folders, torch_attention  # noqa: E402
 
 GRIDS = {
     # FlashAttention's test_flash_attn_qkvpacked grid (seqlen 97..2048), head dims 16..128.
@@ -94,14 +93,7 @@ def generated_cases(grid, dtypes, seed):
 
 
 def saved_cases(root):
-    for case in sorted(os.listdir(root)):
-        folder = os.path.join(root, case)
-        if not os.path.isdir(folder):
-            continue
-        meta = {}
-        if os.path.exists(os.path.join(folder, "case.json")):
-            with open(os.path.join(folder, "case.json")) as f:
-                meta = json.load(f)
+    for case, folder, meta in saved_case_folders(root):
         t = {name: load(folder, name) for name in ("q", "k", "v", "out", "out_pt", "out_ref")}
         dtype = str(t["q"].dtype).removeprefix("torch.")
         yield (case, dtype, bool(meta.get("causal", False)), t["q"], t["k"], t["v"], t["out"], t["out_pt"],

@@ -31,12 +31,11 @@ import os
 import sys
 import time
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnrank  # noqa: E402
-from common import attention_ref, blocked_attention, load, max_diff, torch_attention  # noqa: E402
+from common import attention_ref, blocked_attention, load, max_diff, saved_case_folders, torch_attention  # noqa: E402
 
 GRIDS = {
     "full": dict(seqlens=[97, 128, 200, 384, 512], dims=[32, 64, 128], heads=2),
@@ -111,14 +110,7 @@ def generated_cases(grid, dtypes, seed):
 
 
 def saved_cases(root):
-    for case in sorted(os.listdir(root)):
-        folder = os.path.join(root, case)
-        if not os.path.isdir(folder):
-            continue
-        meta = {}
-        if os.path.exists(os.path.join(folder, "case.json")):
-            with open(os.path.join(folder, "case.json")) as f:
-                meta = json.load(f)
+    for case, folder, meta in saved_case_folders(root):
         t = {name: load(folder, name) for name in ("q", "k", "v", "dout")}
         grads = {suffix: {g: load(folder, g + suffix) for g in GRADS} for suffix in ("", "_pt", "_ref")}
         yield (case, str(t["q"].dtype).removeprefix("torch."), bool(meta.get("causal", False)), t["q"], t["k"],
