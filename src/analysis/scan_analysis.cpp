@@ -14,7 +14,9 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -49,6 +51,15 @@ Matrix<Rational> exact_slice(const HeadStack& stack, std::size_t t) {
   return exact_of_doubles(P, name);
 }
 
+/// The note on a head with a zero entry (HeadScan::note).
+std::string zero_entry_note(bool zeros_causal) {
+  if (zeros_causal)
+    return "the zeros are exactly the causal pattern, which no head without a mask produces: "
+           "--mask causal asks the decoder question";
+  return "exact zeros where a key is allowed: no finite scores give a weight of 0. Weights saved in "
+         "float16 become 0 below 6.0e-08 (bfloat16: 9.2e-41): save the pattern in float32, or mask those positions";
+}
+
 HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q) {
   const auto start = std::chrono::steady_clock::now();
   const Matrix<Rational> A = exact_slice(stack, t);
@@ -67,6 +78,14 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
   rq.target_name = name;
   const ReachAnalysis r = analyze_reach(A, rq);
   h.zero_entry = r.has_zero_entry();
+  const Eigen::MatrixXd& P = stack.patterns[t];
+  h.smallest_weight = P.maxCoeff();
+  for (Eigen::Index i = 0; i < h.n; ++i)
+    for (Eigen::Index j = 0; j < h.n; ++j) {
+      if (P(i, j) > 0) h.smallest_weight = std::min(h.smallest_weight, P(i, j));
+      if (P(i, j) == 0 && (!q.mask || q.mask->allows(i, j))) ++h.zero_entries;
+    }
+  if (h.zero_entry) h.note = zero_entry_note(r.zeros_causal);
   if (!h.zero_entry) {
     h.floor_lower = r.floor_lower();
     h.floor_upper = r.floor_upper();
@@ -162,7 +181,9 @@ std::vector<HeadScan> analyze_scan(const HeadStack& stack, const ScanQuestion& q
 
 nlohmann::json to_json(const HeadScan& h) {
   using nlohmann::json;
-  json j{{"index", h.index}, {"n", h.n}, {"zero_entry", h.zero_entry}};
+  json j{{"index", h.index}, {"n", h.n}, {"zero_entry", h.zero_entry}, {"zero_entries", h.zero_entries},
+         {"smallest_weight", h.smallest_weight}};
+  if (!h.note.empty()) j["note"] = h.note;
   j["floor_lower"] = h.zero_entry ? json(nullptr) : json(h.floor_lower);
   j["floor_upper"] = h.zero_entry ? json(nullptr) : json(h.floor_upper);
   if (h.verdict) j["verdict"] = to_string(*h.verdict);
@@ -238,6 +259,28 @@ std::string scan_text(const HeadStack& stack, const ScanQuestion& q, const std::
     }
     if (h.time_limit_reached) s << "  (time limit reached)";
     s << "\n";
+  }
+  // Each note once, with the heads it concerns (a stack saved in float16 gives one note, not 144).
+  std::vector<std::string> notes;
+  for (const HeadScan& h : heads)
+    if (!h.note.empty() && std::find(notes.begin(), notes.end(), h.note) == notes.end()) notes.push_back(h.note);
+  for (const std::string& note : notes) {
+    std::vector<std::string> which;
+    Eigen::Index zeros = 0;
+    double smallest = std::numeric_limits<double>::infinity();
+    for (const HeadScan& h : heads)
+      if (h.note == note) {
+        which.push_back(index_text(h.index));
+        zeros += h.zero_entries;
+        smallest = std::min(smallest, h.smallest_weight);
+      }
+    s << "note (" << which.size() << (which.size() == 1 ? " head" : " heads");
+    for (std::size_t k = 0; k < which.size() && k < 4; ++k) s << (k ? ", " : ": ") << which[k];
+    if (which.size() > 4) s << ", ...";
+    char weight[32];
+    std::snprintf(weight, sizeof weight, "%.2g", smallest);
+    s << "; " << zeros << " zero entries, smallest positive weight " << weight << "): " << note
+      << "\n";
   }
   return s.str();
 }

@@ -83,7 +83,8 @@ Mask Mask::from_matrix(const Matrix<Rational>& M, const std::string& source, boo
     }
     if (!any)
       throw input_error(source + ": mask row " + std::to_string(i + 1) +
-                            " allows no key, so softmax over it has no value (every row needs at least one 1)",
+                            " allows no key, so softmax over it has no value (every row needs at least one 1). " +
+                            inverted_mask_hint,
                         source, static_cast<long>(i + 1), 0);
   }
   return Mask(n, std::move(allowed), cols);

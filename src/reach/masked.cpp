@@ -2,6 +2,7 @@
 // floors, the verdict.
 #include <attnrank/reach/masked.hpp>
 
+#include <attnrank/numbers/decimal.hpp>
 #include <attnrank/numbers/detail/parallel.hpp>
 
 #include <algorithm>
@@ -287,10 +288,20 @@ void validate_masked_target(const Matrix<Rational>& A, const Mask& mask, const s
   mask.require_size(A.rows(), source);
   for (Index i = 0; i < A.rows(); ++i)
     for (Index j = 0; j < A.cols(); ++j)
-      if (!mask.allows(i, j) && mpq_sgn(A(i, j).backend().data()) != 0)
+      if (!mask.allows(i, j) && mpq_sgn(A(i, j).backend().data()) != 0) {
+        // The weights exactly where the mask blocks and nowhere else: a mask in the other convention.
+        bool complement = true;
+        for (Index r = 0; r < A.rows() && complement; ++r)
+          for (Index c = 0; c < A.cols() && complement; ++c)
+            complement = (mpq_sgn(A(r, c).backend().data()) != 0) != mask.allows(r, c);
+        const std::string shown = exact_decimal_text(A(i, j));
         throw input_error(source + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + " is " +
-                              A(i, j).str() + " at a masked position; a masked head puts exactly 0 there",
+                              shown + " at a masked position; a masked head puts exactly 0 there" +
+                              (complement ? std::string(". The pattern's weights are exactly where the mask blocks: ") +
+                                                inverted_mask_hint
+                                          : std::string()),
                           source, static_cast<long>(i + 1), static_cast<long>(j + 1));
+      }
 }
 
 bool zeros_are_causal(const Matrix<Rational>& A) {

@@ -154,3 +154,90 @@ TEST_CASE("attnrank::analyze_scan bad slices", "[unit]") {
     CHECK(to_json(heads[0])["floor_lower"].is_null());
   }
 }
+
+TEST_CASE("attnrank::analyze_scan notes", "[unit]") {
+  // The traps a researcher falls into, said once per cause: a causal stack scanned without the
+  // causal mask, zeros a float16 save makes, logits instead of weights, a mask inverted.
+  const Eigen::Index n = 6;
+  HeadStack causal;
+  causal.name = "causal.npy";
+  causal.shape = {2, static_cast<std::size_t>(n), static_cast<std::size_t>(n)};
+  std::mt19937_64 rng(11);
+  for (std::size_t h = 0; h < 2; ++h) {
+    Eigen::MatrixXd P = planted(n, 2, rng, 1.0);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      for (Eigen::Index j = i + 1; j < n; ++j) P(i, j) = 0;
+      P.row(i) /= P.row(i).sum();
+    }
+    causal.index.push_back({h});
+    causal.patterns.push_back(P);
+  }
+  ScanQuestion q;
+  SECTION("causal heads without the causal mask: the note says to pass it, once for both heads") {
+    const std::vector<HeadScan> heads = analyze_scan(causal, q);
+    for (std::size_t t = 0; t < heads.size(); ++t) {
+      CHECK(heads[t].zero_entry);
+      CHECK(heads[t].zero_entries == n * (n - 1) / 2);
+      CHECK(heads[t].smallest_weight == causal.patterns[t].cwiseMax(0).unaryExpr([](double x) {
+        return x > 0 ? x : 2.0;
+      }).minCoeff());
+      CHECK(heads[t].note.find("--mask causal") != std::string::npos);
+      CHECK(to_json(heads[t])["note"] == heads[t].note);
+    }
+    const std::string text = scan_text(causal, q, heads);
+    CHECK(text.find("note (2 heads: [0], [1]; 30 zero entries") != std::string::npos);
+    CHECK(text.find("--mask causal") == text.rfind("--mask causal"));  // said once
+  }
+  SECTION("with the causal mask there is nothing to say") {
+    q.mask = Mask::causal(n);
+    for (const HeadScan& h : analyze_scan(causal, q)) {
+      CHECK_FALSE(h.zero_entry);
+      CHECK(h.zero_entries == 0);
+      CHECK(h.note.empty());
+      CHECK_FALSE(to_json(h).contains("note"));
+    }
+  }
+  SECTION("zeros that are not causal: what a float16 save does to small weights") {
+    HeadStack s = planted_stack(1, 2, n, {2, 2}, 5, 1.0);
+    s.patterns[1](0, 3) = 0;
+    s.patterns[1](4, 1) = 0;
+    const std::vector<HeadScan> heads = analyze_scan(s, q);
+    CHECK(heads[0].note.empty());
+    CHECK(heads[0].zero_entries == 0);
+    CHECK(heads[1].zero_entries == 2);
+    CHECK(heads[1].note.find("float16") != std::string::npos);
+    CHECK(scan_text(s, q, heads).find("note (1 head: [0,1]; 2 zero entries") != std::string::npos);
+  }
+  SECTION("logits instead of weights: the value as written, and what to do") {
+    HeadStack s = planted_stack(1, 1, 3, {1}, 5, 1.0);
+    s.patterns[0](1, 2) = -69.0775527954;
+    const std::string m = input_error_message([&] { analyze_scan(s, q); });
+    CHECK(m.find("row 2, column 3: attention weights cannot be negative (-69.0775527954)") != std::string::npos);
+    CHECK(m.find("softmax first") != std::string::npos);
+  }
+  SECTION("a mask in PyTorch's convention (True: blocked) is named as such") {
+    // Weights on the even columns only, and a mask allowing the odd ones: its complement.
+    HeadStack s;
+    s.name = "even.npy";
+    s.shape = {4, 4};
+    s.index.push_back({});
+    Eigen::MatrixXd P = Eigen::MatrixXd::Zero(4, 4), M = Eigen::MatrixXd::Zero(4, 4);
+    for (Eigen::Index i = 0; i < 4; ++i)
+      for (Eigen::Index j = 0; j < 4; ++j) (j % 2 == 0 ? P : M)(i, j) = j % 2 == 0 ? 0.5 : 1;
+    s.patterns.push_back(P);
+    q.mask = Mask::from_matrix(M.cast<Rational>(), "mask.npy");
+    const std::string m = input_error_message([&] { analyze_scan(s, q); });
+    CHECK(m.find("row 1, column 1 is 0.5 at a masked position") != std::string::npos);
+    CHECK(m.find("invert such a mask") != std::string::npos);
+    // A mask whose blocked positions are not exactly the weights' support: no such guess.
+    M(0, 0) = 1;
+    q.mask = Mask::from_matrix(M.cast<Rational>(), "mask.npy");
+    CHECK(input_error_message([&] { analyze_scan(s, q); }).find("invert") == std::string::npos);
+  }
+  SECTION("a mask row without a key names the other convention") {
+    Matrix<Rational> M = Matrix<Rational>::Ones(3, 3);
+    M.row(2).setZero();
+    CHECK(input_error_message([&] { Mask::from_matrix(M, "mask.csv"); }).find("True where it may not") !=
+          std::string::npos);
+  }
+}

@@ -574,7 +574,7 @@ TEST_CASE("attnrank masks: layer, example and reach") {
     expect_input_error("reach " + causal4 + " --mask " + file("empty_row.csv", "1,0,0,0\n0,0,0,0\n1,1,1,0\n1,1,1,1\n") + " --dk 1",
                        "mask row 2 allows no key");
     expect_input_error("reach " + causal4 + " --mask " + file("small.csv", "1,0\n1,1\n") + " --dk 1", "the mask is 2 x 2");
-    expect_input_error("reach diag:4:0.7 --mask causal --dk 1", "row 1, column 2 is 1/10 at a masked position");
+    expect_input_error("reach diag:4:0.7 --mask causal --dk 1", "row 1, column 2 is 0.1 at a masked position");
     expect_input_error("reach " + causal4 + " --mask causal --dk 1 --x " + file("x3rows.csv", "1,0\n0,1\n1,1\n"),
                        "x3rows.csv: the embeddings X have 3 rows");
     expect_input_error("reach " + causal4 + " --mask causal --dk 1 --epsilon 2", "--epsilon 2.000000 is outside [0, 1]");

@@ -85,3 +85,24 @@ def test_planted_heads_on_a_dask_local_cluster_with_two_worker_processes():
     check_planted(results, widths, (2, 3))
     local = attnrank.scan(stack, epsilon=1e-9, max_dk=6)
     assert [h["width_upper"] for h in results] == [h["width_upper"] for h in local]
+
+
+def test_the_traps_are_named():
+    """Causal heads without the causal mask, and weights a float16 save turned into zeros: each
+    head says why (the note), with its zero count and smallest weight; logits are refused."""
+    rng = np.random.default_rng(SEED)
+    stack = planted(rng, 1, 3, 8, [2, 2, 2])
+    causal = np.tril(stack)
+    causal /= causal.sum(axis=-1, keepdims=True)
+    for h in attnrank.scan(causal):
+        assert h["zero_entry"] and h["zero_entries"] == 8 * 7 // 2
+        assert "--mask causal" in h["note"]
+        assert h["smallest_weight"] == causal[tuple(h["index"])][causal[tuple(h["index"])] > 0].min()
+    assert all("note" not in h and h["zero_entries"] == 0 for h in attnrank.scan(causal, mask="causal"))
+    squashed = causal.copy()
+    squashed[0, 1, 5, 0] = 0  # what a float16 save does to a weight below 6e-8
+    heads = attnrank.scan(squashed, mask="causal")
+    assert [h["zero_entries"] for h in heads] == [0, 1, 0]
+    assert "float16" in heads[1]["note"] and "note" not in heads[0]
+    with pytest.raises(ValueError, match=r"cannot be negative \(-2\.5\).*softmax first"):
+        attnrank.scan(np.where(np.eye(8, dtype=bool), -2.5, 1.0)[None])

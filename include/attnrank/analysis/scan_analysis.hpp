@@ -50,6 +50,11 @@ struct HeadScan {
   std::vector<std::size_t> index;
   Eigen::Index n = 0;
   bool zero_entry = false;              ///< a zero entry outside the mask: no finite scores produce it
+  Eigen::Index zero_entries = 0;        ///< how many (exact zeros where the mask allows a key)
+  double smallest_weight = 0;           ///< the head's smallest positive weight
+  /// Why a head is what it is, when the input is the likely cause (empty: nothing to say): zeros
+  /// exactly causal without the causal mask, or zeros a low-precision save may have made.
+  std::string note;
   Eigen::Index floor_lower = 0, floor_upper = 0;
   std::optional<Verdict> verdict;       ///< with d_k
   std::optional<double> error_lower, error_upper;  ///< at d_k (n <= 512, or with epsilon)
@@ -77,7 +82,7 @@ std::vector<HeadScan> analyze_scan(const HeadStack& stack, const ScanQuestion& q
 nlohmann::json to_json(const HeadScan& h);
 /// The whole scan ("attnrank/scan/1", docs/schema/scan.schema.json).
 nlohmann::json scan_document(const HeadStack& stack, const ScanQuestion& q, const std::vector<HeadScan>& heads);
-/// A table for people: one line per head.
+/// A table for people: one line per head, then each note once with the heads it concerns.
 std::string scan_text(const HeadStack& stack, const ScanQuestion& q, const std::vector<HeadScan>& heads);
 
 }  // namespace attnrank

@@ -24,6 +24,12 @@
 
 namespace attnrank {
 
+/// Said with a mask that cannot be right (a row with no key; a pattern whose weights sit
+/// where the mask blocks): the other common convention.
+inline constexpr const char* inverted_mask_hint =
+    "An attnrank mask holds 1 where a query may attend; PyTorch's nn.MultiheadAttention and "
+    "nn.Transformer boolean masks hold True where it may not: invert such a mask (1 - mask).";
+
 /// Where query 0 sits among the keys when N_q != N_k: FlashAttention's convention
 /// (bottom_right: query i at key position i + N_k - N_q) or PyTorch's is_causal (top_left: at i).
 enum class MaskAlignment { bottom_right, top_left };

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -161,6 +162,17 @@ inline std::string shortest_decimal(double x) {
   char buffer[32];
   const auto end = std::to_chars(buffer, buffer + sizeof buffer, x).ptr;
   return std::string(buffer, end);
+}
+
+/// q as a person wrote or saw it, for messages: the shortest decimal that reads back as q when
+/// q is a double (a value from .npy or safetensors), else its exact decimal when that
+/// terminates within 40 digits (-1/5 from a CSV's "-0.2"), else the fraction.
+inline std::string exact_decimal_text(const Rational& q) {
+  const double d = q.convert_to<double>();
+  if (std::isfinite(d) && Rational(d) == q) return shortest_decimal(d);
+  if (const std::optional<int> digits = terminating_decimals(q); digits && *digits <= 40)
+    return format_fixed(q, *digits);
+  return q.str();
 }
 
 /// A proven upper bound x (a double) printed so the text is still an upper

@@ -13,6 +13,7 @@
 // rounding) for big targets, or in MPFI at the working precision.
 
 #include <attnrank/numbers/certified_log.hpp>
+#include <attnrank/numbers/decimal.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 #include <attnrank/numbers/rational_enclosure.hpp>
 #include <attnrank/error.hpp>
@@ -87,10 +88,13 @@ inline void validate_target(const Matrix<Rational>& A, const std::string& source
     bool positive = false;
     for (Eigen::Index j = 0; j < A.cols(); ++j) {
       const int sign = mpq_sgn(A(i, j).backend().data());
-      if (sign < 0)
+      if (sign < 0) {
+        const std::string shown = exact_decimal_text(A(i, j));
         throw input_error(source + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) +
-                              ": attention weights cannot be negative (" + A(i, j).str() + ")",
+                              ": attention weights cannot be negative (" + shown +
+                              "); weights are probabilities, softmax outputs: scores or logits need a softmax first",
                           source, static_cast<long>(i + 1), static_cast<long>(j + 1));
+      }
       if (sign > 0) positive = true;
     }
     if (!positive)
