@@ -185,7 +185,7 @@ def run_generated(spec, index, seed, batch):
             + (f" softcap={spec['softcap']:g}" if spec["softcap"] else "")
             + (f" dropout={spec['dropout_p']:g}" if spec["dropout_p"] else ""))
     if has_empty_row(case):
-        return dict(case=name, skipped="a query row attends to no key (FlashAttention's output 0 there)")
+        return dict(case=name, index=index, skipped="a query row attends to no key (FlashAttention's output 0 there)")
     variant = dict(window=case["window"], alibi_slopes=case["alibi_slopes"], softcap=case["softcap"],
                    dropout_mask=case["dropout_mask"], dropout_p=case["dropout_p"])
     kernels = {"blocked": blocked_attention(case["q"], case["k"], case["v"], case["causal"], p_in_dtype=True,
@@ -197,7 +197,7 @@ def run_generated(spec, index, seed, batch):
                                  dropout_mask=case["dropout_mask"])
     if pt is not None:
         kernels["torch SDPA"] = pt
-    return dict(case=name, rows=judge(name, spec, case, kernels))
+    return dict(case=name, index=index, rows=judge(name, spec, case, kernels))
 
 
 def saved_cases(root):
@@ -327,8 +327,7 @@ def main():
                     print(f"  {n}/{len(futures)} cases: {time.perf_counter() - start:.0f} s", file=sys.stderr)
             if cluster is not None:
                 cluster.close()
-            order = {f"#{i} ": n for n, (_, i) in enumerate(indexed)}
-            records.sort(key=lambda rec: order[rec["case"].split(" ")[0] + " "])
+            records.sort(key=lambda rec: rec["index"])  # the grid's order (indexed is sorted)
         else:
             for n, (spec, i) in enumerate(indexed, 1):
                 records.append(run_generated(spec, i, args.seed, batch))

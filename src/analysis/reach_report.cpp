@@ -16,9 +16,6 @@ namespace {
 using nlohmann::json;
 
 /// The line every unmasked report of a causal pattern adds.
-constexpr const char* causal_note =
-    "the zeros are exactly the causal pattern; --mask causal asks the decoder question";
-
 const MaskedReachResult& masked_result(const ReachAnalysis& r) {
   return r.masked ? *r.masked : r.masked_embeddings->result;
 }
@@ -229,7 +226,7 @@ json to_json(const ReachAnalysis& r) {
     }
   }
   if (!r.hint().empty()) j["hint"] = r.hint();
-  if (r.zeros_causal) j["note"] = causal_note;
+  if (r.zeros_causal) j["note"] = causal_zeros_note;
   // The witness heads: the error bounds' one when they ran, else the decision's.
   if (r.on_embeddings()) {
     const EmbeddingsReach* e = r.embeddings ? &*r.embeddings : nullptr;
@@ -265,7 +262,7 @@ json to_json(const ReachAnalysis& r) {
 std::string to_text(const ReachAnalysis& r) {
   std::string out = r.approx && r.epsilon ? epsilon_line(*r.approx, *r.epsilon) : "";
   out += narrate(r);
-  if (r.zeros_causal) out += std::string("note: ") + causal_note + "\n";
+  if (r.zeros_causal) out += std::string("note: ") + causal_zeros_note + "\n";
   const auto not_computed = [&] {
     return "how close: not computed for n > " + std::to_string(r.error_bounds_size_limit) +
            " (pass --epsilon E to bound it)\n";

@@ -53,9 +53,7 @@ Matrix<Rational> exact_slice(const HeadStack& stack, std::size_t t) {
 
 /// The note on a head with a zero entry (HeadScan::note).
 std::string zero_entry_note(bool zeros_causal) {
-  if (zeros_causal)
-    return "the zeros are exactly the causal pattern, which no head without a mask produces: "
-           "--mask causal asks the decoder question";
+  if (zeros_causal) return causal_zeros_note;
   return "exact zeros where a key is allowed: no finite scores give a weight of 0. Weights saved in "
          "float16 become 0 below 6.0e-08 (bfloat16: 9.2e-41): save the pattern in float32, or mask those positions";
 }

@@ -51,6 +51,10 @@ struct ReachQuestion {
   std::string target_name = "target", x_name = "X";
 };
 
+/// What reach and scan say of an unmasked pattern whose zeros are exactly causal.
+inline constexpr const char* causal_zeros_note =
+    "the zeros are exactly the causal pattern; --mask causal asks the decoder question";
+
 /// The answer with its proofs. Exactly one of free / embeddings / masked /
 /// masked_embeddings holds the decision; the accessors read whichever it is.
 struct ReachAnalysis {
@@ -58,7 +62,7 @@ struct ReachAnalysis {
   std::string target_name, x_name;
   std::string mask_name = "none";
   bool rows_sum_to_one = true;  ///< false: everything is about A / rowsums (softmax normalises rows)
-  bool zeros_causal = false;    ///< unmasked question on a pattern whose zeros are exactly causal
+  bool zeros_causal = false;    ///< unmasked question on a pattern whose zeros are exactly causal (causal_zeros_note)
   std::optional<ReachResult> free;
   std::optional<EmbeddingsReach> embeddings;
   std::optional<MaskedReachResult> masked;
