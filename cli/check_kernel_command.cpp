@@ -16,7 +16,8 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
       "Certified error of an attention kernel's output O = softmax(s Q K^T) V, its gradients and logsumexp");
   struct Options {
     std::string q, k, v, candidate, reference, mask, fallback = "auto";
-    std::string from, reference_from, dout, dq, dk, dv, lse, reference_dq, reference_dk, reference_dv, reference_lse;
+    std::string from, reference_from, dout, dq, dk, dv, lse, dsinks, reference_dq, reference_dk, reference_dv,
+        reference_lse, reference_dsinks;
     std::optional<double> ratio_atol;
     std::vector<long> window;
     std::string align = "bottom-right";
@@ -43,14 +44,18 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
   cmd->add_option("--dk", opt->dk, "The kernel's dK, (..., N_k, d)");
   cmd->add_option("--dv", opt->dv, "The kernel's dV, (..., N_k, d_v)");
   cmd->add_option("--lse", opt->lse, "The kernel's logsumexp of the scaled scores (natural log), (..., N)");
+  cmd->add_option("--dsinks", opt->dsinks,
+                  "The kernel's gradient of the sink logits, (H,): each head's summed over batches and sequences "
+                  "(needs --sinks)");
   cmd->add_option("--reference-dq", opt->reference_dq, "A reference's dQ");
   cmd->add_option("--reference-dk", opt->reference_dk, "A reference's dK");
   cmd->add_option("--reference-dv", opt->reference_dv, "A reference's dV");
   cmd->add_option("--reference-lse", opt->reference_lse, "A reference's logsumexp");
+  cmd->add_option("--reference-dsinks", opt->reference_dsinks, "A reference's gradient of the sink logits");
   cmd->add_option("--from", opt->from,
-                  "A safetensors file holding any of q, k, v, out, dout, dq, dk, dv, lse (a flag given wins)");
+                  "A safetensors file holding any of q, k, v, out, dout, dq, dk, dv, lse, dsinks (a flag given wins)");
   cmd->add_option("--reference-from", opt->reference_from,
-                  "A safetensors file holding a reference's out, dq, dk, dv, lse (a flag given wins)");
+                  "A safetensors file holding a reference's out, dq, dk, dv, lse, dsinks (a flag given wins)");
   cmd->add_option("--mask", opt->mask,
                   "causal, none, an N_q x N_k file of 0s and 1s (1: the query may attend) for every head, or an "
                   ".npy / safetensors array of shape (H, N_q, N_k) or (B, H, N_q, N_k): one mask per head");
@@ -167,10 +172,12 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     maybe(q.dk, opt->dk);
     maybe(q.dv, opt->dv);
     maybe(q.lse, opt->lse, true);
+    maybe(q.dsinks, opt->dsinks, true);
     maybe(q.reference_dq, opt->reference_dq);
     maybe(q.reference_dk, opt->reference_dk);
     maybe(q.reference_dv, opt->reference_dv);
     maybe(q.reference_lse, opt->reference_lse, true);
+    maybe(q.reference_dsinks, opt->reference_dsinks, true);
     if (!opt->from.empty()) read_kernel_tensors(q, opt->from, false, run.limits);
     if (!opt->reference_from.empty()) read_kernel_tensors(q, opt->reference_from, true, run.limits);
     if (q.q.tensor.matrices.empty() || q.k.tensor.matrices.empty() || q.v.tensor.matrices.empty())

@@ -415,10 +415,12 @@ PYBIND11_MODULE(_attnrank, m) {
         take(gradients, "dk", kq.dk);
         take(gradients, "dv", kq.dv);
         take(gradients, "lse", kq.lse);
+        take(gradients, "dsinks", kq.dsinks);
         take(reference_gradients, "dq", kq.reference_dq);
         take(reference_gradients, "dk", kq.reference_dk);
         take(reference_gradients, "dv", kq.reference_dv);
         take(reference_gradients, "lse", kq.reference_lse);
+        take(reference_gradients, "dsinks", kq.reference_dsinks);
         kq.max_error = max_error;
         kq.max_error_text = !max_error                  ? ""
                             : std::isfinite(*max_error) ? format_significant(Rational(*max_error), 17)

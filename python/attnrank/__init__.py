@@ -301,7 +301,8 @@ def _row_tensor(value, name, shapes="(N,), (H, N) or (B, H, N)", most=3):
 
 
 def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None, dk=None, dv=None, lse=None,
-                 reference_dq=None, reference_dk=None, reference_dv=None, reference_lse=None, mask=None,
+                 dsinks=None, reference_dq=None, reference_dk=None, reference_dv=None, reference_lse=None,
+                 reference_dsinks=None, mask=None,
                  window_size=None, alignment="bottom-right", softcap=0.0, alibi_slopes=None, sinks=None,
                  attn_bias=None, fp8_format=None, q_descale=None, k_descale=None, v_descale=None,
                  dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
@@ -351,8 +352,11 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
     The backward pass: ``dq``, ``dk``, ``dv`` (any subset; they need ``dout``, the upstream gradient
     the kernel's backward ran with) are checked against the exact gradients of that attention
     contracted with ``dout``, and ``lse`` (shape (N,), (H, N) or (B, H, N): FlashAttention's
-    softmax_lse, natural log) against the exact logsumexp of the scaled scores. Each result is
-    under its own key ("dq", "dk", "dv", "lse") with the output's band names, a reference's
+    softmax_lse, natural log) against the exact logsumexp of the scaled scores; with ``sinks``,
+    ``dsinks`` (shape (H,): each head's sink gradient summed over batches and sequences, what
+    autograd gives a learnable (H,) sink) against the exact -sum_i p_i,sink rowsum(dout o O)_i
+    (needs ``dout``). Each result is under its own key ("dq", "dk", "dv", "lse", "dsinks", whose
+    worst entry names its "head") with the output's band names, a reference's
     (``reference_dq``, ...) under "reference" there; "backward" says how they were enclosed.
 
     NaN or infinite entries of a kernel's result are reported (``nonfinite``, an infinite error,
@@ -396,6 +400,10 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
         grads["lse"] = _row_tensor(lse, "lse")
     if reference_lse is not None:
         refs["lse"] = _row_tensor(reference_lse, "reference_lse")
+    if dsinks is not None:
+        grads["dsinks"] = _row_tensor(dsinks, "dsinks", "(H,)", 1)
+    if reference_dsinks is not None:
+        refs["dsinks"] = _row_tensor(reference_dsinks, "reference_dsinks", "(H,)", 1)
     return _core.check_kernel(tq, _tensor(k, "k"), _tensor(v, "v"), opt(candidate, "candidate"),
                               opt(reference, "reference"), opt(dout, "dout", False), grads, refs,
                               mask, None if scale is None else float(scale), str(fallback),

@@ -65,12 +65,16 @@ def _entry(x, where):
         x = _from_torch(x)[0]
     if "token" in where:  # packed sequences: (total, H, d)
         index = (where["token"], where["head"], where["column"])
+    elif "row" not in where:  # dsinks: one entry per head
+        index = (where["head"],)
     else:
         index = tuple(where.get(key) for key in ("batch", "head") if key in where) + (where["row"], where["column"])
     return str(_np.asarray(x)[index])
 
 
 def _place(where):
+    if "row" not in where:
+        return f"head {where['head']} (0-based)"
     if "token" in where:
         return (f"token {where['token']} (sequence {where['sequence']}, row {where['row']}), head {where['head']}, "
                 f"column {where['column']} (0-based, packed (total, H, d) layout)")
@@ -216,17 +220,20 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
                                  fallback="auto", bits=None, window_size=None, alignment="bottom-right",
                                  softcap=0.0, alibi_slopes=None, sinks=None, attn_bias=None,
                                  dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None,
-                                 max_seqlen_q=None, max_seqlen_k=None):
+                                 max_seqlen_q=None, max_seqlen_k=None, dsinks=None):
     """Asserts, with proof, that a backward pass's ``dq``, ``dk``, ``dv`` are close to the exact
     gradients of softmax(scale q k^T) v contracted with ``dout`` (any of the three may be None:
-    not checked). Arrays, ``causal``, ``mask``, ``scale``, ``layout`` and the variants
-    (``softcap``, ``alibi_slopes``, ``sinks``, ...) and packed sequences (``cu_seqlens_q``, ...) as
-    in ``assert_attention_close``; the exact gradients use the exact output, not the kernel's.
+    not checked), and with ``sinks`` the sinks' gradient ``dsinks`` (shape (H,), summed over
+    batches: a learnable (H,) sink's ``.grad``). Arrays, ``causal``, ``mask``, ``scale``,
+    ``layout`` and the variants (``softcap``, ``alibi_slopes``, ``sinks``, ...) and packed
+    sequences (``cu_seqlens_q``, ...) as in ``assert_attention_close``; the exact gradients use
+    the exact output, not the kernel's.
 
     Criteria, applied to each gradient given (each must be proven):
       * ``max_error`` (with ``rtol``): max |dX - exact| <= max_error + rtol max |exact|;
-      * ``max_ratio`` (needs ``reference``, the tuple (dq, dk, dv) of a second computation,
-        entries None where absent): error(dX) <= max_ratio x error(reference dX) + ``ratio_atol``,
+      * ``max_ratio`` (needs ``reference``, the tuple (dq, dk, dv) or (dq, dk, dv, dsinks) of a
+        second computation, entries None where absent): error(dX) <= max_ratio x error(reference
+        dX) + ``ratio_atol``,
         FlashAttention's gradient rule on true errors;
       * neither: ``max_ratio=2`` with a reference, otherwise torch.testing's (rtol, atol) for
         each gradient's dtype, on the max.
@@ -235,14 +242,15 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
     within it, with its certified bands and worst entry. Returns the check when all pass."""
     if causal and mask is not None:
         raise ValueError("pass causal=True or mask, not both")
-    grads = {"dq": dq, "dk": dk, "dv": dv}
+    grads = {"dq": dq, "dk": dk, "dv": dv, "dsinks": dsinks}
     if all(g is None for g in grads.values()):
-        raise ValueError("no gradient to check: pass dq, dk or dv")
+        raise ValueError("no gradient to check: pass dq, dk, dv or dsinks")
     refs = {}
     if reference is not None:
-        if not isinstance(reference, (tuple, list)) or len(reference) != 3:
-            raise ValueError("reference: the tuple (dq, dk, dv) of a second computation's gradients is needed")
-        refs = {key: value for key, value in zip(("dq", "dk", "dv"), reference) if value is not None}
+        if not isinstance(reference, (tuple, list)) or len(reference) not in (3, 4):
+            raise ValueError("reference: the tuple (dq, dk, dv) or (dq, dk, dv, dsinks) of a second computation's "
+                             "gradients is needed")
+        refs = {key: value for key, value in zip(("dq", "dk", "dv", "dsinks"), reference) if value is not None}
         for key in refs:
             if grads[key] is None:
                 raise ValueError(f"reference {key} is given but {key} is not: nothing to compare it with")
@@ -251,7 +259,9 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
     if max_error is None and max_ratio is None and refs:
         max_ratio = 2.0
     packed = _packed(layout, cu_seqlens_q, cu_seqlens_k)
-    arrays = {key: (None if g is None else g if packed else _to_bhsd(g, layout, key)) for key, g in grads.items()}
+    # dsinks is (H,) in every layout.
+    arrays = {key: (None if g is None else g if packed or key == "dsinks" else _to_bhsd(g, layout, key))
+              for key, g in grads.items()}
     base = [x if packed else _to_bhsd(x, layout, name) for x, name in ((q, "q"), (k, "k"), (v, "v"))]
     d_out = dout if packed else _to_bhsd(dout, layout, "dout")
     checks = {}
@@ -263,7 +273,8 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
     for dtype, keys in groups.items():
         tol_rtol, tol_error = (default_tolerance(dtype) if per_dtype else (rtol, max_error))
         kwargs = {key: arrays[key] for key in keys}
-        kwargs.update({"reference_" + key: refs[key] if packed else _to_bhsd(refs[key], layout, "reference " + key)
+        kwargs.update({"reference_" + key: refs[key] if packed or key == "dsinks"
+                       else _to_bhsd(refs[key], layout, "reference " + key)
                        for key in keys if key in refs})
         check = _check_kernel(*base, dout=d_out, mask="causal" if causal else mask, scale=scale, fallback=fallback,
                               bits=bits, max_error=tol_error, rtol=tol_rtol, max_ratio=max_ratio,
@@ -274,7 +285,7 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
                               max_seqlen_k=max_seqlen_k, **kwargs)
         for key in keys:
             checks[key] = (check, tol_error, tol_rtol)
-    failing = [key for key in ("dq", "dk", "dv") if key in checks and not _passed(checks[key][0][key])]
+    failing = [key for key in ("dq", "dk", "dv", "dsinks") if key in checks and not _passed(checks[key][0][key])]
     if not failing:
         return {key: value[0][key] for key, value in checks.items()} | {"backward": next(iter(checks.values()))[0]["backward"]}
     lines = [f"attention gradients not proven close to the exact gradients ({', '.join(failing)}):"]

@@ -47,6 +47,7 @@ void read_kernel_tensors(KernelQuestion& q, const std::string& path, bool as_ref
       else if (n == "dk") fill(q.reference_dk);
       else if (n == "dv") fill(q.reference_dv);
       else if (n == "lse") fill(q.reference_lse, true);
+      else if (n == "dsinks") fill(q.reference_dsinks, true);
       continue;
     }
     NamedTensor* point = n == "q" ? &q.q : n == "k" ? &q.k : n == "v" ? &q.v : nullptr;
@@ -59,10 +60,12 @@ void read_kernel_tensors(KernelQuestion& q, const std::string& path, bool as_ref
     else if (n == "dk") fill(q.dk);
     else if (n == "dv") fill(q.dv);
     else if (n == "lse") fill(q.lse, true);
+    else if (n == "dsinks") fill(q.dsinks, true);
   }
   if (found == 0)
     throw input_error(path + ": no tensor named " +
-                          (as_reference ? std::string("out, dq, dk, dv or lse") : std::string("q, k, v, out, dout, dq, dk, dv or lse")) +
+                          (as_reference ? std::string("out, dq, dk, dv, lse or dsinks")
+                                        : std::string("q, k, v, out, dout, dq, dk, dv, lse or dsinks")) +
                           " (the names check-kernel reads from a file)",
                       path);
 }
@@ -128,11 +131,11 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
       throw input_error(std::string("check-kernel needs ") + (t == &q.q ? "Q" : t == &q.k ? "K" : "V") +
                         " (--q, --k, --v, or a tensor named q, k, v in --from)");
   // What is given, once (a packed question checks each sequence's shapes on its own).
-  const std::optional<NamedTensor>* candidates[] = {&q.dq, &q.dk, &q.dv, &q.lse};
+  const std::optional<NamedTensor>* candidates[] = {&q.dq, &q.dk, &q.dv, &q.lse, &q.dsinks};
   const std::optional<NamedTensor>* references[] = {&q.reference_dq, &q.reference_dk, &q.reference_dv,
-                                                    &q.reference_lse};
+                                                    &q.reference_lse, &q.reference_dsinks};
   bool backward = false;
-  for (std::size_t r = 0; r < 4; ++r) {
+  for (std::size_t r = 0; r < detail::kernel_role_count; ++r) {
     if (*references[r] && !*candidates[r])
       throw input_error(std::string("a reference ") + detail::kernel_roles[r] + " needs the candidate's " + detail::kernel_roles[r] +
                         " (--" + detail::kernel_roles[r] + "): the reference's error is what the candidate's is compared with");
@@ -140,11 +143,11 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   }
   if (!q.candidate && !backward)
     throw input_error("nothing to check: give the kernel's output (--candidate) or its backward results "
-                      "(--dq, --dk, --dv, --lse)");
+                      "(--dq, --dk, --dv, --lse, --dsinks)");
   if (q.reference && !q.candidate)
     throw input_error("--reference needs --candidate (the reference's error is what the candidate's is compared with)");
-  if ((q.dq || q.dk || q.dv) && !q.dout)
-    throw input_error("--dq, --dk and --dv need --dout (the upstream gradient the backward pass was run with)");
+  if ((q.dq || q.dk || q.dv || q.dsinks) && !q.dout)
+    throw input_error("--dq, --dk, --dv and --dsinks need --dout (the upstream gradient the backward pass was run with)");
   if (q.max_error && !(std::isfinite(*q.max_error) && *q.max_error >= 0))
     throw input_error("--max-error '" + q.max_error_text + "' is not a non-negative number");
   require_tolerance_value(q.rtol, "--rtol");
@@ -182,16 +185,16 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
     }
     if (backward) {
       KernelGradients c, r;
-      std::vector<Eigen::MatrixXd>* c_lists[] = {&c.dq, &c.dk, &c.dv, &c.lse};
-      std::vector<Eigen::MatrixXd>* r_lists[] = {&r.dq, &r.dk, &r.dv, &r.lse};
-      for (std::size_t i = 0; i < 4; ++i) {
+      std::vector<Eigen::MatrixXd>* c_lists[] = {&c.dq, &c.dk, &c.dv, &c.lse, &c.dsinks};
+      std::vector<Eigen::MatrixXd>* r_lists[] = {&r.dq, &r.dk, &r.dv, &r.lse, &r.dsinks};
+      for (std::size_t i = 0; i < detail::kernel_role_count; ++i) {
         *c_lists[i] = in.gradients[i].get();
         *r_lists[i] = in.reference_gradients[i].get();
       }
       out.backward = check_kernel_gradients(in.q.get(), in.k.get(), in.v.get(), in.dout.get(), c, &r, in.options);
       const std::optional<TensorCheck>* checks[] = {&out.backward->dq, &out.backward->dk, &out.backward->dv,
-                                                    &out.backward->lse};
-      for (std::size_t i = 0; i < 4; ++i) {
+                                                    &out.backward->lse, &out.backward->dsinks};
+      for (std::size_t i = 0; i < detail::kernel_role_count; ++i) {
         if (!*checks[i]) continue;
         GradientReport g;
         g.role = detail::kernel_roles[i];

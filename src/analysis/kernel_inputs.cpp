@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace attnrank::detail {
 namespace {
@@ -188,6 +189,29 @@ void descale(std::vector<Eigen::MatrixXd>& matrices, const std::vector<double>& 
 
 }  // namespace
 
+void add_sink_gradients(const KernelQuestion& q, std::size_t heads, KernelInputs& in) {
+  if (!q.dsinks && !q.reference_dsinks) return;
+  if (!q.sinks) throw input_error("dsinks needs the sinks (the gradient of each head's sink logit)", "dsinks");
+  for (const auto& [t, role, slot] : {std::tuple{&q.dsinks, "the candidate dsinks", &in.gradients[4]},
+                                      std::tuple{&q.reference_dsinks, "the reference dsinks", &in.reference_gradients[4]}}) {
+    if (!*t) continue;
+    const DoubleTensor& d = (*t)->tensor;
+    std::vector<double> flat;
+    for (const Eigen::MatrixXd& m : d.matrices) flat.insert(flat.end(), m.data(), m.data() + m.size());
+    const bool vector = d.shape.size() == 1 || (d.shape.size() == 2 && (d.shape[0] == 1 || d.shape[1] == 1));
+    if (!vector || flat.size() != heads)
+      throw input_error((*t)->name + " (" + role + ") holds " + std::to_string(flat.size()) + " values (shape " +
+                            attnrank::shape_text(d.shape) + ") but Q " +
+                            attnrank::shape_text(q.q.tensor.shape) + " has H = " + std::to_string(heads) +
+                            ": give (H,), one gradient per head's sink (summed over batches and sequences)",
+                        "dsinks");
+    *slot = HeadList::own({Eigen::Map<const Eigen::VectorXd>(flat.data(), static_cast<Eigen::Index>(flat.size()))});
+  }
+  in.backward = in.backward || q.dsinks;
+  in.options.sink_params.resize(in.options.sinks.size());
+  for (std::size_t t = 0; t < in.options.sink_params.size(); ++t) in.options.sink_params[t] = t % heads;
+}
+
 std::string window_mask_name(long left, long right) {
   return left < 0 && right == 0 ? "causal" : "window(" + std::to_string(left) + ", " + std::to_string(right) + ")";
 }
@@ -228,6 +252,10 @@ KernelInputs dense_kernel_inputs(const KernelQuestion& q) {
   if (q.alibi_slopes) options.alibi_slopes = per_query_head(*q.alibi_slopes, q.q, "the ALiBi slopes", true);
   if (q.sinks) options.sinks = per_query_head(*q.sinks, q.q, "the sinks", false);
   require_same_heads(q.k, q.v, "V", "K");
+  {
+    const std::vector<std::size_t> leading(q.q.tensor.shape.begin(), q.q.tensor.shape.end() - 2);
+    add_sink_gradients(q, leading.empty() ? 1 : leading.back(), in);
+  }
   const std::optional<NamedTensor>* candidates[] = {&q.dq, &q.dk, &q.dv, &q.lse};
   const std::optional<NamedTensor>* references[] = {&q.reference_dq, &q.reference_dk, &q.reference_dv,
                                                     &q.reference_lse};

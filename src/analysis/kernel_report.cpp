@@ -15,7 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* symbols[] = {"dQ", "dK", "dV", "lse"};
+constexpr const char* symbols[] = {"dQ", "dK", "dV", "lse", "dsinks"};
 
 /// How a result's matrices are laid out: the tensor's leading shape, and with packed sequences
 /// the offsets that turn (sequence, row) into a packed token.
@@ -23,6 +23,7 @@ struct Layout {
   const DoubleTensor& leading;
   const std::vector<std::size_t>& offsets;  ///< empty: dense
   const std::vector<std::size_t>* heads;    ///< packed query heads: each matrix's b H + h
+  bool by_head = false;                     ///< dsinks: one entry per head, its row the head
   std::vector<std::size_t> leading_index(std::size_t t) const {
     return leading.leading_index(heads ? (*heads)[t] : t);
   }
@@ -32,10 +33,12 @@ struct Layout {
 Layout layout_of(const KernelAnalysis& k, const std::string& role) {
   const bool keys = role == "dk" || role == "dv";
   const bool mapped = !keys && !k.packed_heads.empty();
-  return {keys ? k.kv_layout : k.layout, keys ? k.cu_seqlens_k : k.cu_seqlens_q, mapped ? &k.packed_heads : nullptr};
+  return {keys ? k.kv_layout : k.layout, keys ? k.cu_seqlens_k : k.cu_seqlens_q, mapped ? &k.packed_heads : nullptr,
+          role == "dsinks"};
 }
 
 json place_json(const Layout& l, const OutputError& e) {
+  if (l.by_head) return {{"head", e.worst_row}};
   const std::vector<std::size_t> lead = l.leading_index(e.worst_matrix);
   json j;
   if (!l.offsets.empty()) {
@@ -51,6 +54,7 @@ json place_json(const Layout& l, const OutputError& e) {
 }
 
 std::string place_text(const Layout& l, const OutputError& e) {
+  if (l.by_head) return "head " + std::to_string(e.worst_row) + " (0-based)";
   const std::vector<std::size_t> lead = l.leading_index(e.worst_matrix);
   std::string s;
   if (!l.offsets.empty())

@@ -246,13 +246,13 @@ KernelInputs varlen_kernel_inputs(const KernelQuestion& q) {
     }
     const HeadList* parts[] = {&part.q, &part.k, &part.v, &part.candidate, &part.reference, &part.dout};
     for (std::size_t i = 0; i < 6; ++i) lists[i]->insert(lists[i]->end(), parts[i]->get().begin(), parts[i]->get().end());
-    for (std::size_t i = 0; i < 4; ++i) {
+    for (std::size_t i = 0; i < 4; ++i) {  // dq, dk, dv, lse: per sequence (dsinks: below)
       const std::vector<Eigen::MatrixXd>& from = part.gradients[i].get();
       joined.gradients[i].owned().insert(joined.gradients[i].owned().end(), from.begin(), from.end());
       const std::vector<Eigen::MatrixXd>& ref = part.reference_gradients[i].get();
       joined.reference_gradients[i].owned().insert(joined.reference_gradients[i].owned().end(), ref.begin(), ref.end());
     }
-    joined.backward = joined.backward || part.backward;
+    joined.backward = joined.backward || part.backward;  // dsinks are the whole question's (below)
     const KernelCheckOptions& o = part.options;
     for (std::size_t h = 0; h < heads; ++h) {
       joined.packed_heads.push_back(b * heads + h);
@@ -287,6 +287,7 @@ KernelInputs varlen_kernel_inputs(const KernelQuestion& q) {
   }
   if (bias_masks) name = name == "none" ? "the bias's -inf entries" : name + " and the bias's -inf entries";
   joined.mask_name = name;
+  add_sink_gradients(q, heads, joined);
   joined.cu_seqlens_q = cq;
   joined.cu_seqlens_k = ck;
   return joined;

@@ -152,7 +152,8 @@ class GradientHead {
 
   /// Rows first .. first + rows - 1: their dQ rows and lse entries into `out`,
   /// their shares of dK (unscaled) and dV added to `dk` and `dv`.
-  void block(Index first, Index rows, GradientBounds& out, BoundsMatrix& dk, BoundsMatrix& dv, Workspace& work) const {
+  void block(Index first, Index rows, GradientBounds& out, BoundsMatrix& dk, BoundsMatrix& dv, BoundsMatrix& dsink,
+             Workspace& work) const {
     const Eigen::MatrixXd Qb = Q_.middleRows(first, rows);
     BoundsMatrix S = a_priori_ ? a_priori_product_bounds(Qb, KT_, q_norms_.segment(first, rows), k_norms_)
                                : certified_product_bounds(Qb, KT_);
@@ -160,7 +161,9 @@ class GradientHead {
     BoundsMatrix T;  // tanh(x / c) with a softcap
     if (modifiers_.changes_scores())
       modify_score_bounds(S, modifiers_, first, Q_.rows(), wanted_.any_gradient() ? &T : nullptr);
-    const BoundsMatrix P = modifiers_.sink ? certified_softmax_bounds(S, mask_, first, *modifiers_.sink)
+    BoundsMatrix W;  // the sink's weight per row, for its gradient
+    const BoundsMatrix P = modifiers_.sink ? certified_softmax_bounds(S, mask_, first, *modifiers_.sink,
+                                                                      wanted_.dsink ? &W : nullptr)
                            : mask_         ? certified_softmax_bounds(S, *mask_, first)
                                            : certified_softmax_bounds(S);
     if (wanted_.lse) logsumexp(S, P, first, out.lse);
@@ -189,6 +192,22 @@ class GradientHead {
       detail::rounding_barrier(d_hi);
       detail::rounding_barrier(d_lo);
     }
+    if (wanted_.dsink && modifiers_.sink) {
+      // dz = -sum_i p_iz D_i with p_iz >= 0: each end of p_iz D_i one product of ends; the sum
+      // of minus the lower ends rounded up is the upper end of dz, and the other way round.
+      UpwardRounding up;
+      const auto w_lo = W.lo.col(0).array(), w_hi = W.hi.col(0).array();
+      const Eigen::ArrayXd minus_lo = (d_lo.array() >= 0).select(w_lo * (-d_lo.array()), w_hi * (-d_lo.array()));
+      const Eigen::ArrayXd hi = (d_hi.array() >= 0).select(w_hi * d_hi.array(), w_lo * d_hi.array());
+      double upper = minus_lo.isNaN().any() ? inf : minus_lo.sum(), lower_neg = hi.isNaN().any() ? inf : hi.sum();
+      detail::rounding_barrier(upper);
+      detail::rounding_barrier(lower_neg);
+      dsink.hi(0, 0) += upper;
+      dsink.lo(0, 0) = -((-dsink.lo(0, 0)) + lower_neg);
+      detail::rounding_barrier(dsink.hi);
+      detail::rounding_barrier(dsink.lo);
+    }
+    if (!wanted_.dq && !wanted_.dk && !wanted_.dv) return;
 
     // dS = P o (dP - D 1^T), P >= 0: each end one product of ends, 0 where P is exactly 0.
     BoundsMatrix dP = a_priori_ ? a_priori_product_bounds(dOb, VT_, do_norms_.segment(first, rows), v_norms_)
@@ -289,23 +308,27 @@ GradientBounds certified_attention_gradients(const Eigen::MatrixXd& Q, const Eig
   if (wanted.dq) out.dq = zeros(n, Q.cols());
   if (wanted.lse) out.lse = zeros(n, 1);
   if (wanted.output) out.output = zeros(n, V.cols());
-  BoundsMatrix dk = zeros(wanted.dk ? keys : 0, Q.cols()), dv = zeros(wanted.dv ? keys : 0, V.cols());
+  BoundsMatrix dk = zeros(wanted.dk ? keys : 0, Q.cols()), dv = zeros(wanted.dv ? keys : 0, V.cols()),
+               dsink = zeros(wanted.dsink ? 1 : 0, 1);
   const GradientHead head(Q, K, V, dO, scale, mask, products, wanted, modifiers);
   const double work = static_cast<double>(n) * static_cast<double>(keys) * static_cast<double>(3 * Q.cols() + 3 * V.cols());
   std::mutex joining;
   detail::for_row_blocks(static_cast<long>(n), work / 50, [&](long begin, long end) {
     const detail::SerialDirectedProducts serial;  // this thread's share; no threads inside
-    BoundsMatrix my_dk = zeros(dk.lo.rows(), dk.lo.cols()), my_dv = zeros(dv.lo.rows(), dv.lo.cols());
+    BoundsMatrix my_dk = zeros(dk.lo.rows(), dk.lo.cols()), my_dv = zeros(dv.lo.rows(), dv.lo.cols()),
+                 my_dsink = zeros(dsink.lo.rows(), 1);
     Workspace work;
     for (Index first = begin; first < end; first += 128)
-      head.block(first, std::min<Index>(128, end - first), out, my_dk, my_dv, work);
+      head.block(first, std::min<Index>(128, end - first), out, my_dk, my_dv, my_dsink, work);
     const std::lock_guard<std::mutex> lock(joining);
     detail::add_bounds(dk, my_dk);
     detail::add_bounds(dv, my_dv);
+    detail::add_bounds(dsink, my_dsink);
   });
   if (wanted.dk) out.dk = scale_bounds(dk, scale);
   if (wanted.dv) out.dv = dv;
-  for (BoundsMatrix* m : {&out.dq, &out.dk, &out.dv, &out.lse, &out.output}) unbounded_where_nan(*m);
+  if (wanted.dsink) out.dsink = dsink;  // without a sink: exactly 0 (nothing depends on it)
+  for (BoundsMatrix* m : {&out.dq, &out.dk, &out.dv, &out.lse, &out.output, &out.dsink}) unbounded_where_nan(*m);
   return out;
 }
 

@@ -20,13 +20,16 @@ using detail::inf;
 constexpr double tiny = 0x1p-1021;
 
 /// Rows first_row .. of the (masked) softmax: S holds those rows of the scores; with a
-/// sink, exp(*sink) joins every row's denominator.
-BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first_row = 0, const double* sink = nullptr) {
+/// sink, exp(*sink) joins every row's denominator, and with `sink_weight` its own weight
+/// exp(sink) / (exp(sink) + sum_j exp(x_ij)) is enclosed there (rows x 1).
+BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first_row = 0, const double* sink = nullptr,
+                            BoundsMatrix* sink_weight = nullptr) {
   const Index rows = S.lo.rows(), cols = S.lo.cols();
   BoundsMatrix P;
   if (rows == 0 || cols == 0) {
     P.lo = Eigen::MatrixXd::Zero(rows, cols);
     P.hi = Eigen::MatrixXd::Ones(rows, cols);
+    if (sink_weight) *sink_weight = {Eigen::MatrixXd::Zero(rows, 1), Eigen::MatrixXd::Ones(rows, 1)};
     return P;
   }
   // Rows with a non-finite bound (or lo > hi) get [0, 1] at the end; the passes
@@ -146,6 +149,23 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first
     detail::rounding_barrier(P.hi);
     detail::rounding_barrier(sum_hi);
   }
+  if (sink && sink_weight) {  // the sink's term over the row's sums, as every key's
+    {
+      DownwardRounding down;
+      sink_weight->lo = ((sink_lo.array() * shrink - tiny).max(0.0) / sum_hi.array()).matrix();
+      detail::rounding_barrier(sink_weight->lo);
+    }
+    {
+      UpwardRounding up;
+      sink_weight->hi = ((sink_hi.array() * grow + tiny) / sum_lo.array()).min(1.0).matrix();
+      detail::rounding_barrier(sink_weight->hi);
+    }
+    for (Index i = 0; i < rows; ++i)
+      if (!usable[static_cast<std::size_t>(i)]) {
+        sink_weight->lo(i, 0) = 0;
+        sink_weight->hi(i, 0) = 1;
+      }
+  }
   {
     DownwardRounding down;
     P.lo.array().colwise() /= sum_hi.array();
@@ -195,10 +215,11 @@ BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask, I
   return softmax_bounds(S, &mask, first_row);
 }
 
-BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first_row, double sink) {
+BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first_row, double sink,
+                                      BoundsMatrix* sink_weight) {
   if (!std::isfinite(sink)) throw input_error("softmax with a sink: the sink logit is not finite");
   if (mask) require_rows_fit(S, *mask, first_row);
-  return softmax_bounds(S, mask, first_row, &sink);
+  return softmax_bounds(S, mask, first_row, &sink, sink_weight);
 }
 
 BoundsMatrix certified_scaled_scores(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K) {

@@ -17,42 +17,55 @@ using Eigen::Index;
 
 std::string dims(Index rows, Index cols) { return std::to_string(rows) + " x " + std::to_string(cols); }
 
-/// The four results by name, in one order everywhere.
-constexpr std::array<const char*, 4> names = {"dq", "dk", "dv", "lse"};
+/// The five results by name, in one order everywhere.
+constexpr std::size_t results = 5, dsinks_index = 4;
+constexpr std::array<const char*, results> names = {"dq", "dk", "dv", "lse", "dsinks"};
 
 const std::vector<Eigen::MatrixXd>& part(const KernelGradients& g, std::size_t r) {
-  return r == 0 ? g.dq : r == 1 ? g.dk : r == 2 ? g.dv : g.lse;
+  return r == 0 ? g.dq : r == 1 ? g.dk : r == 2 ? g.dv : r == 3 ? g.lse : g.dsinks;
 }
 
 std::optional<TensorCheck>& part(GradientCheck& c, std::size_t r) {
-  return r == 0 ? c.dq : r == 1 ? c.dk : r == 2 ? c.dv : c.lse;
+  return r == 0 ? c.dq : r == 1 ? c.dk : r == 2 ? c.dv : r == 3 ? c.lse : c.dsinks;
 }
 
-/// How many matrices result r has (dk, dv: one per K/V head) and the exact one's shape for matrix t.
+/// How many matrices result r has (dk, dv: one per K/V head; dsinks: one) and the exact one's shape for matrix t.
 std::size_t count(std::size_t r, const std::vector<Eigen::MatrixXd>& q, const std::vector<Eigen::MatrixXd>& k) {
-  return r == 1 || r == 2 ? k.size() : q.size();
+  return r == dsinks_index ? 1 : r == 1 || r == 2 ? k.size() : q.size();
 }
 
 std::pair<Index, Index> expected_shape(std::size_t r, std::size_t t, const std::vector<Eigen::MatrixXd>& q,
-                                       const std::vector<Eigen::MatrixXd>& k, const std::vector<Eigen::MatrixXd>& v) {
+                                       const std::vector<Eigen::MatrixXd>& k, const std::vector<Eigen::MatrixXd>& v,
+                                       const KernelCheckOptions& options) {
   switch (r) {
     case 0: return {q[t].rows(), q[t].cols()};
     case 1: return {k[t].rows(), k[t].cols()};
     case 2: return {v[t].rows(), v[t].cols()};
-    default: return {q[t].rows(), 1};
+    case 3: return {q[t].rows(), 1};
+    default: return {static_cast<Index>(sink_param_count(q.size(), options)), 1};
   }
 }
 
 void check_list(const std::vector<Eigen::MatrixXd>& list, std::size_t r, const std::vector<Eigen::MatrixXd>& q,
-                const std::vector<Eigen::MatrixXd>& k, const std::vector<Eigen::MatrixXd>& v, const std::string& who) {
+                const std::vector<Eigen::MatrixXd>& k, const std::vector<Eigen::MatrixXd>& v, const std::string& who,
+                const KernelCheckOptions& options) {
   if (list.empty()) return;
   const std::string name = who + " " + names[r];
+  if (r == dsinks_index && options.sinks.empty())
+    throw input_error(name + " given, but the attention has no sinks (the gradient of a sink logit needs the sinks)",
+                      names[r]);
   const std::size_t n = count(r, q, k);
   if (list.size() != n)
     throw input_error(name + " has " + std::to_string(list.size()) + " matrices for " + std::to_string(n) +
-                          (r == 1 || r == 2 ? " K/V heads" : " heads"), names[r]);
+                          (r == dsinks_index ? " (one column of every sink's gradient)"
+                           : r == 1 || r == 2 ? " K/V heads" : " heads"), names[r]);
   for (std::size_t t = 0; t < n; ++t) {
-    const auto [rows, cols] = expected_shape(r, t, q, k, v);
+    const auto [rows, cols] = expected_shape(r, t, q, k, v, options);
+    if (r == dsinks_index && (list[t].rows() != rows || list[t].cols() != cols))
+      throw input_error(name + " has " + std::to_string(list[t].size()) + " entries (" +
+                            dims(list[t].rows(), list[t].cols()) + ") for " + std::to_string(rows) +
+                            " sink parameters (" + dims(rows, 1) + ": one per head's sink)",
+                        names[r]);
     if (list[t].rows() != rows || list[t].cols() != cols)
       throw input_error(name + " head " + std::to_string(t) + " is " + dims(list[t].rows(), list[t].cols()) +
                             " but the exact " + names[r] + " is " + dims(rows, cols), names[r]);
@@ -78,12 +91,13 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
   detail::check_kv_heads(q.size(), k.size(), v.size(), options, "check_kernel_gradients");
   detail::check_modifiers(q.size(), options, "check_kernel_gradients");
   GradientsWanted wanted{!candidate.dq.empty(), !candidate.dk.empty(), !candidate.dv.empty(), !candidate.lse.empty()};
+  wanted.dsink = !candidate.dsinks.empty();
   if (!wanted.any_gradient() && !wanted.lse)
-    throw input_error("check_kernel_gradients: no gradient (dq, dk, dv) and no lse to check");
+    throw input_error("check_kernel_gradients: no gradient (dq, dk, dv, dsinks) and no lse to check");
   for (std::size_t r = 0; r < names.size(); ++r) {
-    check_list(part(candidate, r), r, q, k, v, "the candidate");
+    check_list(part(candidate, r), r, q, k, v, "the candidate", options);
     if (reference) {
-      check_list(part(*reference, r), r, q, k, v, "the reference");
+      check_list(part(*reference, r), r, q, k, v, "the reference", options);
       if (!part(*reference, r).empty() && part(candidate, r).empty())
         throw input_error(std::string("a reference ") + names[r] + " needs the candidate's " + names[r] +
                               " (the reference's error is what the candidate's is compared with)", names[r]);
@@ -108,7 +122,7 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
 
   GradientCheck out;
   const auto run = [&](bool intervals, AttentionProducts products) {
-    std::array<detail::ErrorAccumulator, 4> c, r;
+    std::array<detail::ErrorAccumulator, results> c, r;
     const auto add = [&](std::size_t i, std::size_t t, const auto& E) {
       if (part(candidate, i).empty()) return;
       c[i].add(t, E, part(candidate, i)[t]);
@@ -118,6 +132,10 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
     std::vector<BoundsMatrix> dk(k.size()), dv(k.size());
     std::vector<Matrix<Interval>> idk(k.size()), idv(k.size());
     std::vector<bool> read(k.size(), false);
+    // A sink parameter's gradient is the sum over the query heads that share it.
+    const Index params = static_cast<Index>(sink_param_count(q.size(), options));
+    BoundsMatrix dsinks{Eigen::MatrixXd::Zero(params, 1), Eigen::MatrixXd::Zero(params, 1)};
+    Matrix<Interval> idsinks = Matrix<Interval>::Constant(params, 1, Interval(0));
     for (std::size_t t = 0; t < q.size(); ++t) {
       const std::size_t j = kv_head_of(options, t);
       read[j] = true;
@@ -128,6 +146,7 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
             detail::interval_attention_gradients(q[t], k[j], v[j], dO, options.scale, mask, wanted, modifiers_of(options, t));
         add(0, t, E.dq);
         add(3, t, E.lse);
+        if (wanted.dsink) idsinks(static_cast<Index>(sink_param_of(options, t)), 0) += E.dsink(0, 0);
         if (wanted.dk) add_intervals(idk[j], E.dk);
         if (wanted.dv) add_intervals(idv[j], E.dv);
       } else {
@@ -136,6 +155,13 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
                                                                modifiers_of(options, t));
         add(0, t, E.dq);
         add(3, t, E.lse);
+        if (wanted.dsink) {
+          const Index g = static_cast<Index>(sink_param_of(options, t));
+          BoundsMatrix one{dsinks.lo.row(g), dsinks.hi.row(g)};
+          detail::add_bounds(one, E.dsink);
+          dsinks.lo.row(g) = one.lo;
+          dsinks.hi.row(g) = one.hi;
+        }
         if (wanted.dk) detail::add_bounds(dk[j], E.dk);
         if (wanted.dv) detail::add_bounds(dv[j], E.dv);
       }
@@ -155,8 +181,12 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
         if (wanted.dv) add(2, j, dv[j]);
       }
     }
+    if (wanted.dsink) {
+      if (intervals) add(dsinks_index, 0, idsinks);
+      else add(dsinks_index, 0, dsinks);
+    }
     out.enclosure_width = 0;
-    for (std::size_t i = 0; i < 4; ++i) {
+    for (std::size_t i = 0; i < results; ++i) {
       if (part(candidate, i).empty()) continue;
       TensorCheck check;
       check.candidate = c[i].finish();
@@ -169,7 +199,7 @@ GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, cons
     }
   };
   const auto every = [&](const auto& predicate) {
-    for (std::size_t i = 0; i < 4; ++i) {
+    for (std::size_t i = 0; i < results; ++i) {
       const std::optional<TensorCheck>& t = part(out, i);
       if (t && (!predicate(t->candidate) || (t->reference && !predicate(*t->reference)))) return false;
     }

@@ -74,7 +74,9 @@ void modify(Matrix<Interval>& S, const ScoreModifiers& m, Matrix<Interval>& T) {
 
 /// Softmax of each row over the allowed keys and the sink: p_ij = 1 / (1 + rest_j / e_j) with
 /// rest_j the sink's term and every other key's (one interval each: narrower than e_j / sum).
-Matrix<Interval> softmax_with_sink(const Matrix<Interval>& S, const Mask* mask, double sink_logit) {
+/// With `sink_weight`, the sink's own weight 1 / (1 + sum_j e_j / e_sink) per row there.
+Matrix<Interval> softmax_with_sink(const Matrix<Interval>& S, const Mask* mask, double sink_logit,
+                                   std::vector<Interval>* sink_weight = nullptr) {
   Interval sink;
   mpfi_set_d(sink.backend().data(), sink_logit);
   Matrix<Interval> P(S.rows(), S.cols());
@@ -98,6 +100,7 @@ Matrix<Interval> softmax_with_sink(const Matrix<Interval>& S, const Mask* mask, 
     suffix.assign(n + 1, Interval(0));
     for (std::size_t k = 0; k < n; ++k) prefix[k + 1] = prefix[k] + e[k];
     for (std::size_t k = n; k-- > 0;) suffix[k] = suffix[k + 1] + e[k];
+    if (sink_weight) sink_weight->push_back(1 / (1 + prefix[n] / sink_term));
     for (Index j = 0; j < S.cols(); ++j) {
       if (mask && !mask->allows(i, j)) {
         P(i, j) = 0;
@@ -161,14 +164,18 @@ IntervalGradients interval_attention_gradients(const Eigen::MatrixXd& Q, const E
     }
   }
   if (!wanted.any_gradient()) return out;
-  const Matrix<Interval> P = weights(S, mask, modifiers);
+  std::vector<Interval> sink_weight;
+  const Matrix<Interval> P = modifiers.sink && wanted.dsink ? softmax_with_sink(S, mask, *modifiers.sink, &sink_weight)
+                                                            : weights(S, mask, modifiers);
   const Matrix<Interval> Vi = to_intervals(V), dOi = to_intervals(dO);
   const Matrix<Interval> Pd = dropped(P, modifiers);  // the weights V reads
   const Matrix<Interval> O = multiply(Pd, Vi);
   Matrix<Interval> dS = dropped(multiply_transposed(dOi, Vi), modifiers);  // dP, then dS in place
+  if (wanted.dsink) out.dsink = Matrix<Interval>::Constant(1, 1, Interval(0));
   for (Index i = 0; i < dS.rows(); ++i) {
     Interval d = 0;
     for (Index l = 0; l < O.cols(); ++l) d += dOi(i, l) * O(i, l);
+    if (!sink_weight.empty()) out.dsink(0, 0) -= sink_weight[static_cast<std::size_t>(i)] * d;  // dz = -sum_i p_iz D_i
     for (Index j = 0; j < dS.cols(); ++j) {
       Interval t = dS(i, j) - d;
       dS(i, j) = P(i, j) * t;

@@ -91,6 +91,25 @@ void check_modifiers(std::size_t queries, const KernelCheckOptions& options, con
   if (!options.masks.empty() && options.mask)
     throw input_error(std::string(who) + ": a mask for every head and per-head masks, not both");
   for (std::size_t t = 0; t < queries; ++t) validate(modifiers_of(options, t));
+  if (options.sink_params.empty()) return;
+  if (options.sinks.empty())
+    throw input_error(std::string(who) + ": sink parameters without sinks");
+  if (options.sink_params.size() != queries)
+    throw input_error(std::string(who) + ": " + std::to_string(options.sink_params.size()) + " sink parameters for " +
+                      std::to_string(queries) + " query heads (one per head)");
+  const std::size_t count = sink_param_count(queries, options);
+  std::vector<std::optional<std::size_t>> first(count);
+  for (std::size_t t = 0; t < queries; ++t) {
+    std::optional<std::size_t>& f = first[options.sink_params[t]];
+    if (!f) f = t;
+    else if (options.sinks[*f] != options.sinks[t])
+      throw input_error(std::string(who) + ": query heads " + std::to_string(*f) + " and " + std::to_string(t) +
+                        " share sink parameter " + std::to_string(options.sink_params[t]) + " but have sinks " +
+                        shortest_decimal(options.sinks[*f]) + " and " + shortest_decimal(options.sinks[t]));
+  }
+  for (std::size_t g = 0; g < count; ++g)
+    if (!first[g])
+      throw input_error(std::string(who) + ": sink parameter " + std::to_string(g) + " belongs to no query head");
 }
 
 std::string fallback_skipped_note(const std::string& what, double width, const KernelCheckOptions& options,
@@ -102,6 +121,14 @@ std::string fallback_skipped_note(const std::string& what, double width, const K
 }
 
 }  // namespace detail
+
+std::size_t sink_param_count(std::size_t queries, const KernelCheckOptions& options) {
+  if (options.sinks.empty()) return 0;
+  if (options.sink_params.empty()) return queries;
+  std::size_t count = 0;
+  for (std::size_t g : options.sink_params) count = std::max(count, g + 1);
+  return count;
+}
 
 ScoreModifiers modifiers_of(const KernelCheckOptions& options, std::size_t t) {
   ScoreModifiers m;

@@ -74,20 +74,21 @@ Matrix<Real> variant_scores(const Matrix<Real>& Q, const Matrix<Real>& K, const 
   return X;
 }
 
-/// Each row's denominator exp(sink) + sum over allowed keys of exp(x_ij).
-Real denominator(const Matrix<Real>& X, Eigen::Index i, const Mask* mask, const ScoreModifiers& m) {
-  Real sum = m.sink ? Real(exp(Real(*m.sink))) : Real(0);
+/// Each row's denominator exp(sink + sink_shift) + sum over allowed keys of exp(x_ij).
+Real denominator(const Matrix<Real>& X, Eigen::Index i, const Mask* mask, const ScoreModifiers& m,
+                 const Real& sink_shift = 0) {
+  Real sum = m.sink ? Real(exp(Real(*m.sink) + sink_shift)) : Real(0);
   for (Eigen::Index j = 0; j < X.cols(); ++j)
     if (!mask || mask->allows(i, j)) sum += exp(X(i, j));
   return sum;
 }
 
 Matrix<Real> variant_output(const Matrix<Real>& Q, const Matrix<Real>& K, const Matrix<Real>& V, const Real& s,
-                            const Mask* mask, const ScoreModifiers& m) {
+                            const Mask* mask, const ScoreModifiers& m, const Real& sink_shift = 0) {
   const Matrix<Real> X = variant_scores(Q, K, s, m);
   Matrix<Real> O = Matrix<Real>::Zero(Q.rows(), V.cols());
   for (Eigen::Index i = 0; i < X.rows(); ++i) {
-    const Real den = denominator(X, i, mask, m);
+    const Real den = denominator(X, i, mask, m, sink_shift);
     for (Eigen::Index j = 0; j < X.cols(); ++j)
       if ((!mask || mask->allows(i, j)) && (!m.keep || (*m.keep)(i, j) != 0)) {
         Real p = exp(X(i, j)) / den;
@@ -167,29 +168,37 @@ TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
       RC_ASSERT(lse <= Real(upper_bound(G.lse(i, 0))) + slack);
     }
   });
-  rc::prop("MPFI's gradients are the derivatives of the variant's <dO, O>: central differences at 320 bits", [] {
+  rc::prop("MPFI's gradients (the sink's too) are the derivatives of the variant's <dO, O>: central differences at 320 bits", [] {
     const Head h = gen_head(*rc::gen::element(1.0, 4.0), 1.0, 1.0);
     ScoreModifiers m = gen_modifiers();
     Eigen::MatrixXd bias, keep;
     maybe_bias(h, m, bias);
     maybe_dropout(h, m, keep);
     const PrecisionScope scope(320);
+    GradientsWanted wanted;
+    wanted.dsink = true;
     const detail::IntervalGradients G =
-        detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), {}, m);
+        detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), wanted, m);
+    RC_ASSERT(G.dsink.rows() == 1);
+    if (!m.sink) RC_ASSERT(G.dsink(0, 0) == 0);  // nothing depends on a sink there is not
     const Matrix<Real> Q = reals(h.Q), K = reals(h.K), V = reals(h.V), dO = reals(h.dO);
     const Real step = Real(1) / Real(Integer(1) << 90);
     const Matrix<Real> EQ = gen_direction(Q), EK = gen_direction(K), EV = gen_direction(V);
+    const Real ez = Real(*rc::gen::inRange(-8, 9)) / 8;
     const auto f = [&](int sign) {
       const Real t = step * sign;
-      const Matrix<Real> O = variant_output(Q + EQ * t, K + EK * t, V + EV * t, scale_of(h), h.mask_ptr(), m);
+      const Matrix<Real> O =
+          variant_output(Q + EQ * t, K + EK * t, V + EV * t, scale_of(h), h.mask_ptr(), m, ez * t);
       Real sum = 0;
       for (Eigen::Index i = 0; i < O.rows(); ++i)
         for (Eigen::Index l = 0; l < O.cols(); ++l) sum += O(i, l) * dO(i, l);
       return sum;
     };
     const Real numeric = (f(1) - f(-1)) / (2 * step);
-    const Real analytic = pairing(EQ, G.dq) + pairing(EK, G.dk) + pairing(EV, G.dv);
+    const Real analytic =
+        pairing(EQ, G.dq) + pairing(EK, G.dk) + pairing(EV, G.dv) + (m.sink ? ez * midpoint(G.dsink(0, 0)) : Real(0));
     RC_ASSERT(abs(numeric - analytic) <= Real(1e-40) * (1 + abs(analytic)));
+    if (m.sink) RC_ASSERT(Real(upper_bound(G.dsink(0, 0))) - Real(lower_bound(G.dsink(0, 0))) <= Real(1e-60));
   });
   rc::prop("the double bounds are bands and contain MPFI's output, gradients and lse, V and dO to DBL_MAX/2", [] {
     const Head h = gen_head(*rc::gen::element(1e-3, 1.0, 4.0, 40.0), gen_magnitude(), gen_magnitude());
@@ -201,10 +210,13 @@ TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
     const ScaleBounds s = h.scale ? ScaleBounds::exactly(*h.scale) : ScaleBounds::inverse_sqrt(h.Q.cols());
     GradientsWanted all;
     all.output = true;
+    all.dsink = true;
     const GradientBounds B = certified_attention_gradients(h.Q, h.K, h.V, h.dO, s, h.mask_ptr(), products, all, m);
-    for (const BoundsMatrix* b : {&B.output, &B.dq, &B.dk, &B.dv, &B.lse}) RC_ASSERT(all_bands(*b));
+    for (const BoundsMatrix* b : {&B.output, &B.dq, &B.dk, &B.dv, &B.lse, &B.dsink}) RC_ASSERT(all_bands(*b));
     const PrecisionScope scope(256);
-    const detail::IntervalGradients E = detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), {}, m);
+    const detail::IntervalGradients E =
+        detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), all, m);
+    RC_ASSERT(contains_all(B.dsink, E.dsink));
     RC_ASSERT(contains_all(B.output, detail::interval_attention(h.Q, h.K, h.V, h.scale, h.mask_ptr(), m)));
     RC_ASSERT(contains_all(B.dq, E.dq));
     RC_ASSERT(contains_all(B.dk, E.dk));
@@ -301,5 +313,75 @@ TEST_CASE("attnrank::check_kernel with score modifiers") {
     options.sinks = {};
     options.alibi_slopes = {NAN};
     CHECK_THROWS_WITH(check_kernel({M}, {M}, {M}, {M}, nullptr, options), Catch::Contains("ALiBi slope"));
+  }
+}
+
+TEST_CASE("attnrank::check_kernel_gradients dsinks") {
+  rc::prop("a sink shared by the batches: the check's bands contain the planted error of the summed gradient", [] {
+    const std::size_t batches = *rc::gen::inRange<std::size_t>(1, 4), heads = *rc::gen::inRange<std::size_t>(1, 3);
+    const Head h0 = gen_head(1.0, 1.0, 1.0);
+    std::vector<Eigen::MatrixXd> q, k, v, dout;
+    KernelCheckOptions options;
+    options.scale = h0.scale;
+    options.mask = h0.mask;
+    std::vector<double> sink(heads);
+    for (double& z : sink) z = *rc::gen::element(-5.0, 0.0, 0.7, 3.0, 20.0, -200.0);
+    for (std::size_t t = 0; t < batches * heads; ++t) {
+      // Every head its own data, of h0's shape (one mask for all).
+      q.push_back(gen_entries(h0.Q.rows(), h0.Q.cols(), 1.0));
+      k.push_back(gen_entries(h0.K.rows(), h0.K.cols(), 1.0));
+      v.push_back(gen_entries(h0.V.rows(), h0.V.cols(), 1.0));
+      dout.push_back(gen_entries(h0.dO.rows(), h0.dO.cols(), 1.0));
+      options.sinks.push_back(sink[t % heads]);
+      options.sink_params.push_back(t % heads);
+    }
+    std::vector<Interval> exact(heads, Interval(0));
+    {
+      const PrecisionScope scope(256);
+      GradientsWanted only;
+      only.dq = only.dk = only.dv = only.lse = false;
+      only.dsink = true;
+      for (std::size_t t = 0; t < q.size(); ++t) {
+        ScoreModifiers m;
+        m.sink = options.sinks[t];
+        exact[t % heads] +=
+            detail::interval_attention_gradients(q[t], k[t], v[t], dout[t], h0.scale, h0.mask_ptr(), only, m).dsink(0, 0);
+      }
+    }
+    const double planted = *rc::gen::element(0.0, 1e-9, 1e-4, 0.5);
+    Eigen::MatrixXd d(static_cast<Eigen::Index>(heads), 1);
+    for (std::size_t g = 0; g < heads; ++g) d(static_cast<Eigen::Index>(g), 0) = mpfi_get_d(exact[g].backend().data());
+    const Eigen::Index at = *rc::gen::inRange<Eigen::Index>(0, static_cast<Eigen::Index>(heads));
+    d(at, 0) += planted;
+    options.fallback = *rc::gen::element(FallbackPolicy::automatic, FallbackPolicy::never, FallbackPolicy::always);
+    KernelGradients g;
+    g.dsinks = {d};
+    const GradientCheck c = check_kernel_gradients(q, k, v, dout, g, nullptr, options);
+    RC_ASSERT(c.dsinks.has_value());
+    RC_ASSERT(!c.dq && !c.dk && !c.dv && !c.lse);
+    RC_ASSERT(c.dsinks->candidate.max_abs_error_lower <= planted * (1 + 1e-9) + 1e-15);
+    RC_ASSERT(c.dsinks->candidate.max_abs_error_upper >= planted - 1e-15);
+    if (planted >= 1e-4) RC_ASSERT(c.dsinks->candidate.worst_row == at);
+  });
+  SECTION("refused by name: no sinks, the wrong count, heads sharing a parameter with different sinks") {
+    const Eigen::MatrixXd M = Eigen::MatrixXd::Ones(3, 2);
+    KernelCheckOptions options;
+    KernelGradients g;
+    g.dsinks = {Eigen::MatrixXd::Zero(1, 1)};
+    CHECK_THROWS_WITH(check_kernel_gradients({M}, {M}, {M}, {M}, g, nullptr, options),
+                      Catch::Contains("the attention has no sinks"));
+    options.sinks = {0.5, 0.5};
+    options.sink_params = {0, 0};
+    g.dsinks = {Eigen::MatrixXd::Zero(2, 1)};
+    CHECK_THROWS_WITH(check_kernel_gradients({M, M}, {M, M}, {M, M}, {M, M}, g, nullptr, options),
+                      Catch::Contains("the candidate dsinks has 2 entries (2 x 1) for 1 sink parameters"));
+    options.sinks = {0.5, 0.25};
+    g.dsinks = {Eigen::MatrixXd::Zero(1, 1)};
+    CHECK_THROWS_WITH(check_kernel_gradients({M, M}, {M, M}, {M, M}, {M, M}, g, nullptr, options),
+                      Catch::Contains("share sink parameter 0 but have sinks 0.5 and 0.25"));
+    options.sinks = {0.5, 0.5};
+    options.sink_params = {1, 1};
+    CHECK_THROWS_WITH(check_kernel_gradients({M, M}, {M, M}, {M, M}, {M, M}, g, nullptr, options),
+                      Catch::Contains("sink parameter 0 belongs to no query head"));
   }
 }

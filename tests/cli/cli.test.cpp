@@ -676,6 +676,15 @@ std::string npy_f32(const std::string& name, const std::vector<Eigen::MatrixXd>&
   return p.string();
 }
 
+/// A one-dimensional float64 .npy file of the values: shape (n,).
+std::string npy_f64_vector(const std::string& name, const std::vector<double>& values) {
+  std::string data;
+  for (double x : values) data += raw_bytes(double_bits(x), 8);
+  const auto p = scratch() / name;
+  std::ofstream(p, std::ios::binary) << npy_bytes("<f8", false, {values.size()}, data);
+  return p.string();
+}
+
 }  // namespace
 
 TEST_CASE("attnrank check-kernel") {
@@ -1024,15 +1033,16 @@ TEST_CASE("attnrank check-kernel: softcap, ALiBi and sinks") {
     }
   const double c = 1.5, slope = 0.5, sink = 0.25;
   Eigen::MatrixXd O(3, 2);
+  long double den[3], numer[3][2] = {};  // each row's denominator (with the sink's term) and numerators
   for (int i = 0; i < 3; ++i) {
-    long double den = std::exp(static_cast<long double>(sink)), num[2] = {0, 0};
+    den[i] = std::exp(static_cast<long double>(sink));
     for (int j = 0; j < 5; ++j) {
       const long double x = c * std::tanh(static_cast<long double>(Q.row(i).dot(K.row(j))) / std::sqrt(2.0L) / c) -
                             slope * std::abs(i + 2 - j);
-      den += std::exp(x);
-      for (int l = 0; l < 2; ++l) num[l] += std::exp(x) * V(j, l);
+      den[i] += std::exp(x);
+      for (int l = 0; l < 2; ++l) numer[i][l] += std::exp(x) * V(j, l);
     }
-    for (int l = 0; l < 2; ++l) O(i, l) = static_cast<double>(num[l] / den);
+    for (int l = 0; l < 2; ++l) O(i, l) = static_cast<double>(numer[i][l] / den[i]);
   }
   const std::string args = "check-kernel --q " + npy_f32("sq.npy", {Q}) + " --k " + npy_f32("sk.npy", {K}) + " --v " +
                            npy_f32("sv.npy", {V}) + " --candidate " + npy_f32("so.npy", {O});
@@ -1066,6 +1076,35 @@ TEST_CASE("attnrank check-kernel: softcap, ALiBi and sinks") {
     expect_input_error(two_heads + " --candidate " + npy_f32("mo2.npy", {o0, o0}) + " --mask " +
                            npy_f32("masks3.npy", {first, all, all}),
                        "give (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, N_k)");
+  }
+  SECTION("the sinks' gradient: dsinks = -sum_i p_i,sink rowsum(dout o O)_i, a planted error found") {
+    Eigen::MatrixXd dO(3, 2);
+    for (int i = 0; i < 3; ++i)
+      for (int l = 0; l < 2; ++l) dO(i, l) = ((i * 3 + l * 2) % 5) / 4.0 - 0.5;
+    long double dz = 0;
+    for (int i = 0; i < 3; ++i) {
+      const long double d = (numer[i][0] * dO(i, 0) + numer[i][1] * dO(i, 1)) / den[i];  // D_i = rowsum(dO o O)
+      dz -= std::exp(static_cast<long double>(sink)) / den[i] * d;
+    }
+    const double exact = static_cast<double>(dz);
+    const std::string backward = "check-kernel --q " + npy_f32("sq.npy", {Q}) + " --k " + npy_f32("sk.npy", {K}) +
+                                 " --v " + npy_f32("sv.npy", {V}) + " --dout " + npy_f32("sdo.npy", {dO}) +
+                                 " --softcap 1.5 --alibi-slopes 0.5 --sinks 0.25";
+    const Run r = attnrank_cli(backward + " --dsinks " + npy_f64_vector("dz.npy", {exact}) + " --json");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(num(j["dsinks"]["candidate"]["max_abs_error_upper"]) < 1e-15);
+    CHECK(j["dsinks"]["candidate"]["worst"] == nlohmann::json{{"head", 0}});
+    const Run planted = attnrank_cli(backward + " --dsinks " + npy_f64_vector("dz2.npy", {exact + 1e-3}) + " --max-error 1e-4");
+    CHECK(planted.code == 3);
+    CHECK_THAT(planted.out, Catch::Contains("dsinks candidate (") && Catch::Contains("dz2.npy, <f8)"));
+    CHECK_THAT(planted.out, Catch::Contains("largest proven error at head 0 (0-based)"));
+    expect_input_error(args + " --dout " + npy_f32("sdo.npy", {dO}) + " --dsinks " + npy_f64_vector("dz.npy", {exact}),
+                       "dsinks needs the sinks");
+    expect_input_error(args + " --sinks 0.25 --dsinks " + npy_f64_vector("dz.npy", {exact}), "need --dout");
+    expect_input_error(backward + " --dsinks " + npy_f64_vector("dz3.npy", {0.0, 0.0}),
+                       "holds 2 values (shape (2,)) but Q (1, 3, 2) has H = 1");
   }
   SECTION("misuse: exit 2 naming the option") {
     expect_input_error(args + " --softcap -1", "softcap -1");

@@ -56,6 +56,7 @@ ds = pw * (dpw - (grads["dout"] * kernel["o"]).sum(-1, keepdims=True))
 grads["dq"] = (ds @ kernel["k"]) / np.float32(2)
 grads["dk"] = (np.swapaxes(ds, -1, -2) @ kernel["q"]) / np.float32(2)
 grads["lse"] = np.log(np.exp(s).sum(-1)).astype(np.float32)
+np.save(os.path.join(work, "kernel-dsinks.npy"), np.zeros(2, np.float32))  # the sinks' gradient (H,)
 np.save(os.path.join(work, "kernel-keep.npy"), (rng.random((2, 8, 8)) > 0.25).astype(np.float32))
 bias = rng.standard_normal((2, 8, 8))
 bias[1, 3, 0] = -np.inf  # a masked key
@@ -140,7 +141,7 @@ runs = [
      "--v-descale", "2,2"],
     ["check-kernel", *kernel_args, *backward_args, "--softcap", "30", "--alibi-slopes", "0.5,0.25", "--sinks", "1,-1",
      "--bias", os.path.join(work, "kernel-bias.npy"), "--dropout-mask", os.path.join(work, "kernel-keep.npy"),
-     "--dropout-p", "0.25"],
+     "--dropout-p", "0.25", "--dsinks", os.path.join(work, "kernel-dsinks.npy")],
     ["check-kernel", *kernel_args, *backward_args, "--reference-dq", os.path.join(work, "kernel-dq.npy"),
      "--reference", os.path.join(work, "kernel-o.npy"), "--max-ratio", "2", "--ratio-atol", "1e-6", "--max-error", "1"],
     ["layer", *weights, "--tier", "certified-double"],
@@ -216,8 +217,9 @@ variants = {
     "rank hilbert:6 --mode numeric": lambda d: "rank_lower" not in d and "approx_rank_lower" in d,
     "example": lambda d: d["schema"] == "attnrank/example/1",
     f"scan {stack}": lambda d: any(h["zero_entry"] for h in d["heads"]) and "verdict" not in d["heads"][0],
-    f"check-kernel {' '.join(kernel_args)} {' '.join(backward_args)} --softcap 30 --alibi-slopes 0.5,0.25 --sinks 1,-1 --bias {os.path.join(work, 'kernel-bias.npy')} --dropout-mask {os.path.join(work, 'kernel-keep.npy')} --dropout-p 0.25":
-        lambda d: {"softcap", "alibi_slopes", "alibi_alignment", "sinks", "bias", "dropout_p", "candidate", "dq"} <= set(d),
+    f"check-kernel {' '.join(kernel_args)} {' '.join(backward_args)} --softcap 30 --alibi-slopes 0.5,0.25 --sinks 1,-1 --bias {os.path.join(work, 'kernel-bias.npy')} --dropout-mask {os.path.join(work, 'kernel-keep.npy')} --dropout-p 0.25 --dsinks {os.path.join(work, 'kernel-dsinks.npy')}":
+        lambda d: {"softcap", "alibi_slopes", "alibi_alignment", "sinks", "bias", "dropout_p", "candidate", "dq", "dsinks"} <= set(d)
+        and d["dsinks"]["candidate"]["worst"].keys() == {"head"},
     f"check-kernel {' '.join(fp8_args)} --candidate {os.path.join(work, 'kernel-o.npy')} --fp8 e4m3 --q-descale 0.5,0.25 --v-descale 2,2":
         lambda d: d["fp8_format"] == "e4m3" and d["descaled"] == ["q", "v"],
     f"check-kernel {' '.join(kernel_args[:6])} {' '.join(backward_args)}":

@@ -360,3 +360,70 @@ def test_dropout_with_the_kernels_keep_mask(dropout_p):
         attnrank.check_kernel(q.detach(), k.detach(), v.detach(), out.detach(), dropout_p=dropout_p)
     with pytest.raises(ValueError, match=r"dropout_p 1 is not in \[0, 1\)"):
         attnrank.check_kernel(q.detach(), k.detach(), v.detach(), out.detach(), dropout_mask=keep, dropout_p=1.0)
+
+
+def gqa_reference(q, k, v, *, sinks, softcap=0.0, causal=False):
+    """The reference with K/V heads repeated for grouped queries (FlashAttention's MQA/GQA)."""
+    group = q.shape[1] // k.shape[1]
+    return reference(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), sinks=sinks, softcap=softcap,
+                     causal=causal)
+
+
+@pytest.mark.parametrize("batches,heads,kv_heads,causal,softcap", [(1, 1, 1, False, 0.0), (3, 2, 2, True, 0.0),
+                                                                    (2, 4, 1, False, 30.0), (2, 4, 2, True, 1.0)])
+def test_sink_gradient_against_torch_autograd(batches, heads, kv_heads, causal, softcap):
+    """A learnable (H,) sink's autograd gradient (summed over the batches) is within rounding of
+    attnrank's exact dsinks; one batch's share alone, or the sign flipped, is proven wrong."""
+    nq, nk, d = 5, 7, 4
+    q = gen((batches, heads, nq, d), SEED + 60)
+    k, v = (gen((batches, kv_heads, nk, d), SEED + 61 + i) for i in range(2))
+    dout = gen((batches, heads, nq, d), SEED + 63)
+    sinks = torch.linspace(-1.5, 2.5, heads, dtype=torch.float64).requires_grad_(True)
+    gqa_reference(q, k, v, sinks=sinks, softcap=softcap, causal=causal).backward(dout)
+    kw = dict(mask="causal" if causal else None, softcap=softcap, sinks=sinks.detach(), dout=dout)
+    check = attnrank.check_kernel(q, k, v, dsinks=sinks.grad, **kw)
+    assert upper(check["dsinks"]["candidate"], "max_rel_error") < 1e-13
+    assert set(check) >= {"dsinks", "backward"} and "dq" not in check
+    # The first batch's share only (a kernel that forgot to sum over the batch).
+    s1 = sinks.detach().clone().requires_grad_(True)
+    gqa_reference(q[:1], k[:1], v[:1], sinks=s1, softcap=softcap, causal=causal).backward(dout[:1])
+    if batches > 1:
+        wrong = attnrank.check_kernel(q, k, v, dsinks=s1.grad, **kw)
+        assert float(wrong["dsinks"]["candidate"]["max_abs_error_lower"]) > 1e-6
+    flipped = attnrank.check_kernel(q, k, v, dsinks=-sinks.grad, **kw)
+    assert float(flipped["dsinks"]["candidate"]["max_abs_error_lower"]) > 1e-6
+
+
+def test_sink_gradient_of_packed_sequences_and_the_helper():
+    """Packed sequences: the sink's gradient sums over the sequences; the float32 kernel's passes
+    the pytest helper with float32's tolerance, a wrong one fails it naming dsinks and its head."""
+    H, d, lengths = 2, 4, (3, 6)
+    sinks = torch.tensor([0.5, -1.0], dtype=torch.float32, requires_grad=True)
+    qs, ks, vs, dos = [], [], [], []
+    for b, n in enumerate(lengths):
+        q, k, v = (gen((1, H, n, d), SEED + 70 + 4 * b + i, torch.float32) for i in range(3))
+        dout = gen((1, H, n, d), SEED + 73 + 4 * b, torch.float32)
+        reference(q, k, v, sinks=sinks, causal=True).backward(dout)
+        qs.append(q); ks.append(k); vs.append(v); dos.append(dout)
+    packed = lambda parts: torch.cat([p[0].transpose(0, 1) for p in parts], 0)  # (total, H, d)
+    cu = torch.tensor([0, lengths[0], sum(lengths)], dtype=torch.int32)
+    from attnrank.testing import assert_attention_grads_close
+    checks = assert_attention_grads_close(None, None, None, packed(qs), packed(ks), packed(vs), packed(dos),
+                                          causal=True, sinks=sinks.detach(), dsinks=sinks.grad,
+                                          cu_seqlens_q=cu, cu_seqlens_k=cu)
+    assert upper(checks["dsinks"]["candidate"]) < 1e-5
+    wrong = sinks.grad.clone()
+    wrong[1] += 1e-2
+    with pytest.raises(AssertionError, match=r"(?s)dsinks.*largest proven error at head 1 \(0-based\)"):
+        assert_attention_grads_close(None, None, None, packed(qs), packed(ks), packed(vs), packed(dos), causal=True,
+                                     sinks=sinks.detach(), dsinks=wrong, cu_seqlens_q=cu, cu_seqlens_k=cu)
+
+
+def test_sink_gradient_misuse_is_a_value_error():
+    q = np.zeros((2, 4, 3))
+    with pytest.raises(ValueError, match="dsinks needs the sinks"):
+        attnrank.check_kernel(q, q, q, dout=q, dsinks=[0.0, 0.0])
+    with pytest.raises(ValueError, match="need --dout|need dout"):
+        attnrank.check_kernel(q, q, q, sinks=[0.0, 0.0], dsinks=[0.0, 0.0])
+    with pytest.raises(ValueError, match=r"holds 3 values .* but Q .* has H = 2"):
+        attnrank.check_kernel(q, q, q, dout=q, sinks=[0.0, 0.0], dsinks=[0.0, 0.0, 0.0])

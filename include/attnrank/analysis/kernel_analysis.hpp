@@ -38,8 +38,10 @@ struct KernelQuestion {
   std::optional<NamedTensor> candidate;  ///< the kernel's output O (the forward check)
   std::optional<NamedTensor> reference;  ///< a reference's output
   std::optional<NamedTensor> dout;       ///< the upstream gradient (Q's rows x V's columns); needed by dq, dk, dv
-  /// The kernel's backward results and a reference's (lse: Q's shape without its last dimension).
-  std::optional<NamedTensor> dq, dk, dv, lse, reference_dq, reference_dk, reference_dv, reference_lse;
+  /// The kernel's backward results and a reference's (lse: Q's shape without its last dimension;
+  /// dsinks: (H,), the gradient of each head's sink logit, summed over batches and sequences).
+  std::optional<NamedTensor> dq, dk, dv, lse, dsinks, reference_dq, reference_dk, reference_dv, reference_lse,
+      reference_dsinks;
   KernelCheckOptions options;         ///< scale, mask (a pattern file's), fallback policy and bits
   /// FlashAttention's causal and window_size = (left, right) (-1: unbounded), built into the
   /// N_q x N_k mask by analyze_kernel (Mask::window; causal is window (left, 0)), aligned
@@ -91,7 +93,7 @@ struct KernelQuestion {
 
 /// One backward result of the kernel checked: its files, bounds and verdicts.
 struct GradientReport {
-  std::string role;  ///< "dq", "dk", "dv" or "lse"
+  std::string role;  ///< "dq", "dk", "dv", "lse" or "dsinks"
   std::string candidate_name, candidate_dtype, reference_name, reference_dtype;
   TensorCheck check;
   std::optional<ToleranceVerdict> error_verdict, ratio_verdict;
@@ -120,7 +122,7 @@ struct KernelAnalysis {
   std::optional<double> dropout_p;             ///< with a dropout mask
   std::optional<KernelCheck> result;     ///< the output's check (with a candidate)
   std::optional<GradientCheck> backward;  ///< the backward pass's enclosure (with dq, dk, dv or lse)
-  std::vector<GradientReport> gradients;  ///< in the order dq, dk, dv, lse
+  std::vector<GradientReport> gradients;  ///< in the order dq, dk, dv, lse, dsinks
   std::string dout_name, dout_dtype;
   std::optional<double> max_error;
   std::string max_error_text;
@@ -133,8 +135,8 @@ struct KernelAnalysis {
 
 /// Fills the tensors of `q` not given yet (an empty name, or nullopt) from a
 /// safetensors file, by name: q, k, v, out (the candidate's output), dout, dq, dk,
-/// dv, lse; with `as_reference`, the file holds a reference computation's out, dq,
-/// dk, dv, lse instead. What a GPU run saves with safetensors.torch.save_file.
+/// dv, lse, dsinks; with `as_reference`, the file holds a reference computation's out, dq,
+/// dk, dv, lse, dsinks instead. What a GPU run saves with safetensors.torch.save_file.
 /// Other names are ignored; input_error when the file has none of them.
 void read_kernel_tensors(KernelQuestion& q, const std::string& path, bool as_reference, const ParseLimits& limits = {});
 

@@ -5,7 +5,10 @@
 // the scaled scores, for the exact values of the given doubles:
 //   P = softmax(s Q K^T),  dV = P^T dO,  dP = dO V^T,  D_i = sum_l dO_il O_il,
 //   dS = P o (dP - D 1^T),  dQ = s dS K,  dK = s dS^T Q,
-//   lse_i = log sum_{j allowed} exp(s q_i . k_j).
+//   lse_i = log sum_{j allowed} exp(s q_i . k_j),
+// and with a sink logit z, dz = -sum_i p_iz D_i, p_iz = exp(z) / (exp(z) + sum_j exp(x_ij))
+// the sink's own weight (the chain rule through every p_ij's denominator: dp_ij/dz =
+// -p_ij p_iz, and sum_j p_ij dP_ij = D_i, with dropout too).
 // D comes from the exact O (enclosed here), not from any kernel's output.
 //
 // The proof is a chain of enclosures, each of the exact value given enclosures of
@@ -23,6 +26,8 @@
 //  * dQ, dK, dV as products of an interval matrix and a point matrix (Rump's
 //    midpoint-radius product with a directed pair, or one product with an a priori
 //    bound), the scale s in [scale.lo, scale.hi] applied outward;
+//  * dz = -sum_i p_iz D_i: p_iz enclosed by the certified softmax as every weight, each
+//    product one product of ends (p_iz >= 0), the sum in directed rounding;
 //  * lse_i = x_ij - log p_ij for ANY allowed j (p_ij = exp(x_ij - lse_i) exactly);
 //    the j with the largest lower weight bound (>= about 1/N) keeps log well
 //    conditioned: lse_i in [x_lo - log p_hi, x_hi - log p_lo], log by
@@ -40,15 +45,17 @@ namespace attnrank {
 
 /// Which of the backward pass's results to enclose (the others are left empty); output:
 /// the forward output O itself (a variant's forward check runs on this pass).
+/// dsink: the gradient of the sink logit (with a sink only).
 struct GradientsWanted {
-  bool dq = true, dk = true, dv = true, lse = true, output = false;
-  bool any_gradient() const { return dq || dk || dv; }
+  bool dq = true, dk = true, dv = true, lse = true, output = false, dsink = false;
+  bool any_gradient() const { return dq || dk || dv || dsink; }
 };
 
 /// Bounds of the exact gradients and logsumexp of one head: dq (N_q x d), dk
-/// (N_k x d), dv (N_k x d_v), lse (N_q x 1), output (N_q x d_v); empty where not wanted.
+/// (N_k x d), dv (N_k x d_v), lse (N_q x 1), output (N_q x d_v), dsink (1 x 1); empty
+/// where not wanted.
 struct GradientBounds {
-  BoundsMatrix dq, dk, dv, lse, output;
+  BoundsMatrix dq, dk, dv, lse, output, dsink;
 };
 
 /// The backward pass of softmax(s Q K^T) V for the double matrices Q (N_q x d),

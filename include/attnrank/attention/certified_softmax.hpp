@@ -40,9 +40,12 @@ BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask& mask, E
 /// Rows first_row .. of the softmax with an attention sink: p_ij = exp(x_ij) /
 /// (exp(sink) + sum_j exp(x_ij)) over the keys `mask` allows (every key without one), so
 /// a row's weights sum to less than 1; the sink enters the denominator only. Its term is
-/// enclosed as the others (the shift m_i >= sink keeps it <= 1). Throws input_error for
-/// a sink that is not finite, or rows that do not fit the mask.
-BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask* mask, Eigen::Index first_row, double sink);
+/// enclosed as the others (the shift m_i >= sink keeps it <= 1). With `sink_weight`, bounds of
+/// the sink's own weight exp(sink) / (exp(sink) + sum_j exp(x_ij)) per row are stored there
+/// (rows x 1; its gradient's factor). Throws input_error for a sink that is not finite, or rows
+/// that do not fit the mask.
+BoundsMatrix certified_softmax_bounds(const BoundsMatrix& S, const Mask* mask, Eigen::Index first_row, double sink,
+                                      BoundsMatrix* sink_weight = nullptr);
 
 /// Bounds of Q K^T / sqrt(d_k) for the double matrices Q, K (n x d_k): two
 /// directed GEMMs, and the division by sqrt(d_k) enclosed.

@@ -23,9 +23,12 @@ namespace attnrank {
 
 /// A backward pass's results, one matrix per head each: dq (N_q x d), dk (N_k x d),
 /// dv (N_k x d_v), lse (N_q x 1, natural log of the scaled scores' row sums, as
-/// FlashAttention's softmax_lse). An empty list is a result not given.
+/// FlashAttention's softmax_lse); and dsinks, ONE matrix of G x 1, the gradient of each
+/// sink parameter (KernelCheckOptions::sink_params; G of them): the sum over its query
+/// heads of -sum_i p_iz D_i (attention/certified_gradients.hpp). An empty list is a result
+/// not given.
 struct KernelGradients {
-  std::vector<Eigen::MatrixXd> dq, dk, dv, lse;
+  std::vector<Eigen::MatrixXd> dq, dk, dv, lse, dsinks;
 };
 
 /// One checked tensor: the candidate's proven error, and with a reference its
@@ -37,7 +40,7 @@ struct TensorCheck {
 };
 
 struct GradientCheck {
-  std::optional<TensorCheck> dq, dk, dv, lse;  ///< those the candidate gave
+  std::optional<TensorCheck> dq, dk, dv, lse, dsinks;  ///< those the candidate gave
   std::string method;    ///< "double" or "mpfi" (as KernelCheck::method)
   std::string products;  ///< "a_priori" or "directed" with "double"; empty for "mpfi"
   unsigned bits = 53;
@@ -49,7 +52,8 @@ struct GradientCheck {
 /// candidate gives too) against the exact backward pass of every head. dout
 /// may be empty when only lse is checked. Throws input_error on a count or shape
 /// mismatch (naming the tensor, head and both shapes), a non-finite entry of Q,
-/// K, V or dO, a reference tensor without its candidate, or nothing to check.
+/// K, V or dO, a reference tensor without its candidate, dsinks without sinks, or
+/// nothing to check.
 GradientCheck check_kernel_gradients(const std::vector<Eigen::MatrixXd>& q, const std::vector<Eigen::MatrixXd>& k,
                                      const std::vector<Eigen::MatrixXd>& v, const std::vector<Eigen::MatrixXd>& dout,
                                      const KernelGradients& candidate, const KernelGradients* reference = nullptr,

@@ -72,6 +72,11 @@ struct KernelCheckOptions {
   /// measured from when N_q != N_k (a mask carries its own alignment).
   double softcap = 0;
   std::vector<double> alibi_slopes, sinks;
+  /// Which sink parameter query head t's logit is: sinks are learned per head and shared by the
+  /// batches (FlashAttention-4's learnable_sink of shape (H,)), so the gradient a kernel returns
+  /// for parameter g is the sum over the query heads t with sink_params[t] = g. Heads sharing a
+  /// parameter have equal sinks. Empty: one parameter per query head.
+  std::vector<std::size_t> sink_params;
   /// Additive biases, one N_q x N_k matrix per query head t (finite; empty: none).
   std::vector<Eigen::MatrixXd> biases;
   /// Dropout: a keep-mask per query head t (N_q x N_k, 0/1; empty: no dropout) and its p.
@@ -119,6 +124,14 @@ inline const Mask* mask_of(const KernelCheckOptions& options, std::size_t t) {
 /// Query head t's score modifiers.
 ScoreModifiers modifiers_of(const KernelCheckOptions& options, std::size_t t);
 
+/// The sink parameter query head t's logit is (KernelCheckOptions::sink_params).
+inline std::size_t sink_param_of(const KernelCheckOptions& options, std::size_t t) {
+  return options.sink_params.empty() ? t : options.sink_params[t];
+}
+
+/// How many sink parameters `queries` query heads have (0 without sinks).
+std::size_t sink_param_count(std::size_t queries, const KernelCheckOptions& options);
+
 /// Checks `candidate` (and `reference`, if given) against the exact attention of
 /// the heads q[t], k[kv_head_of(t)], v[kv_head_of(t)]. Every list has one matrix per head, and every
 /// output matrix the shape of its head's exact output (rows of Q x columns of V).
@@ -135,7 +148,9 @@ namespace detail {
 void check_kv_heads(std::size_t queries, std::size_t keys, std::size_t values, const KernelCheckOptions& options,
                     const char* who);
 /// input_error (naming `who`) unless the modifiers are valid, alibi_slopes, sinks and masks are
-/// empty or have one entry per query head, and not both mask and masks are given.
+/// empty or have one entry per query head, not both mask and masks are given, and sink_params
+/// is empty or maps every query head (with sinks) onto parameters 0 .. G - 1 whose heads share
+/// one logit.
 void check_modifiers(std::size_t queries, const KernelCheckOptions& options, const char* who);
 /// Why the MPFI recomputation of `what` did not run: over the automatic budget.
 std::string fallback_skipped_note(const std::string& what, double width, const KernelCheckOptions& options,

@@ -12,13 +12,15 @@
 
 #include <attnrank/analysis/kernel_analysis.hpp>
 
+#include <iterator>
 #include <string>
 #include <vector>
 
 namespace attnrank::detail {
 
 /// The backward results in KernelInputs::gradients' order, as flags and reports name them.
-inline constexpr const char* kernel_roles[] = {"dq", "dk", "dv", "lse"};
+inline constexpr const char* kernel_roles[] = {"dq", "dk", "dv", "lse", "dsinks"};
+inline constexpr std::size_t kernel_role_count = std::size(kernel_roles);
 
 /// One matrix per head: borrowed from a question's tensor (no copy) or owned.
 class HeadList {
@@ -46,7 +48,7 @@ struct KernelInputs {
   HeadList q, k, v;  ///< FP8 codes decoded, descale factors applied
   /// The results given (empty lists: not given), in check_kernel_gradients' order.
   HeadList candidate, reference, dout;
-  HeadList gradients[4], reference_gradients[4];  ///< dq, dk, dv, lse
+  HeadList gradients[kernel_role_count], reference_gradients[kernel_role_count];  ///< dq, dk, dv, lse, dsinks
   KernelCheckOptions options;                      ///< kv_heads, masks and modifiers per query head
   std::string mask_name;                           ///< as reports name it ("causal", "per-head", ...)
   /// Packed sequences: query head t is head h of sequence b, packed_heads[t] = b H + h (a
@@ -62,6 +64,12 @@ KernelInputs dense_kernel_inputs(const KernelQuestion& q);
 
 /// The packed question's inputs (q.cu_seqlens_q given): one head per sequence and head.
 KernelInputs varlen_kernel_inputs(const KernelQuestion& q);
+
+/// The candidate's and reference's dsinks of `q` (shape (H,): a head's sink is shared by every
+/// batch and sequence, its gradient their sum) into in.gradients[4] as one H x 1 matrix each,
+/// entries as given (a NaN is an infinite error, not refused); in.options.sink_params maps query
+/// head t = b H + h onto h. input_error without sinks or for another shape.
+void add_sink_gradients(const KernelQuestion& q, std::size_t heads, KernelInputs& in);
 
 /// FlashAttention's window_size (left, right) as reports name it: "causal" or "window(l, r)".
 std::string window_mask_name(long left, long right);

@@ -25,9 +25,9 @@ Matrix<Interval> interval_attention(const Eigen::MatrixXd& Q, const Eigen::Matri
                                     const std::optional<double>& scale, const Mask* mask,
                                     const ScoreModifiers& modifiers = {});
 
-/// dq, dk, dv and lse (N_q x 1) enclosed; empty where not wanted.
+/// dq, dk, dv, lse (N_q x 1) and dsink (1 x 1, 0 without a sink) enclosed; empty where not wanted.
 struct IntervalGradients {
-  Matrix<Interval> dq, dk, dv, lse;
+  Matrix<Interval> dq, dk, dv, lse, dsink;
 };
 IntervalGradients interval_attention_gradients(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K,
                                                const Eigen::MatrixXd& V, const Eigen::MatrixXd& dO,
