@@ -20,7 +20,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
         reference_lse, reference_dsinks;
     std::optional<double> ratio_atol;
     std::vector<long> window;
-    std::string align = "bottom-right";
+    std::string align = "bottom-right", empty_rows = "refuse";
     double softcap = 0;
     std::string alibi_slopes, sinks, bias, fp8, q_descale, k_descale, v_descale, dropout_mask;
     std::string cu_seqlens_q, cu_seqlens_k;
@@ -69,6 +69,10 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
                   "Where queries sit among the keys when N_q != N_k, for --mask causal and --window: bottom-right "
                   "(FlashAttention, default) or top-left (PyTorch's is_causal)")
       ->check(CLI::IsMember({"bottom-right", "top-left"}));
+  cmd->add_option("--empty-rows", opt->empty_rows,
+                  "A query row whose mask allows no key: refuse (exit 2, default) or zero (FlashAttention's output 0, "
+                  "logsumexp +inf, gradients 0)")
+      ->check(CLI::IsMember({"refuse", "zero"}));
   cmd->add_option("--softcap", opt->softcap,
                   "FlashAttention's softcap c > 0: scores become c tanh(s q.k / c), before ALiBi and the mask "
                   "(default 0: none)");
@@ -198,6 +202,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
       q.cu_seqlens_k = read_per_head_argument(opt->cu_seqlens_k, "--cu-seqlens-k", run.limits);
     q.max_seqlen_q = opt->max_seqlen_q;
     q.max_seqlen_k = opt->max_seqlen_k;
+    q.options.empty_rows = empty_rows_from_name(opt->empty_rows);
     read_kernel_mask_argument(q, opt->mask, run.limits);
     if (!opt->window.empty()) q.window = std::pair<long, long>(opt->window[0], opt->window[1]);
     q.alignment = opt->align == "top-left" ? MaskAlignment::top_left : MaskAlignment::bottom_right;

@@ -253,9 +253,12 @@ PYBIND11_MODULE(_attnrank, m) {
   m.def("full_mask", &Mask::full, py::arg("n"), "The mask that allows every key (for one head of a per-head list)");
   m.def(
       "mask_from_matrix",
-      [](const Matrix<Rational>& M, bool rectangular) { return Mask::from_matrix(M, "mask", rectangular); },
-      py::arg("matrix"), py::arg("rectangular") = false,
-      "A 0/1 matrix as a mask (1: the query may attend); N_q x N_k with rectangular");
+      [](const Matrix<Rational>& M, bool rectangular, const std::string& empty_rows) {
+        return Mask::from_matrix(M, "mask", rectangular, empty_rows_from_name(empty_rows));
+      },
+      py::arg("matrix"), py::arg("rectangular") = false, py::arg("empty_rows") = "refuse",
+      "A 0/1 matrix as a mask (1: the query may attend); N_q x N_k with rectangular, whose rows may allow no "
+      "key with empty_rows='zero'");
 
   py::class_<NamedTensor>(m, "Tensor", "A stack of double matrices (N, d) .. (B, H, N, d), read exactly")
       .def_property_readonly("shape", [](const NamedTensor& t) { return t.tensor.shape; });
@@ -380,7 +383,8 @@ PYBIND11_MODULE(_attnrank, m) {
          const std::string& fp8_format, std::optional<NamedTensor> q_descale, std::optional<NamedTensor> k_descale,
          std::optional<NamedTensor> v_descale, std::optional<NamedTensor> dropout_mask, double dropout_p,
          std::optional<NamedTensor> cu_seqlens_q, std::optional<NamedTensor> cu_seqlens_k,
-         std::optional<std::size_t> max_seqlen_q, std::optional<std::size_t> max_seqlen_k) {
+         std::optional<std::size_t> max_seqlen_q, std::optional<std::size_t> max_seqlen_k,
+         const std::string& empty_rows) {
         KernelQuestion kq;
         kq.cu_seqlens_q = std::move(cu_seqlens_q);
         kq.cu_seqlens_k = std::move(cu_seqlens_k);
@@ -402,6 +406,7 @@ PYBIND11_MODULE(_attnrank, m) {
         if (alignment == "bottom-right") kq.alignment = MaskAlignment::bottom_right;
         else if (alignment == "top-left") kq.alignment = MaskAlignment::top_left;
         else throw input_error("alignment '" + alignment + "' is not 'bottom-right' (FlashAttention) or 'top-left' (PyTorch)");
+        kq.options.empty_rows = empty_rows_from_name(empty_rows);
         kq.q = std::move(q);
         kq.k = std::move(k);
         kq.v = std::move(v);
@@ -447,5 +452,6 @@ PYBIND11_MODULE(_attnrank, m) {
       py::arg("causal"), py::arg("window"), py::arg("alignment"), py::arg("softcap"), py::arg("alibi_slopes"),
       py::arg("sinks"), py::arg("masks"), py::arg("bias"), py::arg("fp8_format"), py::arg("q_descale"),
       py::arg("k_descale"), py::arg("v_descale"), py::arg("dropout_mask"), py::arg("dropout_p"),
-      py::arg("cu_seqlens_q"), py::arg("cu_seqlens_k"), py::arg("max_seqlen_q"), py::arg("max_seqlen_k"));
+      py::arg("cu_seqlens_q"), py::arg("cu_seqlens_k"), py::arg("max_seqlen_q"), py::arg("max_seqlen_k"),
+      py::arg("empty_rows"));
 }

@@ -92,6 +92,8 @@ def attention_ref(q, k, v, causal, upcast, reorder_ops=False, *, window=None, al
         bias = alibi_bias(alibi_slopes, n, m).to(scores.dtype)
         scores = rounded(lambda x: x + bias.float(), scores)
     attn = softmax(scores).to(v.dtype)
+    # A query row without a key: FlashAttention's attention_ref sets its weights to 0 (no NaN).
+    attn = attn.masked_fill(~keep.any(dim=-1, keepdim=True), 0.0)
     if dropout_mask is not None:
         attn = attn.masked_fill(~dropout_mask.bool(), 0.0)
         vh = rounded(lambda x: x * (1.0 / (1.0 - dropout_p)), vh)
@@ -234,7 +236,7 @@ def blocked_attention(q, k, v, causal, block=64, *, window=None, alibi_slopes=No
         if acc_in_dtype:
             acc = acc.to(dtype).float()
         m = m_new
-    out = acc / l
+    out = acc / torch.where(l == 0, torch.ones_like(l), l)  # a row without a key: 0, as FlashAttention's kernel
     if dropout_mask is not None:
         out = out / (1.0 - dropout_p)
     return out.to(dtype).transpose(1, 2)

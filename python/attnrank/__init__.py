@@ -306,8 +306,8 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                  window_size=None, alignment="bottom-right", softcap=0.0, alibi_slopes=None, sinks=None,
                  attn_bias=None, fp8_format=None, q_descale=None, k_descale=None, v_descale=None,
                  dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
-                 max_seqlen_k=None, scale=None, fallback="auto", bits=None, max_error=None, rtol=None,
-                 max_ratio=None, ratio_atol=None):
+                 max_seqlen_k=None, empty_rows="refuse", scale=None, fallback="auto", bits=None, max_error=None,
+                 rtol=None, max_ratio=None, ratio_atol=None):
     """The certified error of an attention kernel's output ``candidate`` (and of ``reference``)
     against the exact ``softmax(scale q k^T) v``, and of its backward pass, as ``attnrank
     check-kernel --json``: per tensor, ``max_abs_error_lower <= max |O - exact| <= max_abs_error_upper``
@@ -321,7 +321,9 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
     a mask per head (PyTorch's boolean attn_mask convention, True: may attend); ``window_size=(left, right)`` is FlashAttention's sliding window
     (-1: unbounded; with mask="causal", right is 0); when N_q != N_k, "causal" and the window
     are aligned ``alignment="bottom-right"`` (FlashAttention: query i at key i + N_k - N_q) or
-    "top-left" (PyTorch's is_causal). A query row left without a key raises ValueError.
+    "top-left" (PyTorch's is_causal). A query row left without a key raises ValueError, unless
+    ``empty_rows="zero"``: FlashAttention's convention, output 0, lse +inf (the sink with one),
+    gradients 0, each checked exactly ("empty_rows" in the result counts such rows).
     ``scale`` defaults to 1/sqrt(d).
 
     Variants, with FlashAttention's names and definitions: ``softcap=c`` (> 0) caps the scaled
@@ -375,7 +377,7 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
         # One mask per head, (H, N_q, N_k) or (B, H, N_q, N_k); packed sequences read it padded.
         masks, mask = _tensor(mask, "mask"), None
     elif mask is not None and not isinstance(mask, str):
-        mask = _core.mask_from_matrix(exact_matrix(mask, "mask"), True)
+        mask = _core.mask_from_matrix(exact_matrix(mask, "mask"), True, str(empty_rows))
     elif mask not in (None, "none", "causal"):
         raise ValueError(f"mask: '{mask}' is not 'causal' or 'none' (or pass a 0/1 array)")
     else:
@@ -422,7 +424,8 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                               *(None if c is None else _row_tensor(c, name, "(B + 1,)", 1)
                                 for c, name in ((cu_seqlens_q, "cu_seqlens_q"), (cu_seqlens_k, "cu_seqlens_k"))),
                               *(None if m is None else _integer(name, m, (0, _INDEX[1]), "a length >= 0")
-                                for m, name in ((max_seqlen_q, "max_seqlen_q"), (max_seqlen_k, "max_seqlen_k"))))
+                                for m, name in ((max_seqlen_q, "max_seqlen_q"), (max_seqlen_k, "max_seqlen_k"))),
+                              str(empty_rows))
 
 
 def from_torch(module):

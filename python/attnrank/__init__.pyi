@@ -45,7 +45,8 @@ def check_kernel(q: Tensor, k: Tensor, v: Tensor, candidate: Optional[Tensor] = 
                  v_descale: Optional[Tensor] = ..., dropout_mask: Optional[Tensor] = ...,
                  dropout_p: float = ..., cu_seqlens_q: Optional[Tensor] = ...,
                  cu_seqlens_k: Optional[Tensor] = ..., max_seqlen_q: Optional[int] = ...,
-                 max_seqlen_k: Optional[int] = ..., scale: Optional[float] = ...,
+                 max_seqlen_k: Optional[int] = ...,
+                 empty_rows: Literal["refuse", "zero"] = ..., scale: Optional[float] = ...,
                  fallback: Literal["auto", "never", "always"] = ...,
                  bits: Optional[int] = ..., max_error: Optional[float] = ..., rtol: Optional[float] = ...,
                  max_ratio: Optional[float] = ..., ratio_atol: Optional[float] = ...) -> Document: ...

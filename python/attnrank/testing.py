@@ -118,19 +118,24 @@ def _tensor_lines(part, name, array, max_error, rtol, max_ratio, ratio_atol, has
     lines = []
     if c["nonfinite"]:
         lines.append(f"  {c['nonfinite']} entries of {name} are NaN or infinite; the first at {_place(c['worst'])}")
+    if c.get("infinity_missed"):
+        lines.append(f"  {c['infinity_missed']} entries of {name} are finite where the exact value is +inf "
+                     f"(FlashAttention's lse of a row without a key); the first at {_place(c['worst'])}")
     lines.append(f"  max |{name} - exact|               in [{c['max_abs_error_lower']}, {c['max_abs_error_upper']}]"
                  " (certified)")
     lines.append(f"  max |{name} - exact| / max |exact| in [{c['max_rel_error_lower']}, {c['max_rel_error_upper']}]")
     lines.append(f"  mean |{name} - exact|              in [{c['mean_abs_error_lower']}, {c['mean_abs_error_upper']}]")
-    if not c["nonfinite"]:
+    if not c["nonfinite"] and not c.get("infinity_missed"):
         lines.append(f"  largest proven error at {_place(c['worst'])}: {name} = {_entry(array, c['worst'])}")
     if max_error is not None:
         rule = f"max_error {max_error:g}" + (f" + rtol {rtol:g} x max |exact|" if rtol else "")
         lines.append(_verdict_line("tolerance", part["max_error_verdict"], rule))
     if has_reference and "reference" in part:
         r = part["reference"]
-        if r["nonfinite"]:
-            lines.append(f"  reference: {r['nonfinite']} entries are NaN or infinite; the first at {_place(r['worst'])}")
+        if r["nonfinite"] or r.get("infinity_missed"):
+            what = (f"{r['nonfinite']} entries are NaN or infinite" if r["nonfinite"] else
+                    f"{r['infinity_missed']} entries are finite where the exact value is +inf")
+            lines.append(f"  reference: {what}; the first at {_place(r['worst'])}")
             lines.append("  its error is infinite, so error(candidate) / error(reference) is not defined (band [0, inf])")
             if max_ratio is not None:
                 lines.append(f"  ratio {_ratio_rule(max_ratio, ratio_atol)}: NOT JUDGED (the reference is not finite; "
@@ -160,7 +165,7 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
                            reference=None, rtol=None, ratio_atol=0, layout="bhsd", fallback="auto", bits=None,
                            window_size=None, alignment="bottom-right", softcap=0.0, alibi_slopes=None, sinks=None,
                            attn_bias=None, dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None,
-                           max_seqlen_q=None, max_seqlen_k=None):
+                           max_seqlen_q=None, max_seqlen_k=None, empty_rows="refuse"):
     """Asserts, with proof, that ``out`` is close to the exact attention of ``q``, ``k``, ``v``.
 
     Arrays are NumPy arrays or torch tensors (any device; float16, bfloat16, float32, float64),
@@ -174,7 +179,8 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
     ``sinks``, ``attn_bias`` and ``dropout_mask`` / ``dropout_p`` are the variants of
     ``attnrank.check_kernel``; with ``cu_seqlens_q`` / ``cu_seqlens_k`` (and optionally
     ``max_seqlen_q`` / ``max_seqlen_k``) the arrays are FlashAttention's packed sequences,
-    (total, H, d), as ``flash_attn_varlen_func`` takes them.
+    (total, H, d), as ``flash_attn_varlen_func`` takes them. A query row the mask leaves without
+    a key raises ValueError, unless ``empty_rows="zero"``: FlashAttention's output 0 there.
 
     Criteria (each given one must be proven):
       * ``max_error`` (with ``rtol``): max |out - exact| <= max_error + rtol max |exact|;
@@ -206,7 +212,7 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
                           alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
                           attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p,
                           cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
-                          max_seqlen_k=max_seqlen_k)
+                          max_seqlen_k=max_seqlen_k, empty_rows=empty_rows)
     if _passed(check):
         return check
     lines = ["attention output not proven close to the exact softmax(scale q k^T) v:"]
@@ -220,7 +226,7 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
                                  fallback="auto", bits=None, window_size=None, alignment="bottom-right",
                                  softcap=0.0, alibi_slopes=None, sinks=None, attn_bias=None,
                                  dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None,
-                                 max_seqlen_q=None, max_seqlen_k=None, dsinks=None):
+                                 max_seqlen_q=None, max_seqlen_k=None, dsinks=None, empty_rows="refuse"):
     """Asserts, with proof, that a backward pass's ``dq``, ``dk``, ``dv`` are close to the exact
     gradients of softmax(scale q k^T) v contracted with ``dout`` (any of the three may be None:
     not checked), and with ``sinks`` the sinks' gradient ``dsinks`` (shape (H,), summed over
@@ -282,7 +288,7 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
                               alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
                               attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p,
                               cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
-                              max_seqlen_k=max_seqlen_k, **kwargs)
+                              max_seqlen_k=max_seqlen_k, empty_rows=empty_rows, **kwargs)
         for key in keys:
             checks[key] = (check, tol_error, tol_rtol)
     failing = [key for key in ("dq", "dk", "dv", "dsinks") if key in checks and not _passed(checks[key][0][key])]
@@ -300,13 +306,14 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
 def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None, seed=0, max_error=None, rtol=None,
                             grad_max_error=None, grad_rtol=None, reference=None, max_ratio=None, ratio_atol=0,
                             fallback="auto", bits=None, window_size=None, alignment="bottom-right", softcap=0.0,
-                            alibi_slopes=None, sinks=None, attn_bias=None, dropout_mask=None, dropout_p=0.0):
+                            alibi_slopes=None, sinks=None, attn_bias=None, dropout_mask=None, dropout_p=0.0,
+                            empty_rows="refuse"):
     """Runs the kernel ``fn(q, k, v) -> out`` (torch tensors, (..., N, d) layout) forward and
     backward with autograd on an upstream gradient drawn from ``torch.randn`` with ``seed`` in
     ``out``'s dtype, and asserts both with proof: ``assert_attention_close`` on ``out`` (with
     ``max_error`` / ``rtol``) and ``assert_attention_grads_close`` on q.grad, k.grad, v.grad
     (with ``grad_max_error`` / ``grad_rtol``). ``causal``, ``mask``, ``scale``, ``window_size``
-    and the variants (``softcap``, ``alibi_slopes``, ``sinks``) say what the kernel computes. ``reference`` is a second callable (PyTorch's attention in the same dtype,
+    and the variants (``softcap``, ``alibi_slopes``, ``sinks``, ``empty_rows``) say what the kernel computes. ``reference`` is a second callable (PyTorch's attention in the same dtype,
     say) run the same way; with it the criterion is FlashAttention's rule, ``max_ratio`` (default
     2) x the reference's true error + ``ratio_atol``, for the output and each gradient. The seed
     is in every failure message. Returns {"out": ..., "dq": ..., ...}, the checks."""
@@ -328,7 +335,7 @@ def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None,
             raise ValueError("the reference's output dtype differs from the kernel's: the seeded dout would differ")
     common = dict(causal=causal, mask=mask, scale=scale, fallback=fallback, bits=bits, window_size=window_size,
                   alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
-                  attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p)
+                  attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p, empty_rows=empty_rows)
     try:
         forward = assert_attention_close(out, q, k, v, max_error=max_error, rtol=rtol, reference=ref_out,
                                          max_ratio=max_ratio, ratio_atol=ratio_atol, **common)

@@ -89,7 +89,7 @@ void read_kernel_mask_argument(KernelQuestion& q, const std::string& argument, c
     }
   }
   q.options.mask = read_mask_argument(argument, q.q.tensor.matrices.at(0).rows(), q.q.name + " (Q) and " + q.k.name + " (K)",
-                                      limits, q.k.tensor.matrices.at(0).rows());
+                                      limits, q.k.tensor.matrices.at(0).rows(), q.options.empty_rows);
 }
 
 NamedTensor read_per_head_argument(const std::string& argument, const std::string& what, const ParseLimits& limits) {
@@ -241,6 +241,13 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   out.scale_text = q.options.scale ? format_significant(Rational(*q.options.scale), 17)
                                    : "1/sqrt(" + std::to_string(in.q.get().at(0).cols()) + ")";
   out.mask_name = in.mask_name;
+  if (in.options.empty_rows == EmptyRows::zero) {
+    std::size_t empty = 0;
+    for (std::size_t t = 0; t < in.q.get().size(); ++t)
+      if (const Mask* m = mask_of(in.options, t))
+        for (Eigen::Index i = 0; i < m->size(); ++i) empty += m->allowed_in_row(i) == 0 ? 1 : 0;
+    out.empty_rows = empty;
+  }
   if (q.bias) out.bias_name = q.bias->name;
   out.fp8_format = q.fp8_format;
   if (q.dropout_mask) out.dropout_p = q.dropout_p;

@@ -107,7 +107,8 @@ std::vector<std::size_t> per_head_matrix_index(const NamedTensor& t, const Named
 }
 
 /// One mask per query head from 0/1 matrices of shape (N_q, N_k), (H, ...) or (B, H, ...).
-std::vector<Mask> per_head_masks(const NamedTensor& masks, const NamedTensor& q, const NamedTensor& k) {
+std::vector<Mask> per_head_masks(const NamedTensor& masks, const NamedTensor& q, const NamedTensor& k,
+                                 EmptyRows empty_rows) {
   std::vector<Mask> out;
   for (std::size_t i : per_head_matrix_index(masks, q, k, "the per-head masks")) {
     std::string where = masks.name;
@@ -116,7 +117,7 @@ std::vector<Mask> per_head_masks(const NamedTensor& masks, const NamedTensor& q,
       where += std::to_string(x);
       where += ']';
     }
-    out.push_back(Mask::from_matrix(exact_of_doubles(masks.tensor.matrices[i], where), where, true));
+    out.push_back(Mask::from_matrix(exact_of_doubles(masks.tensor.matrices[i], where), where, true, empty_rows));
   }
   return out;
 }
@@ -144,7 +145,7 @@ void apply_bias(const NamedTensor& bias, const NamedTensor& q, const NamedTensor
     if (!masked) continue;
     masks.push_back(Mask::from_pattern(
         m.rows(), m.cols(), [&](Eigen::Index r, Eigen::Index c) { return m(r, c) != -INFINITY; }, mask_of(options, t),
-        "the bias " + bias.name + " (its -inf entries) with the mask, head " + std::to_string(t)));
+        "the bias " + bias.name + " (its -inf entries) with the mask, head " + std::to_string(t), options.empty_rows));
   }
   if (masked) {
     options.masks = std::move(masks);
@@ -290,7 +291,7 @@ KernelInputs dense_kernel_inputs(const KernelQuestion& q) {
       throw input_error("give a mask file or causal / window_size, not both (a file is the whole pattern)");
     long left = q.window ? q.window->first : -1, right = q.window ? q.window->second : -1;
     if (q.causal) right = 0;  // FlashAttention: causal is window_size (left, 0)
-    const Mask mask = Mask::window(n, keys, left, right, q.alignment);
+    const Mask mask = Mask::window(n, keys, left, right, q.alignment, q.options.empty_rows);
     if (!mask.is_full()) options.mask = mask;
     window_name = window_mask_name(left, right);
     if (n != keys) window_name += q.alignment == MaskAlignment::bottom_right ? " bottom-right" : " top-left";
@@ -300,7 +301,7 @@ KernelInputs dense_kernel_inputs(const KernelQuestion& q) {
   if (q.masks) {
     if (options.mask || q.causal || q.window)
       throw input_error("give per-head masks or one mask (causal, window_size, a file), not both");
-    options.masks = per_head_masks(*q.masks, q.q, q.k);
+    options.masks = per_head_masks(*q.masks, q.q, q.k, q.options.empty_rows);
   }
   std::string mask_name = q.masks ? "per-head" : !window_name.empty() ? window_name
                                                : options.mask        ? options.mask->name()

@@ -71,18 +71,20 @@ std::string lower_text(double x) { return std::isfinite(x) ? format_lower_bound(
 std::string upper_text(double x) { return std::isfinite(x) ? format_upper_bound(x, 4) : "inf"; }
 
 json error_json(const Layout& q, const OutputError& e, const std::string& name, const std::string& dtype) {
-  return {{"file", name},
-          {"dtype", dtype},
-          {"max_abs_error_lower", lower_text(e.max_abs_error_lower)},
-          {"max_abs_error_upper", upper_text(e.max_abs_error_upper)},
-          {"max_rel_error_lower", lower_text(e.max_rel_error_lower)},
-          {"max_rel_error_upper", upper_text(e.max_rel_error_upper)},
-          {"mean_abs_error_lower", lower_text(e.mean_abs_error_lower)},
-          {"mean_abs_error_upper", upper_text(e.mean_abs_error_upper)},
-          {"rms_error_lower", lower_text(e.rms_error_lower)},
-          {"rms_error_upper", upper_text(e.rms_error_upper)},
-          {"worst", place_json(q, e)},
-          {"nonfinite", e.nonfinite}};
+  json j = {{"file", name},
+            {"dtype", dtype},
+            {"max_abs_error_lower", lower_text(e.max_abs_error_lower)},
+            {"max_abs_error_upper", upper_text(e.max_abs_error_upper)},
+            {"max_rel_error_lower", lower_text(e.max_rel_error_lower)},
+            {"max_rel_error_upper", upper_text(e.max_rel_error_upper)},
+            {"mean_abs_error_lower", lower_text(e.mean_abs_error_lower)},
+            {"mean_abs_error_upper", upper_text(e.mean_abs_error_upper)},
+            {"rms_error_lower", lower_text(e.rms_error_lower)},
+            {"rms_error_upper", upper_text(e.rms_error_upper)},
+            {"worst", place_json(q, e)},
+            {"nonfinite", e.nonfinite}};
+  if (e.infinity_missed > 0) j["infinity_missed"] = e.infinity_missed;
+  return j;
 }
 
 std::string error_text(const Layout& q, const OutputError& e, const std::string& label, const std::string& name,
@@ -94,6 +96,9 @@ std::string error_text(const Layout& q, const OutputError& e, const std::string&
   std::ostringstream s;
   s << label << " (" << name << ", " << dtype << "):\n";
   if (e.nonfinite > 0) s << "  " << e.nonfinite << " entries are NaN or infinite; the first at " << place_text(q, e) << "\n";
+  if (e.infinity_missed > 0)
+    s << "  " << e.infinity_missed << " entries are finite where the exact value is +inf (FlashAttention's "
+      << "logsumexp of a row without a key)" << (e.nonfinite > 0 ? "" : "; the first at " + place_text(q, e)) << "\n";
   s << "  " << pad("max |" + symbol + " - exact|") << " in [" << lower_text(e.max_abs_error_lower) << ", "
     << upper_text(e.max_abs_error_upper) << "]\n";
   s << "  " << pad("max |" + symbol + " - exact| / max |exact|") << " in [" << lower_text(e.max_rel_error_lower) << ", "
@@ -102,7 +107,7 @@ std::string error_text(const Layout& q, const OutputError& e, const std::string&
     << upper_text(e.mean_abs_error_upper) << "]\n";
   s << "  " << pad("RMS of " + symbol + " - exact") << " in [" << lower_text(e.rms_error_lower) << ", "
     << upper_text(e.rms_error_upper) << "]\n";
-  if (e.nonfinite == 0) s << "  largest proven error at " << place_text(q, e) << "\n";
+  if (!e.infinite()) s << "  largest proven error at " << place_text(q, e) << "\n";
   return s.str();
 }
 
@@ -144,6 +149,7 @@ json gradient_json(const KernelAnalysis& k, const GradientReport& g) {
 
 json to_json(const KernelAnalysis& k) {
   json j = {{"shape", k.q_shape}, {"heads", k.heads}, {"mask", k.mask_name}, {"scale", k.scale_text}};
+  if (k.empty_rows) j["empty_rows"] = {{"convention", "zero"}, {"rows", *k.empty_rows}};
   if (k.softcap > 0) j["softcap"] = shortest_decimal(k.softcap);
   if (!k.alibi_slopes.empty()) {
     j["alibi_slopes"] = k.alibi_slopes;
@@ -210,7 +216,7 @@ void tolerances_text(std::ostringstream& s, const KernelAnalysis& k, const std::
     s << label << "--max-ratio " << shortest_decimal(*k.max_ratio);
     if (k.ratio_atol && *k.ratio_atol > 0) s << " --ratio-atol " << shortest_decimal(*k.ratio_atol);
     s << ": ";
-    if (reference->nonfinite > 0) s << "not judged: the reference has NaN or infinite entries\n";
+    if (reference->infinite()) s << "not judged: the reference's error is infinite (NaN or infinite entries)\n";
     else if (ratio_verdict) s << tolerance_text(*ratio_verdict, "the candidate's error against the rule") << "\n";
   }
 }
@@ -228,6 +234,9 @@ std::string to_text(const KernelAnalysis& k) {
   s << "Attention: " << k.heads << (k.heads == 1 ? " head" : " heads") << ", Q " << shape_text(k.q_shape) << " "
     << k.q_dtype << ", K " << shape_text(k.k_shape) << ", V " << shape_text(k.v_shape) << "; scale " << k.scale_text
     << "; mask " << k.mask_name;
+  if (k.empty_rows)
+    s << "; " << *k.empty_rows << (*k.empty_rows == 1 ? " query row" : " query rows")
+      << " without a key (FlashAttention's output 0)";
   if (k.softcap > 0) s << "; softcap " << shortest_decimal(k.softcap);
   if (!k.alibi_slopes.empty()) s << "; ALiBi (" << k.alibi_alignment << ")";
   if (!k.sinks.empty()) s << "; sinks";
@@ -245,7 +254,7 @@ std::string to_text(const KernelAnalysis& k) {
     if (r.reference) {
       s << error_text(layout_of(k, "out"), *r.reference, "reference", k.reference_name, k.reference_dtype);
       s << "\ncandidate error / reference error in [" << lower_text(r.ratio_lower) << ", " << upper_text(r.ratio_upper)
-        << "]" << (r.reference->nonfinite > 0 ? " (the reference is not finite: its error is infinite)" : "") << "\n";
+        << "]" << (r.reference->infinite() ? " (the reference's error is infinite)" : "") << "\n";
     }
     if (!r.fallback_skipped.empty()) s << "\nNote: " << r.fallback_skipped << "\n";
   }

@@ -54,7 +54,7 @@ class ResultGuard {
 };
 
 void guard_output_error(const ResultGuard& g, const std::string& who, const OutputError& e) {
-  const bool infinite = e.nonfinite > 0;  // a non-finite output entry is a proven infinite error
+  const bool infinite = e.infinite();  // a non-finite output entry (or a missed +inf) is a proven infinite error
   g.nonnegative_band(who + " max_abs_error", e.max_abs_error_lower, e.max_abs_error_upper, infinite);
   g.nonnegative_band(who + " max_rel_error", e.max_rel_error_lower, e.max_rel_error_upper, true);  // inf where E = 0
   g.nonnegative_band(who + " max_abs_exact", e.max_abs_exact_lower, e.max_abs_exact_upper);

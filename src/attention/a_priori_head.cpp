@@ -196,6 +196,11 @@ BoundsMatrix APrioriHead::rows(Index first, Index count) const {
       const std::size_t r = static_cast<std::size_t>(i);
       const double weight = mid_sum[r] * gamma_n_ + rad_sum[r];
       const double s_up = sum_hi[r], s_down = -neg_sum_lo[r];
+      if (mask_ && mask_->allowed_in_row(first + i) == 0) {  // no key (EmptyRows::zero): exactly 0
+        out.lo.row(i).setZero();
+        out.hi.row(i).setZero();
+        continue;
+      }
       const bool usable =
           !unbounded[r] && std::isfinite(weight) && std::isfinite(s_up) && std::isfinite(s_down) && s_down > 0;
       for (Index l = 0; l < V_.cols(); ++l) {

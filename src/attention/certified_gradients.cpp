@@ -11,6 +11,7 @@
 
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace attnrank {
 namespace {
@@ -136,7 +137,9 @@ class GradientHead {
         a_priori_(products == AttentionProducts::a_priori), wanted_(wanted), modifiers_(modifiers) {
     v_min_ = V.colwise().minCoeff();
     v_max_ = V.colwise().maxCoeff();
-    if (modifiers.sink) {  // the weights sum to less than 1: O is a combination of V's rows and 0
+    // With a sink the weights sum to less than 1, and a row without a key has the output 0:
+    // O is a combination of V's rows and 0.
+    if (modifiers.sink || (mask && mask->first_empty_row() >= 0)) {
       v_min_ = v_min_.cwiseMin(0.0);
       v_max_ = v_max_.cwiseMax(0.0);
     }
@@ -177,6 +180,7 @@ class GradientHead {
       O.lo = O.lo.cwiseMax(v_min_.replicate(rows, 1));
       O.hi = O.hi.cwiseMin(v_max_.replicate(rows, 1));
     }
+    zero_empty_rows(O, first);
     if (wanted_.output) {
       out.output.lo.middleRows(first, rows) = O.lo;
       out.output.hi.middleRows(first, rows) = O.hi;
@@ -231,7 +235,8 @@ class GradientHead {
     if (wanted_.dv) p.add_transposed_times(dv, dOb, dOb.cwiseAbs().colwise().maxCoeff(), work.keys);
     const IntervalOperand ds(dS, a_priori_);
     if (wanted_.dq) {
-      const BoundsMatrix g = scale_bounds(ds.times(K_, k_abs_max_, work.rows), scale_);
+      BoundsMatrix g = scale_bounds(ds.times(K_, k_abs_max_, work.rows), scale_);
+      zero_empty_rows(g, first);
       out.dq.lo.middleRows(first, rows) = g.lo;
       out.dq.hi.middleRows(first, rows) = g.hi;
     }
@@ -239,11 +244,30 @@ class GradientHead {
   }
 
  private:
-  /// lse_i = x_ij - log p_ij at the allowed j with the largest lower weight bound.
+  /// Rows of `block` (rows first .. of the head) whose mask allows no key are exactly 0: their
+  /// weights are (the a priori products would leave a radius of k 2^-1074 around them).
+  void zero_empty_rows(BoundsMatrix& block, Index first) const {
+    if (!mask_) return;
+    for (Index i = 0; i < block.lo.rows(); ++i)
+      if (mask_->allowed_in_row(first + i) == 0) {
+        block.lo.row(i).setZero();
+        block.hi.row(i).setZero();
+      }
+  }
+
+  /// lse_i = x_ij - log p_ij at the allowed j with the largest lower weight bound. A row without
+  /// a key (EmptyRows::zero): the sink exactly, or FlashAttention's +inf without one.
   void logsumexp(const BoundsMatrix& S, const BoundsMatrix& P, Index first, BoundsMatrix& lse) const {
     const Index rows = S.lo.rows();
     Eigen::VectorXd p_lo(rows), p_hi(rows), x_lo(rows), x_hi(rows), log_lo(rows), log_hi(rows);
+    std::vector<Index> empty;
     for (Index i = 0; i < rows; ++i) {
+      if (mask_ && mask_->allowed_in_row(first + i) == 0) {
+        empty.push_back(i);
+        p_lo(i) = p_hi(i) = 1;  // any weight in (0, 1]: overwritten below
+        x_lo(i) = x_hi(i) = 0;
+        continue;
+      }
       Index j = 0;
       if (P.lo.row(i).maxCoeff(&j) == 0) P.hi.row(i).maxCoeff(&j);  // nothing proven positive: the largest upper end
       p_lo(i) = P.lo(i, j);
@@ -259,6 +283,7 @@ class GradientHead {
     detail::rounding_barrier(lo);
     lse.hi.middleRows(first, rows) = hi;
     lse.lo.middleRows(first, rows) = lo;
+    for (Index i : empty) lse.lo(first + i, 0) = lse.hi(first + i, 0) = modifiers_.sink ? *modifiers_.sink : inf;
   }
 
   const Eigen::MatrixXd &Q_, &K_, &V_, &dO_;

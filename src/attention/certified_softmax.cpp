@@ -174,13 +174,14 @@ BoundsMatrix softmax_bounds(const BoundsMatrix& S, const Mask* mask, Index first
   {
     UpwardRounding up;
     // sum_lo = 0 (every lower end underflowed) gives +inf, then 1; and 0 / 0 = NaN
-    // at a masked entry, which is exactly 0.
+    // at a masked entry (and at both ends in a row without a key), which is exactly 0.
     P.hi = (P.hi.array().colwise() / sum_lo.array()).min(1.0).matrix();
     if (mask)
       for (Index j = 0; j < cols; ++j)
         for (Index i = 0; i < rows; ++i)
-          if (!allowed(i, j)) P.hi(i, j) = 0;
+          if (!allowed(i, j)) P.hi(i, j) = P.lo(i, j) = 0;
     detail::rounding_barrier(P.hi);
+    detail::rounding_barrier(P.lo);
   }
   for (Index i = 0; i < rows; ++i)
     if (!usable[static_cast<std::size_t>(i)]) {

@@ -53,6 +53,16 @@ void ErrorAccumulator::add(std::size_t t, const BoundsMatrix& E, const Eigen::Ma
   }
   for (Index j = 0; j < O.cols(); ++j)
     for (Index i = 0; i < O.rows(); ++i) {
+      if (lo(i, j) == inf && hi(i, j) == inf && std::isfinite(O(i, j))) {  // exactly +inf, missed
+        lower(i, j) = upper(i, j) = inf;
+        infinite_error(t, i, j, result_.infinity_missed);
+        continue;
+      }
+      if (lo(i, j) == inf && hi(i, j) == inf && O(i, j) == inf) {  // exactly +inf, matched: error 0
+        lower(i, j) = upper(i, j) = 0;
+        record(t, i, j, 0, 0, 0, 0);
+        continue;
+      }
       if (!std::isfinite(O(i, j))) {
         nonfinite(t, i, j);
         continue;
@@ -72,14 +82,23 @@ void ErrorAccumulator::add(std::size_t t, const Matrix<Interval>& E, const Eigen
   for (Index j = 0; j < O.cols(); ++j)
     for (Index i = 0; i < O.rows(); ++i) {
       const double x = O(i, j);
+      mpfi_srcptr e = E(i, j).backend().data();
+      mpfi_get_left(l, e);
+      mpfi_get_right(r, e);
+      if (mpfr_inf_p(l) && mpfr_sgn(l) > 0 && (std::isfinite(x) || x == inf)) {  // exactly +inf
+        if (x == inf) {
+          record(t, i, j, 0, 0, 0, 0);  // matched: error 0
+        } else {
+          lowers(i, j) = uppers(i, j) = inf;
+          infinite_error(t, i, j, result_.infinity_missed);
+        }
+        continue;
+      }
       if (!std::isfinite(x)) {
         nonfinite(t, i, j);
         continue;
       }
       // The error bounds from the exact ends: |x - E| is within [max(x - r, l - x, 0), max(x - l, r - x)].
-      mpfi_srcptr e = E(i, j).backend().data();
-      mpfi_get_left(l, e);
-      mpfi_get_right(r, e);
       if (mpfr_nan_p(l) || mpfr_nan_p(r)) {  // NaN encloses nothing
         width_ = inf;
         uppers(i, j) = inf;
@@ -142,16 +161,17 @@ void ErrorAccumulator::add_sums(const Eigen::MatrixXd& lower, const Eigen::Matri
   sums_.push_back(s);
 }
 
-void ErrorAccumulator::nonfinite(std::size_t t, Index i, Index j) {
-  if (result_.nonfinite++ == 0 || std::tie(t, i, j) < std::tie(lower_at_.t, lower_at_.i, lower_at_.j))
-    lower_at_ = upper_at_ = {t, i, j};
+void ErrorAccumulator::infinite_error(std::size_t t, Index i, Index j, std::size_t& counter) {
+  const bool first = !result_.infinite();
+  ++counter;
+  if (first || std::tie(t, i, j) < std::tie(lower_at_.t, lower_at_.i, lower_at_.j)) lower_at_ = upper_at_ = {t, i, j};
   result_.max_abs_error_lower = result_.max_abs_error_upper = inf;
 }
 
 void ErrorAccumulator::record(std::size_t t, Index i, Index j, double lower, double upper, double mig, double mag) {
   result_.max_abs_exact_lower = std::max(result_.max_abs_exact_lower, mig);
   result_.max_abs_exact_upper = std::max(result_.max_abs_exact_upper, mag);
-  if (result_.nonfinite > 0) return;  // the error is already infinite, and its place known
+  if (result_.infinite()) return;  // the error is already infinite, and its place known
   if (lower > result_.max_abs_error_lower) {
     lower_at_ = {t, i, j};
     result_.max_abs_error_lower = lower;
@@ -183,7 +203,7 @@ OutputError ErrorAccumulator::finish() const {
     rounding_barrier(rel);
     e.max_rel_error_upper = std::isnan(rel) ? inf : rel;
   }
-  if (e.nonfinite > 0) {  // an infinite error at an entry: its mean and RMS are infinite too
+  if (e.infinite()) {  // an infinite error at an entry: its mean and RMS are infinite too
     e.mean_abs_error_lower = e.mean_abs_error_upper = e.rms_error_lower = e.rms_error_upper = inf;
     return e;
   }
@@ -228,7 +248,7 @@ OutputError ErrorAccumulator::finish() const {
 }
 
 void ratio_bounds(const OutputError& c, const OutputError& r, double& lo_out, double& hi_out) {
-  if (r.nonfinite > 0) {
+  if (r.infinite()) {
     // An infinite reference error: the ratio is 0 for a finite candidate error and undefined
     // otherwise; nothing a ratio rule could use is proven, and the band says so.
     lo_out = 0;

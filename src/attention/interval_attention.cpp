@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <vector>
 
 namespace attnrank::detail {
@@ -160,7 +161,10 @@ IntervalGradients interval_attention_gradients(const Eigen::MatrixXd& Q, const E
       }
       for (Index j = 0; j < S.cols(); ++j)
         if (!mask || mask->allows(i, j)) sum += exp(S(i, j));
-      out.lse(i, 0) = log(sum);
+      if (mask && mask->allowed_in_row(i) == 0 && !modifiers.sink)  // no key: FlashAttention's +inf
+        mpfi_set_d(out.lse(i, 0).backend().data(), std::numeric_limits<double>::infinity());
+      else
+        out.lse(i, 0) = log(sum);
     }
   }
   if (!wanted.any_gradient()) return out;

@@ -90,7 +90,14 @@ void check_modifiers(std::size_t queries, const KernelCheckOptions& options, con
                       std::to_string(queries) + " query heads (one per head)");
   if (!options.masks.empty() && options.mask)
     throw input_error(std::string(who) + ": a mask for every head and per-head masks, not both");
-  for (std::size_t t = 0; t < queries; ++t) validate(modifiers_of(options, t));
+  for (std::size_t t = 0; t < queries; ++t) {
+    validate(modifiers_of(options, t));
+    const Mask* mask = mask_of(options, t);
+    if (mask && options.empty_rows == EmptyRows::refuse && mask->first_empty_row() >= 0)
+      throw input_error(std::string(who) + ": query head " + std::to_string(t) + ", row " +
+                        std::to_string(mask->first_empty_row()) + " (0-based) allows no key (softmax over it has no "
+                        "value; FlashAttention gives it the output 0: the empty-rows option 'zero')");
+  }
   if (options.sink_params.empty()) return;
   if (options.sinks.empty())
     throw input_error(std::string(who) + ": sink parameters without sinks");

@@ -51,7 +51,7 @@ const char* to_string(ToleranceVerdict v) {
 ToleranceVerdict judge_error(const OutputError& e, const ErrorTolerance& tol) {
   require_tolerance(tol.atol, "atol");
   require_tolerance(tol.rtol, "rtol");
-  if (e.nonfinite > 0) return ToleranceVerdict::exceeded;
+  if (e.infinite()) return ToleranceVerdict::exceeded;
   // rtol x max|E| with the bound on max|E| that makes each claim hardest.
   const double low = tolerance_bound(tol.atol, tol.rtol, e.max_abs_exact_lower, false);
   const double high = tolerance_bound(tol.atol, tol.rtol, e.max_abs_exact_upper, true);
@@ -61,8 +61,8 @@ ToleranceVerdict judge_error(const OutputError& e, const ErrorTolerance& tol) {
 ToleranceVerdict judge_ratio(const OutputError& c, const OutputError& r, double max_ratio, double ratio_atol) {
   require_tolerance(max_ratio, "max_ratio");
   require_tolerance(ratio_atol, "ratio_atol");
-  if (c.nonfinite > 0) return ToleranceVerdict::exceeded;
-  if (r.nonfinite > 0) return ToleranceVerdict::undecided;  // an infinite reference error: nothing proven to compare with
+  if (c.infinite()) return ToleranceVerdict::exceeded;
+  if (r.infinite()) return ToleranceVerdict::undecided;  // an infinite reference error: nothing proven to compare with
   // ratio_atol = 0 is the multiplicative form: a reference with error 0 then allows only error 0.
   return judge(c.max_abs_error_lower, c.max_abs_error_upper,
                tolerance_bound(ratio_atol, max_ratio, r.max_abs_error_lower, false),

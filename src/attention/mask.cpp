@@ -14,7 +14,8 @@ Mask::Mask(Eigen::Index n, std::vector<unsigned char> allowed, Eigen::Index cols
     for (Eigen::Index j = 0; j < cols_; ++j) row_counts_[static_cast<std::size_t>(i)] += allows(i, j) ? 1 : 0;
 }
 
-Mask Mask::window(Eigen::Index rows, Eigen::Index cols, long left, long right, MaskAlignment alignment) {
+Mask Mask::window(Eigen::Index rows, Eigen::Index cols, long left, long right, MaskAlignment alignment,
+                  EmptyRows empty_rows) {
   if (rows < 1 || cols < 1)
     throw input_error("a window mask needs at least one query and one key (got " + std::to_string(rows) + " x " +
                       std::to_string(cols) + ")");
@@ -31,23 +32,36 @@ Mask Mask::window(Eigen::Index rows, Eigen::Index cols, long left, long right, M
       allowed[static_cast<std::size_t>(i * cols + j)] = ok;
       any = any || ok;
     }
-    if (!any)
+    if (!any && empty_rows == EmptyRows::refuse)
       throw input_error("window_size (" + std::to_string(left) + ", " + std::to_string(right) + ") with " +
                         std::to_string(rows) + " queries and " + std::to_string(cols) + " keys, aligned " +
                         (alignment == MaskAlignment::bottom_right ? "bottom-right" : "top-left") + ": query row " +
-                        std::to_string(i + 1) + " allows no key (FlashAttention gives such a row the output 0; " +
-                        "softmax over it has no value, so attnrank refuses it)");
+                        std::to_string(i + 1) + " allows no key (softmax over it has no value, so attnrank refuses " +
+                        "it; FlashAttention gives such a row the output 0: the empty-rows option 'zero')");
   }
   return Mask(rows, std::move(allowed), cols);
 }
 
-Mask Mask::checked(Eigen::Index rows, Eigen::Index cols, std::vector<unsigned char> allowed, const std::string& source) {
+Mask Mask::checked(Eigen::Index rows, Eigen::Index cols, std::vector<unsigned char> allowed, const std::string& source,
+                   EmptyRows empty_rows) {
   Mask m(rows, std::move(allowed), cols);
-  for (Eigen::Index i = 0; i < rows; ++i)
-    if (m.allowed_in_row(i) == 0)
-      throw input_error(source + ": query row " + std::to_string(i) + " (0-based) allows no key (softmax over it has "
-                        "no value; FlashAttention gives it the output 0, attnrank refuses it)");
+  if (const Eigen::Index i = m.first_empty_row(); i >= 0 && empty_rows == EmptyRows::refuse)
+    throw input_error(source + ": query row " + std::to_string(i) + " (0-based) allows no key (softmax over it has "
+                      "no value, so attnrank refuses it; FlashAttention gives it the output 0: the empty-rows option 'zero')");
   return m;
+}
+
+EmptyRows empty_rows_from_name(const std::string& name) {
+  if (name == "refuse") return EmptyRows::refuse;
+  if (name == "zero") return EmptyRows::zero;
+  throw input_error("empty rows '" + name + "' is not 'refuse' (a query row without a key is an error) or 'zero' "
+                    "(FlashAttention's output 0)");
+}
+
+Eigen::Index Mask::first_empty_row() const {
+  for (Eigen::Index i = 0; i < n_; ++i)
+    if (row_counts_[static_cast<std::size_t>(i)] == 0) return i;
+  return -1;
 }
 
 Mask Mask::causal(Eigen::Index n) {
@@ -63,7 +77,7 @@ Mask Mask::full(Eigen::Index n) {
   return Mask(n, std::vector<unsigned char>(static_cast<std::size_t>(n * n), 1));
 }
 
-Mask Mask::from_matrix(const Matrix<Rational>& M, const std::string& source, bool rectangular) {
+Mask Mask::from_matrix(const Matrix<Rational>& M, const std::string& source, bool rectangular, EmptyRows empty_rows) {
   if (M.rows() < 1 || M.cols() < 1 || (!rectangular && M.rows() != M.cols()))
     throw input_error(source + ": a mask must be a square matrix of 0s and 1s, but it is " + std::to_string(M.rows()) +
                           " x " + std::to_string(M.cols()),
@@ -81,10 +95,13 @@ Mask Mask::from_matrix(const Matrix<Rational>& M, const std::string& source, boo
       allowed[static_cast<std::size_t>(i * cols + j)] = v == 1;
       any = any || v == 1;
     }
-    if (!any)
+    if (!any && (!rectangular || empty_rows == EmptyRows::refuse))
       throw input_error(source + ": mask row " + std::to_string(i + 1) +
-                            " allows no key, so softmax over it has no value (every row needs at least one 1). " +
-                            inverted_mask_hint,
+                            " allows no key, so softmax over it has no value (every row needs at least one 1" +
+                            (rectangular ? std::string("; FlashAttention gives such a row the output 0: the empty-rows "
+                                                       "option 'zero'")
+                                         : std::string()) +
+                            "). " + inverted_mask_hint,
                         source, static_cast<long>(i + 1), 0);
   }
   return Mask(n, std::move(allowed), cols);
@@ -134,11 +151,11 @@ void Mask::require_shape(Eigen::Index rows, Eigen::Index cols, const std::string
 }
 
 std::optional<Mask> read_mask_argument(const std::string& argument, Eigen::Index n, const std::string& what,
-                                       const ParseLimits& limits, Eigen::Index cols) {
+                                       const ParseLimits& limits, Eigen::Index cols, EmptyRows empty_rows) {
   if (argument == "none") return std::nullopt;
   if (cols >= 0) {  // a kernel check's N_q x N_k
-    if (argument == "causal") return Mask::window(n, cols, -1, 0);
-    Mask mask = Mask::from_matrix(read_matrix_argument(argument, limits), argument, true);
+    if (argument == "causal") return Mask::window(n, cols, -1, 0, MaskAlignment::bottom_right, empty_rows);
+    Mask mask = Mask::from_matrix(read_matrix_argument(argument, limits), argument, true, empty_rows);
     if (mask.size() != n || mask.cols() != cols)
       throw input_error(argument + ": the mask is " + std::to_string(mask.size()) + " x " + std::to_string(mask.cols()) +
                             " but " + what + " has " + std::to_string(n) + " queries and " + std::to_string(cols) +

@@ -385,3 +385,145 @@ TEST_CASE("attnrank::check_kernel_gradients dsinks") {
                       Catch::Contains("sink parameter 0 belongs to no query head"));
   }
 }
+
+namespace {
+
+/// An N_q x N_k mask that may leave query rows without a key (EmptyRows::zero): a window in
+/// either alignment (causal with N_q > N_k among them) or a random pattern with empty rows.
+Mask gen_mask_with_empty_rows(Eigen::Index nq, Eigen::Index nk) {
+  if (*rc::gen::arbitrary<bool>()) {
+    const long left = *rc::gen::inRange(-1, 3), right = *rc::gen::inRange(-1, 2);
+    const MaskAlignment a = *rc::gen::element(MaskAlignment::bottom_right, MaskAlignment::top_left);
+    return Mask::window(nq, nk, left, right, a, EmptyRows::zero);
+  }
+  std::vector<int> bits(static_cast<std::size_t>(nq * nk));
+  for (int& b : bits) b = *rc::gen::element(0, 1, 1);
+  const Eigen::Index empty = *rc::gen::inRange<Eigen::Index>(0, nq);  // at least one row without a key
+  for (Eigen::Index j = 0; j < nk; ++j) bits[static_cast<std::size_t>(empty * nk + j)] = 0;
+  return Mask::from_pattern(
+      nq, nk, [&](Eigen::Index i, Eigen::Index j) { return bits[static_cast<std::size_t>(i * nk + j)] != 0; }, nullptr,
+      "the generated pattern", EmptyRows::zero);
+}
+
+}  // namespace
+
+TEST_CASE("attnrank::check_kernel with rows without a key (EmptyRows::zero)") {
+  rc::prop("the enclosures hold FlashAttention's convention: output 0, lse +inf (the sink with one), gradients 0 there", [] {
+    const auto nq = *rc::gen::inRange<Eigen::Index>(1, 9), nk = *rc::gen::inRange<Eigen::Index>(1, 9);
+    const auto d = *rc::gen::inRange<Eigen::Index>(1, 5), dv = *rc::gen::inRange<Eigen::Index>(1, 5);
+    Head h{gen_entries(nq, d, 1.0), gen_entries(nk, d, 1.0), gen_entries(nk, dv, gen_magnitude()),
+           gen_entries(nq, dv, 1.0), gen_mask_with_empty_rows(nq, nk), std::nullopt};
+    ScoreModifiers m = gen_modifiers();
+    Eigen::MatrixXd bias, keep;
+    maybe_bias(h, m, bias);
+    maybe_dropout(h, m, keep);
+    const Mask& mask = *h.mask;
+    // The definition at 320 bits: rows over the allowed keys, and FlashAttention's convention in empty ones.
+    Matrix<Interval> mpfi_o;
+    detail::IntervalGradients mpfi;
+    GradientsWanted all;
+    all.output = true;
+    all.dsink = true;
+    {
+      const PrecisionScope scope(256);
+      mpfi_o = detail::interval_attention(h.Q, h.K, h.V, h.scale, &mask, m);
+      mpfi = detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, &mask, all, m);
+    }
+    {
+      const PrecisionScope fine(320);
+      const Matrix<Real> Q = reals(h.Q), K = reals(h.K), V = reals(h.V);
+      const Matrix<Real> E = variant_output(Q, K, V, scale_of(h), &mask, m);
+      const Matrix<Real> X = variant_scores(Q, K, scale_of(h), m);
+      const Real slack = Real(1e-60) * (1 + Real(h.V.cwiseAbs().maxCoeff()));
+      for (Eigen::Index i = 0; i < nq; ++i) {
+        for (Eigen::Index l = 0; l < dv; ++l) {
+          RC_ASSERT(Real(lower_bound(mpfi_o(i, l))) - slack <= E(i, l));
+          RC_ASSERT(E(i, l) <= Real(upper_bound(mpfi_o(i, l))) + slack);
+        }
+        const Real den = denominator(X, i, &mask, m);
+        if (den == 0) {  // no key and no sink: FlashAttention's +inf
+          RC_ASSERT(std::isinf(lower_bound(mpfi.lse(i, 0)).convert_to<double>()));
+        } else {
+          const Real lse = log(den);
+          RC_ASSERT(Real(lower_bound(mpfi.lse(i, 0))) - Real(1e-60) <= lse);
+          RC_ASSERT(lse <= Real(upper_bound(mpfi.lse(i, 0))) + Real(1e-60));
+        }
+      }
+    }
+    const ScaleBounds s = h.scale ? ScaleBounds::exactly(*h.scale) : ScaleBounds::inverse_sqrt(d);
+    const AttentionProducts products = *rc::gen::element(AttentionProducts::directed, AttentionProducts::a_priori);
+    const GradientBounds B = certified_attention_gradients(h.Q, h.K, h.V, h.dO, s, &mask, products, all, m);
+    for (const BoundsMatrix* b : {&B.output, &B.dq, &B.dk, &B.dv, &B.dsink}) RC_ASSERT(all_bands(*b));
+    for (Eigen::Index i = 0; i < nq; ++i)  // [+inf, +inf]: FlashAttention's value, proven
+      RC_ASSERT(is_band(B.lse.lo(i, 0), B.lse.hi(i, 0), mask.allowed_in_row(i) == 0));
+    {
+      const PrecisionScope scope(256);
+      RC_ASSERT(contains_all(B.output, mpfi_o));
+      RC_ASSERT(contains_all(B.dq, mpfi.dq));
+      RC_ASSERT(contains_all(B.dk, mpfi.dk));
+      RC_ASSERT(contains_all(B.dv, mpfi.dv));
+      RC_ASSERT(contains_all(B.dsink, mpfi.dsink));
+    }
+    for (Eigen::Index i = 0; i < nq; ++i) {
+      if (mask.allowed_in_row(i) > 0) continue;
+      RC_ASSERT((B.output.lo.row(i).array() == 0).all() && (B.output.hi.row(i).array() == 0).all());
+      RC_ASSERT((B.dq.lo.row(i).array() == 0).all() && (B.dq.hi.row(i).array() == 0).all());
+      const double want = m.sink ? *m.sink : INFINITY;
+      RC_ASSERT(B.lse.lo(i, 0) == want);
+      RC_ASSERT(B.lse.hi(i, 0) == want);
+    }
+    // Without dropout or variants the plain check's fused pass and its directed one agree too.
+    if (!m.any()) {
+      const BoundsMatrix fused = certified_attention(h.Q, h.K, h.V, s, &mask, products);
+      const PrecisionScope scope(256);
+      RC_ASSERT(all_bands(fused));
+      RC_ASSERT(contains_all(fused, mpfi_o));
+    }
+  });
+  rc::prop("check_kernel: a kernel's zero rows and +inf lse pass, a planted error there is found; refused by default",
+           [] {
+    const auto nq = *rc::gen::inRange<Eigen::Index>(1, 9), nk = *rc::gen::inRange<Eigen::Index>(1, 9);
+    const Head h{gen_entries(nq, 3, 1.0), gen_entries(nk, 3, 1.0), gen_entries(nk, 2, 1.0), gen_entries(nq, 2, 1.0),
+                 gen_mask_with_empty_rows(nq, nk), std::nullopt};
+    const Eigen::Index empty = h.mask->first_empty_row();
+    KernelCheckOptions options;
+    options.mask = h.mask;
+    options.fallback = *rc::gen::element(FallbackPolicy::automatic, FallbackPolicy::never, FallbackPolicy::always);
+    Matrix<Interval> exact_o;
+    detail::IntervalGradients exact;
+    {
+      const PrecisionScope scope(256);
+      exact_o = detail::interval_attention(h.Q, h.K, h.V, h.scale, h.mask_ptr());
+      exact = detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), {});
+    }
+    Eigen::MatrixXd o = nearest(exact_o), lse(nq, 1);
+    for (Eigen::Index i = 0; i < nq; ++i)
+      lse(i, 0) = h.mask->allowed_in_row(i) == 0 ? INFINITY : midpoint(exact.lse(i, 0)).convert_to<double>();
+    KernelGradients g;
+    g.lse = {lse};
+    g.dq = {nearest(exact.dq)};
+    if (empty < 0) {  // a window may leave every row a key
+      RC_ASSERT(check_kernel({h.Q}, {h.K}, {h.V}, {o}, nullptr, options).candidate.max_abs_error_upper < 1e-13);
+      return;
+    }
+    RC_ASSERT_THROWS_AS(check_kernel({h.Q}, {h.K}, {h.V}, {o}, nullptr, options), input_error);
+    options.empty_rows = EmptyRows::zero;
+    const KernelCheck ok = check_kernel({h.Q}, {h.K}, {h.V}, {o}, nullptr, options);
+    RC_ASSERT(ok.candidate.max_abs_error_upper < 1e-13);
+    const GradientCheck gok = check_kernel_gradients({h.Q}, {h.K}, {h.V}, {h.dO}, g, nullptr, options);
+    RC_ASSERT(gok.lse->candidate.max_abs_error_upper < 1e-13);
+    RC_ASSERT(gok.lse->candidate.infinity_missed == 0);
+    RC_ASSERT(gok.dq->candidate.max_abs_error_upper < 1e-13);
+    // A kernel that leaves the row's garbage (or writes a finite lse there) is proven wrong at that row.
+    const double planted = *rc::gen::element(1e-9, 0.5);
+    o(empty, 0) += planted;
+    const KernelCheck bad = check_kernel({h.Q}, {h.K}, {h.V}, {o}, nullptr, options);
+    RC_ASSERT(bad.candidate.max_abs_error_lower >= planted * (1 - 1e-9));
+    RC_ASSERT(bad.candidate.max_abs_error_upper <= planted * (1 + 1e-9) + 1e-13);
+    g.lse[0](empty, 0) = 0;
+    const GradientCheck gbad = check_kernel_gradients({h.Q}, {h.K}, {h.V}, {h.dO}, g, nullptr, options);
+    RC_ASSERT(gbad.lse->candidate.infinity_missed == 1);
+    RC_ASSERT(gbad.lse->candidate.max_abs_error_lower == INFINITY);
+    RC_ASSERT(gbad.lse->candidate.worst_row == empty);
+  });
+}

@@ -676,12 +676,14 @@ std::string npy_f32(const std::string& name, const std::vector<Eigen::MatrixXd>&
   return p.string();
 }
 
-/// A one-dimensional float64 .npy file of the values: shape (n,).
-std::string npy_f64_vector(const std::string& name, const std::vector<double>& values) {
+/// A float64 .npy file of the values in C order: shape (n,), or `shape` when given.
+std::string npy_f64_vector(const std::string& name, const std::vector<double>& values,
+                           std::vector<std::size_t> shape = {}) {
   std::string data;
   for (double x : values) data += raw_bytes(double_bits(x), 8);
+  if (shape.empty()) shape = {values.size()};
   const auto p = scratch() / name;
-  std::ofstream(p, std::ios::binary) << npy_bytes("<f8", false, {values.size()}, data);
+  std::ofstream(p, std::ios::binary) << npy_bytes("<f8", false, shape, data);
   return p.string();
 }
 
@@ -1019,6 +1021,40 @@ TEST_CASE("attnrank check-kernel: causal and sliding windows when N_q != N_k") {
     expect_input_error(bottom_right + " --mask " + file("m44.csv", "1,0,0,0\n1,1,0,0\n1,1,1,0\n1,1,1,1\n"),
                        "4 queries and 7 keys");
     expect_input_error(bottom_right + " --window -2,0", "-1 for unbounded");
+  }
+  SECTION("--empty-rows zero: FlashAttention's output 0 and lse +inf in the rows without a key, checked exactly") {
+    // 7 queries, 4 keys, causal bottom-right: query i sees keys 0 .. i - 3, rows 0..2 none.
+    const Eigen::MatrixXd Qe = K, Ke = Q, Ve = V.topRows(4);
+    Eigen::MatrixXd O = Eigen::MatrixXd::Zero(7, 2), lse = Eigen::MatrixXd::Constant(7, 1, INFINITY);
+    const Eigen::MatrixXd S = Qe * Ke.transpose() / std::sqrt(3.0);
+    for (int i = 3; i < 7; ++i) {
+      const Eigen::RowVectorXd w = (S.row(i).head(i - 2).array() - S.row(i).head(i - 2).maxCoeff()).exp().matrix();
+      O.row(i) = (w / w.sum()) * Ve.topRows(i - 2);
+      lse(i, 0) = S.row(i).head(i - 2).maxCoeff() + std::log(w.sum());
+    }
+    const std::string args = "check-kernel --q " + npy_f32("eq.npy", {Qe}) + " --k " + npy_f32("ek.npy", {Ke}) +
+                             " --v " + npy_f32("ev.npy", {Ve}) + " --mask causal";
+    const std::string good = args + " --candidate " + npy_f32("eo.npy", {O}) + " --lse " + npy_f64_vector("else.npy",
+                             std::vector<double>(lse.data(), lse.data() + 7), {1, 7});
+    expect_input_error(good, "query row 1 allows no key");
+    const Run r = attnrank_cli(good + " --empty-rows zero --json");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["empty_rows"] == nlohmann::json{{"convention", "zero"}, {"rows", 3}});
+    CHECK(num(j["candidate"]["max_abs_error_upper"]) < 1e-6);
+    CHECK(num(j["lse"]["candidate"]["max_abs_error_upper"]) < 1e-6);
+    Eigen::MatrixXd garbage = O;
+    garbage(1, 1) = 1e-3;  // a row left unwritten
+    lse(0, 0) = 0;          // a finite lse where FlashAttention stores +inf
+    const Run bad = attnrank_cli(args + " --candidate " + npy_f32("eo2.npy", {garbage}) + " --lse " +
+                                 npy_f64_vector("else2.npy", std::vector<double>(lse.data(), lse.data() + 7), {1, 7}) +
+                                 " --empty-rows zero --max-error 1e-4");
+    CHECK(bad.code == 3);
+    CHECK_THAT(bad.out, Catch::Contains("3 query rows without a key (FlashAttention's output 0)"));
+    CHECK_THAT(bad.out, Catch::Contains("largest proven error at head 0, row 1, column 1"));
+    CHECK_THAT(bad.out, Catch::Contains("1 entries are finite where the exact value is +inf"));
+    expect_input_error(good + " --empty-rows none", "--empty-rows");
   }
 }
 

@@ -57,6 +57,8 @@ grads["dq"] = (ds @ kernel["k"]) / np.float32(2)
 grads["dk"] = (np.swapaxes(ds, -1, -2) @ kernel["q"]) / np.float32(2)
 grads["lse"] = np.log(np.exp(s).sum(-1)).astype(np.float32)
 np.save(os.path.join(work, "kernel-dsinks.npy"), np.zeros(2, np.float32))  # the sinks' gradient (H,)
+for name in ("k", "v"):  # 4 keys for 8 queries: causal bottom-right leaves rows 0..3 without a key
+    np.save(os.path.join(work, f"kernel-{name}4.npy"), kernel[name][:, :4])
 np.save(os.path.join(work, "kernel-keep.npy"), (rng.random((2, 8, 8)) > 0.25).astype(np.float32))
 bias = rng.standard_normal((2, 8, 8))
 bias[1, 3, 0] = -np.inf  # a masked key
@@ -146,6 +148,10 @@ runs = [
      "--reference", os.path.join(work, "kernel-o.npy"), "--max-ratio", "2", "--ratio-atol", "1e-6", "--max-error", "1"],
     ["layer", *weights, "--tier", "certified-double"],
     ["check-kernel", *varlen_args],
+    # Rows without a key (causal with N_q > N_k): FlashAttention's zero rows, an lse missing its +inf.
+    ["check-kernel", "--q", os.path.join(work, "kernel-q.npy"), "--k", os.path.join(work, "kernel-k4.npy"),
+     "--v", os.path.join(work, "kernel-v4.npy"), "--candidate", os.path.join(work, "kernel-o.npy"),
+     "--lse", os.path.join(work, "kernel-lse.npy"), "--mask", "causal", "--empty-rows", "zero"],
 ]
 
 schemas = {}
@@ -227,6 +233,9 @@ variants = {
     f"check-kernel {' '.join(kernel_args)} {' '.join(backward_args)} --reference-dq {work}/kernel-dq.npy "
     f"--reference {work}/kernel-o.npy --max-ratio 2 --ratio-atol 1e-6 --max-error 1":
         lambda d: "reference" in d["dq"] and "max_ratio_verdict" in d["dq"] and "max_error_verdict" in d["dk"],
+    f"check-kernel --q {work}/kernel-q.npy --k {work}/kernel-k4.npy --v {work}/kernel-v4.npy --candidate "
+    f"{work}/kernel-o.npy --lse {work}/kernel-lse.npy --mask causal --empty-rows zero":
+        lambda d: d["empty_rows"] == {"convention": "zero", "rows": 8} and d["lse"]["candidate"]["infinity_missed"] == 8,
     f"check-kernel {' '.join(varlen_args)}":
         lambda d: d["varlen"]["sequences"] == 2 and "token" in d["candidate"]["worst"] and "token" in d["dk"]["candidate"]["worst"],
     f"scan {stack} --dk 2 --epsilon 0.05": lambda d: all("width_upper" in h and "epsilon_verdict" in h

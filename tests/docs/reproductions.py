@@ -189,7 +189,7 @@ def check_grid_rows(rows):
 def test_flash_attention_output_grid(tmp_path):
     data, stdout = run("flash_attention_output_grid", "--grid", "quick", "--cases", "24", tmp_path=tmp_path)
     rows = grid_rows(data)
-    assert len(data["records"]) == 24 and not any("skipped" in rec for rec in data["records"])
+    assert len(data["records"]) == 24 and all("rows" in rec for rec in data["records"])
     check_grid_rows(rows)
     # Every variant of the grid is exercised, and each case runs both blocked kernels; PyTorch's
     # attention where it has the variant (bfloat16 on this CPU; no softcap, no given dropout mask).
@@ -233,7 +233,8 @@ def test_flash_attention_output_grid_on_dask(tmp_path):
 
 def test_flash_attention_output_grid_reads_saved_cases(tmp_path):
     """The GPU path: a variant case saved with torch.save, read back with its case.json, judged as
-    the generated case is; a case with a query row that attends to no key is skipped, not judged."""
+    the generated case is; a case with query rows that attend to no key is judged with
+    FlashAttention's output 0 there (a kernel that leaves garbage in them fails the true rule)."""
     sys.path.insert(0, SCRIPTS)
     import flash_attention_output_grid as grid
     from common import attention_ref, blocked_attention
@@ -257,15 +258,19 @@ def test_flash_attention_output_grid_reads_saved_cases(tmp_path):
          "kernel": "blocked"}))
     (root / "b-empty-row").mkdir()
     small = {n: torch.randn(1, s, 2, 8).to(torch.bfloat16) for n, s in (("q", 8), ("k", 4), ("v", 4))}
-    small.update(out=small["q"], out_pt=small["q"], out_ref=small["q"])
+    ref = attention_ref(small["q"], small["k"], small["v"], True, upcast=True)
+    garbage = blocked_attention(small["q"], small["k"], small["v"], True, p_in_dtype=True)
+    garbage[0, 0] = 1.0  # row 0 attends to no key: FlashAttention's output there is 0
+    small.update(out=garbage, out_pt=attention_ref(small["q"], small["k"], small["v"], True, upcast=False,
+                                                   reorder_ops=True), out_ref=ref)
     for name, x in small.items():
         torch.save(x, root / "b-empty-row" / f"{name}.pt")
     (root / "b-empty-row" / "case.json").write_text(json.dumps({"causal": True}))
     data, _ = run("flash_attention_output_grid", "--saved", str(root), tmp_path=tmp_path)
-    assert [("skipped" in rec) for rec in data["records"]] == [False, True]
     saved = grid_rows(data)
-    assert len(saved) == 1
+    assert len(saved) == 2 and [r["empty_rows"] for r in saved] == [False, True]
     check_grid_rows(saved)
+    assert saved[1]["true_rule"] == "fails" and saved[1]["err_out"][0] > 0.5 and saved[1]["rule"] == "fails"
     generated = grid.run_generated(specs[index], index, 0, 1)["rows"]
     same = next(r for r in generated if r["kernel"] == "blocked")
     for field in ("err_out", "err_pt", "err_ref", "diff_out_ref", "diff_pt_ref", "rule", "true_rule"):

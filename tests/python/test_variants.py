@@ -427,3 +427,82 @@ def test_sink_gradient_misuse_is_a_value_error():
         attnrank.check_kernel(q, q, q, sinks=[0.0, 0.0], dsinks=[0.0, 0.0])
     with pytest.raises(ValueError, match=r"holds 3 values .* but Q .* has H = 2"):
         attnrank.check_kernel(q, q, q, dout=q, sinks=[0.0, 0.0], dsinks=[0.0, 0.0, 0.0])
+
+
+def flash_reference_with_empty_rows(q, k, v, sinks=None):
+    """FlashAttention's bottom-right causal attention when N_q > N_k: a query row without a key
+    has the output 0, lse +inf (the sink with one) and no gradient. Written without NaN: such a
+    row's scores are set to 0 and its weights multiplied by 0."""
+    nq, nk = q.shape[-2], k.shape[-2]
+    i = torch.arange(nq)[:, None]
+    j = torch.arange(nk)[None, :]
+    allowed = j <= i + nk - nq
+    has_key = allowed.any(-1)[:, None]
+    s = (q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5).masked_fill(~allowed, float("-inf"))
+    if sinks is not None:  # the sink's column keeps every row's softmax finite
+        column = sinks[None, :, None, None].expand(s.shape[0], -1, nq, 1).to(s.dtype)
+        full = torch.cat([s, column], -1)
+        p = torch.softmax(full, -1)[..., :nk]
+        lse = torch.logsumexp(full, -1)
+    else:
+        s = torch.where(has_key, s, torch.zeros_like(s))
+        p = torch.softmax(s, -1) * has_key
+        lse = torch.where(has_key[:, 0], torch.logsumexp(s, -1), torch.full_like(s[..., 0], float("inf")))
+    return p @ v, lse
+
+
+@pytest.mark.parametrize("with_sink", [False, True])
+def test_rows_without_a_key_have_flashattentions_zero(with_sink):
+    """empty_rows="zero": causal bottom-right with N_q > N_k leaves rows without a key; torch's
+    float64 autograd of FlashAttention's convention agrees with attnrank's exact values to
+    1e-13 (output, dq, dk, dv, lse, dsinks); refused by default; garbage in such a row and a
+    finite lse there are proven wrong; PyTorch math's NaN rows are reported, not skipped."""
+    B, H, nq, nk, d = 1, 2, 6, 3, 4
+    q, k, v = (gen((B, H, n, d), SEED + 80 + i).requires_grad_(True) for i, n in enumerate((nq, nk, nk)))
+    dout = gen((B, H, nq, d), SEED + 83)
+    sinks = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True) if with_sink else None
+    out, lse = flash_reference_with_empty_rows(q, k, v, sinks)
+    out.backward(dout)
+    if with_sink:
+        assert (lse[0, :, :3] == sinks.detach()[:, None]).all()  # exactly the sink
+    else:
+        assert torch.isinf(lse[0, 0, :3]).all() and (lse[0, 0, :3] > 0).all()
+    kw = dict(mask="causal", dout=dout, dq=q.grad, dk=k.grad, dv=v.grad, lse=lse.detach())
+    if with_sink:
+        kw.update(sinks=sinks.detach(), dsinks=sinks.grad)
+    args = (q.detach(), k.detach(), v.detach(), out.detach())
+    with pytest.raises(ValueError, match="allows no key"):
+        attnrank.check_kernel(*args, **kw)
+    check = attnrank.check_kernel(*args, empty_rows="zero", **kw)
+    assert check["empty_rows"] == {"convention": "zero", "rows": 2 * 3}
+    assert upper(check["candidate"]) < 1e-13
+    for key in ("dq", "dk", "dv", "lse") + (("dsinks",) if with_sink else ()):
+        assert upper(check[key]["candidate"]) < 1e-12, key
+    garbage = out.detach().clone()
+    garbage[0, 1, 2, 3] = 0.25
+    wrong_lse = lse.detach().clone()
+    wrong_lse[0, 0, 0] = 0.0  # finite where the exact value is +inf (or off the sink)
+    sink_kw = {"sinks": sinks.detach()} if with_sink else {}
+    bad = attnrank.check_kernel(q.detach(), k.detach(), v.detach(), garbage, mask="causal", lse=wrong_lse,
+                                empty_rows="zero", **sink_kw)
+    assert float(bad["candidate"]["max_abs_error_lower"]) > 0.2
+    assert bad["candidate"]["worst"] == {"batch": 0, "head": 1, "row": 2, "column": 3}
+    if with_sink:  # the sink's value, 0.5, missed by 0.5
+        assert float(bad["lse"]["candidate"]["max_abs_error_lower"]) > 0.49
+    else:
+        assert bad["lse"]["candidate"]["infinity_missed"] == 1 and bad["lse"]["candidate"]["max_abs_error_lower"] == "inf"
+    nan_rows = out.detach().clone()
+    nan_rows[:, :, :3] = float("nan")  # what PyTorch's math backend returns there
+    reported = attnrank.check_kernel(q.detach(), k.detach(), v.detach(), nan_rows, mask="causal", empty_rows="zero",
+                                     **sink_kw)
+    assert reported["candidate"]["nonfinite"] == 2 * 3 * d
+
+
+def test_assert_attention_close_with_empty_rows():
+    B, H, nq, nk, d = 1, 1, 5, 2, 4
+    q, k, v = (gen((B, H, n, d), SEED + 90 + i, torch.float32) for i, n in enumerate((nq, nk, nk)))
+    out, _ = flash_reference_with_empty_rows(q, k, v)
+    checks = assert_attention_close(out, q, k, v, causal=True, empty_rows="zero", max_error=1e-6)
+    assert checks["empty_rows"]["rows"] == 3
+    with pytest.raises(ValueError, match="allows no key"):
+        assert_attention_close(out, q, k, v, causal=True, max_error=1e-6)

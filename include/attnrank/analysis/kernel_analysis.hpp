@@ -113,6 +113,9 @@ struct KernelAnalysis {
   std::vector<std::size_t> packed_heads;
   std::string scale_text;  ///< the scale as used: 17 digits, or "1/sqrt(d)"
   std::string mask_name = "none";
+  /// With EmptyRows::zero: the query rows (over every head) whose mask allows no key, each
+  /// checked against FlashAttention's output 0; nullopt when rows without a key are refused.
+  std::optional<std::size_t> empty_rows;
   double softcap = 0;                          ///< 0: none
   std::vector<double> alibi_slopes, sinks;     ///< one per query head, as checked (empty: none)
   std::string alibi_alignment;                 ///< "bottom-right" or "top-left", with ALiBi

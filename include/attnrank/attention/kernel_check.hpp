@@ -41,11 +41,16 @@ struct OutputError {
   double rms_error_lower = 0, rms_error_upper = 0;  ///< on sqrt(mean of (O - E)^2) over every entry
   /// Where the error is largest as far as proven: the entry with the largest
   /// lower bound (the largest upper bound when every lower bound is 0), or the
-  /// first non-finite entry in C order when there is one, as (matrix index t,
-  /// row, column), 0-based.
+  /// first entry with an infinite error (infinite()) in C order when there is one, as
+  /// (matrix index t, row, column), 0-based.
   std::size_t worst_matrix = 0;
   Eigen::Index worst_row = 0, worst_column = 0;
   std::size_t nonfinite = 0;  ///< entries of O that are NaN or infinite
+  /// Entries of O that are finite where the exact value is +inf (FlashAttention's logsumexp of
+  /// a query row without a key): each a proven infinite error, placed as nonfinite ones are.
+  std::size_t infinity_missed = 0;
+  /// Some entry's error is infinite (proven): nonfinite or infinity_missed entries.
+  bool infinite() const { return nonfinite > 0 || infinity_missed > 0; }
   /// True when the bounds pin the error to 1%: upper - lower <= upper / 100.
   bool tight() const;
   /// True when a tenth of the spread would pin it (upper - lower <= upper / 8): worth the
@@ -64,6 +69,9 @@ struct KernelCheckOptions {
   /// V per query head, kv_heads[t] = t.
   std::vector<std::size_t> kv_heads;
   std::optional<Mask> mask;          ///< one mask for every head (N_q x N_k)
+  /// A query row whose mask allows no key: refused (the default), or FlashAttention's output 0
+  /// (logsumexp +inf, or the sink with one; gradients 0) with EmptyRows::zero.
+  EmptyRows empty_rows = EmptyRows::refuse;
   /// Per-head masks: masks[t] for query head t (each N_q x N_k of its head); empty: `mask`
   /// for every head. Not both.
   std::vector<Mask> masks;
@@ -148,7 +156,8 @@ namespace detail {
 void check_kv_heads(std::size_t queries, std::size_t keys, std::size_t values, const KernelCheckOptions& options,
                     const char* who);
 /// input_error (naming `who`) unless the modifiers are valid, alibi_slopes, sinks and masks are
-/// empty or have one entry per query head, not both mask and masks are given, and sink_params
+/// empty or have one entry per query head, not both mask and masks are given, no mask leaves a
+/// query row without a key unless empty_rows is EmptyRows::zero, and sink_params
 /// is empty or maps every query head (with sinks) onto parameters 0 .. G - 1 whose heads share
 /// one logit.
 void check_modifiers(std::size_t queries, const KernelCheckOptions& options, const char* who);

@@ -11,7 +11,9 @@
 // A kernel check may have N_q queries and N_k != N_q keys: `Mask::window` is then an
 // N_q x N_k pattern, FlashAttention's causal mask and sliding window aligned at the
 // bottom-right (query i sits at key position i + N_k - N_q) or PyTorch's is_causal at
-// the top-left; every other use of masks (reachability, the layer) is square.
+// the top-left; every other use of masks (reachability, the layer) is square. Only a
+// kernel check's masks may leave a row without a key, and only when asked to
+// (EmptyRows::zero: FlashAttention gives such a row the output 0).
 
 #include <attnrank/error.hpp>
 #include <attnrank/io/parse.hpp>
@@ -34,6 +36,17 @@ inline constexpr const char* inverted_mask_hint =
 /// (bottom_right: query i at key position i + N_k - N_q) or PyTorch's is_causal (top_left: at i).
 enum class MaskAlignment { bottom_right, top_left };
 
+/// What a kernel check's query row that allows no key means: refused as input (softmax over
+/// no key has no value; the default), or FlashAttention's convention: output 0, logsumexp
+/// +inf (its stored value, so that its backward's exp(x - lse) is 0), gradients 0; with a
+/// sink the row's weights are all 0 and its logsumexp is the sink, exactly.
+enum class EmptyRows { refuse, zero };
+
+/// "refuse" or "zero" (the name the CLI and Python take); input_error naming the value otherwise.
+EmptyRows empty_rows_from_name(const std::string& name);
+/// The name of the convention: "refuse" or "zero".
+inline const char* to_string(EmptyRows e) { return e == EmptyRows::zero ? "zero" : "refuse"; }
+
 class Mask {
  public:
   /// The causal mask of size n >= 1: row i allows columns 0..i (0-based).
@@ -44,26 +57,30 @@ class Mask {
   /// with p = i + cols - rows (bottom_right) or p = i (top_left), key j is allowed when
   /// p - left <= j <= p + right; left or right = -1 is unbounded on that side, so
   /// (-1, 0) is the causal mask and (-1, -1) no mask. A query row that allows no key
-  /// (FlashAttention gives it the output 0) is an input_error naming the row.
+  /// (FlashAttention gives it the output 0) is an input_error naming the row unless
+  /// empty_rows is EmptyRows::zero.
   static Mask window(Eigen::Index rows, Eigen::Index cols, long left, long right,
-                     MaskAlignment alignment = MaskAlignment::bottom_right);
+                     MaskAlignment alignment = MaskAlignment::bottom_right, EmptyRows empty_rows = EmptyRows::refuse);
   /// From an n x n matrix of 0s and 1s read from `source` (with `rectangular`, an
   /// N_q x N_k one: a kernel check's queries and keys). Throws input_error naming
   /// source, row, column and value for an entry other than 0 or 1, for a matrix that
-  /// is not square (unless rectangular), and for a row with no 1 in it.
-  static Mask from_matrix(const Matrix<Rational>& M, const std::string& source, bool rectangular = false);
+  /// is not square (unless rectangular), and for a row with no 1 in it (allowed in a
+  /// rectangular one with EmptyRows::zero).
+  static Mask from_matrix(const Matrix<Rational>& M, const std::string& source, bool rectangular = false,
+                          EmptyRows empty_rows = EmptyRows::refuse);
 
   /// The N_q x N_k pattern `allowed(i, j)` (true: query i may attend to key j) intersected with
   /// `base` when given (same shape), as a kernel check's mask (an additive bias's -inf entries,
-  /// say). input_error naming `source` and the row for a query row left without a key.
+  /// say). input_error naming `source` and the row for a query row left without a key,
+  /// unless empty_rows is EmptyRows::zero.
   template <class Allowed>
   static Mask from_pattern(Eigen::Index rows, Eigen::Index cols, const Allowed& allowed, const Mask* base,
-                           const std::string& source) {
+                           const std::string& source, EmptyRows empty_rows = EmptyRows::refuse) {
     std::vector<unsigned char> bits(static_cast<std::size_t>(rows * cols), 0);
     for (Eigen::Index i = 0; i < rows; ++i)
       for (Eigen::Index j = 0; j < cols; ++j)
         bits[static_cast<std::size_t>(i * cols + j)] = allowed(i, j) && (!base || base->allows(i, j));
-    return checked(rows, cols, std::move(bits), source);
+    return checked(rows, cols, std::move(bits), source, empty_rows);
   }
 
   /// The queries (rows); for a square mask also the keys.
@@ -78,6 +95,8 @@ class Mask {
   /// Total allowed positions.
   Eigen::Index allowed_count() const;
   bool is_full() const { return allowed_count() == n_ * cols_; }
+  /// The first query row that allows no key (a kernel check's EmptyRows::zero), or -1.
+  Eigen::Index first_empty_row() const;
   bool is_causal() const;
 
   /// "none" (full), "causal", or "pattern:" followed by 16 hex digits of a 64-bit
@@ -96,8 +115,10 @@ class Mask {
 
  private:
   explicit Mask(Eigen::Index n, std::vector<unsigned char> allowed, Eigen::Index cols = -1);
-  /// The mask of `allowed` (rows x cols, row-major); input_error naming source and the first empty row.
-  static Mask checked(Eigen::Index rows, Eigen::Index cols, std::vector<unsigned char> allowed, const std::string& source);
+  /// The mask of `allowed` (rows x cols, row-major); input_error naming source and the first
+  /// empty row, unless empty_rows is EmptyRows::zero.
+  static Mask checked(Eigen::Index rows, Eigen::Index cols, std::vector<unsigned char> allowed, const std::string& source,
+                      EmptyRows empty_rows);
   Eigen::Index n_ = 0, cols_ = 0;
   std::vector<unsigned char> allowed_;   // row-major, 0 or 1
   std::vector<Eigen::Index> row_counts_;
@@ -107,9 +128,11 @@ class Mask {
 /// file of 0s and 1s in any matrix format read_matrix_argument reads. Throws
 /// input_error naming the file for a bad entry, an empty row or a size other
 /// than n x n (`what` names the matrix whose rows the mask must match). With
-/// cols >= 0 the mask is n x cols (queries x keys of a kernel check), and "causal" is
-/// Mask::window(n, cols, -1, 0) aligned bottom-right.
+/// cols >= 0 the mask is n x cols (queries x keys of a kernel check), "causal" is
+/// Mask::window(n, cols, -1, 0) aligned bottom-right, and `empty_rows` says whether a row
+/// may be left without a key.
 std::optional<Mask> read_mask_argument(const std::string& argument, Eigen::Index n, const std::string& what,
-                                       const ParseLimits& limits = {}, Eigen::Index cols = -1);
+                                       const ParseLimits& limits = {}, Eigen::Index cols = -1,
+                                       EmptyRows empty_rows = EmptyRows::refuse);
 
 }  // namespace attnrank

@@ -11,7 +11,10 @@
 // underflows), so squares of errors near DBL_MAX or 2^-1074 neither overflow nor
 // vanish. A non-finite entry of O is an infinite error there: every error bound
 // is +inf, and the first such entry in C order is the worst place. A NaN end of
-// an enclosure encloses nothing: that entry's upper bound is +inf.
+// an enclosure encloses nothing: that entry's upper bound is +inf. An exact value of
+// +inf (the enclosure [+inf, +inf]: FlashAttention's logsumexp of a query row without a
+// key) is matched by +inf alone: error 0 there, and it is left out of max |exact|; a
+// finite value there has an infinite error (proven).
 
 #include <attnrank/attention/kernel_check.hpp>
 
@@ -42,7 +45,9 @@ class ErrorAccumulator {
     int scale = 0;
   };
 
-  void nonfinite(std::size_t t, Eigen::Index i, Eigen::Index j);
+  void nonfinite(std::size_t t, Eigen::Index i, Eigen::Index j) { infinite_error(t, i, j, result_.nonfinite); }
+  /// An infinite error at (t, i, j), counted in `counter` (nonfinite or infinity_missed).
+  void infinite_error(std::size_t t, Eigen::Index i, Eigen::Index j, std::size_t& counter);
   void record(std::size_t t, Eigen::Index i, Eigen::Index j, double lower, double upper, double mig, double mag);
   /// Adds the mean and RMS sums of one matrix's error bounds (entries where O is
   /// not finite excluded: they are counted by `nonfinite`).
