@@ -156,8 +156,12 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
   cmd->callback([opt, &run] {
     KernelQuestion q;
     // A kernel's NaN or infinity is a finding to report (nonfinite), not bad input.
+    // Packed sequences' tensors are read head by head: each sequence is then a block of rows.
+    const bool packed = !opt->cu_seqlens_q.empty() || !opt->cu_seqlens_k.empty();
     const auto read = [&](const std::string& path, NonFiniteElements nonfinite = NonFiniteElements::refuse) {
-      return NamedTensor{read_double_tensor(path, run.limits, nonfinite), path};
+      return NamedTensor{packed ? read_packed_tensor(path, run.limits, nonfinite)
+                                : read_double_tensor(path, run.limits, nonfinite),
+                         path};
     };
     const auto read_lse = [&](const std::string& path) {
       return NamedTensor{read_row_stack(path, run.limits, NonFiniteElements::keep), path};
@@ -182,6 +186,11 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     maybe(q.reference_dv, opt->reference_dv);
     maybe(q.reference_lse, opt->reference_lse, true);
     maybe(q.reference_dsinks, opt->reference_dsinks, true);
+    // The offsets first: --from reads packed tensors head by head when they are given.
+    if (!opt->cu_seqlens_q.empty())
+      q.cu_seqlens_q = read_per_head_argument(opt->cu_seqlens_q, "--cu-seqlens-q", run.limits);
+    if (!opt->cu_seqlens_k.empty())
+      q.cu_seqlens_k = read_per_head_argument(opt->cu_seqlens_k, "--cu-seqlens-k", run.limits);
     if (!opt->from.empty()) read_kernel_tensors(q, opt->from, false, run.limits);
     if (!opt->reference_from.empty()) read_kernel_tensors(q, opt->reference_from, true, run.limits);
     if (q.q.tensor.matrices.empty() || q.k.tensor.matrices.empty() || q.v.tensor.matrices.empty())
@@ -196,10 +205,6 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     q.max_ratio = opt->max_ratio;
     q.ratio_atol = opt->ratio_atol;
     if (!opt->scale.empty()) q.options.scale = std::strtod(opt->scale.c_str(), nullptr);
-    if (!opt->cu_seqlens_q.empty())
-      q.cu_seqlens_q = read_per_head_argument(opt->cu_seqlens_q, "--cu-seqlens-q", run.limits);
-    if (!opt->cu_seqlens_k.empty())
-      q.cu_seqlens_k = read_per_head_argument(opt->cu_seqlens_k, "--cu-seqlens-k", run.limits);
     q.max_seqlen_q = opt->max_seqlen_q;
     q.max_seqlen_k = opt->max_seqlen_k;
     q.options.empty_rows = empty_rows_from_name(opt->empty_rows);
@@ -222,7 +227,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
                          : opt->fallback == "always" ? FallbackPolicy::always
                                                      : FallbackPolicy::automatic;
     q.options.fallback_bits = opt->bits;
-    const KernelAnalysis k = analyze_kernel(q);
+    const KernelAnalysis k = analyze_kernel(std::move(q));
     if (opt->json) run.print(to_json(k));
     else run.print(to_text(k));
     if (!k.exceeded.empty()) run.exit_code = 3;

@@ -444,7 +444,7 @@ PYBIND11_MODULE(_attnrank, m) {
         if (bits < 53 || bits > max_precision_bits)
           throw input_error("bits = " + std::to_string(bits) + " is outside 53.." + std::to_string(max_precision_bits));
         kq.options.fallback_bits = bits;
-        return released([&] { return to_json(analyze_kernel(kq)); });
+        return released([&] { return to_json(analyze_kernel(std::move(kq))); });
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("candidate"), py::arg("reference"), py::arg("dout"),
       py::arg("gradients"), py::arg("reference_gradients"), py::arg("mask"), py::arg("scale"), py::arg("fallback"),

@@ -28,10 +28,13 @@ void read_kernel_tensors(KernelQuestion& q, const std::string& path, bool as_ref
   const std::vector<SafetensorsEntry> entries = safetensors_index(read_text_file(path, limits), path);
   const auto read = [&](const std::string& name, bool lse) {
     const std::string argument = path + ":" + name;
-    return NamedTensor{lse ? read_row_stack(argument, limits, NonFiniteElements::keep)
-                           : read_double_tensor(argument, limits, name == "q" || name == "k" || name == "v" || name == "dout"
-                                                                      ? NonFiniteElements::refuse
-                                                                      : NonFiniteElements::keep),
+    const NonFiniteElements nonfinite = name == "q" || name == "k" || name == "v" || name == "dout"
+                                            ? NonFiniteElements::refuse
+                                            : NonFiniteElements::keep;
+    const bool packed = q.cu_seqlens_q || q.cu_seqlens_k;  // read head by head (read_packed_tensor)
+    return NamedTensor{lse      ? read_row_stack(argument, limits, NonFiniteElements::keep)
+                       : packed ? read_packed_tensor(argument, limits, nonfinite)
+                                : read_double_tensor(argument, limits, nonfinite),
                        argument};
   };
   std::size_t found = 0;
@@ -125,7 +128,17 @@ NamedTensor read_per_head_argument(const std::string& argument, const std::strin
   return NamedTensor{read_row_stack(argument, limits), argument};
 }
 
-KernelAnalysis analyze_kernel(const KernelQuestion& q) {
+namespace {
+KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable);
+}  // namespace
+
+KernelAnalysis analyze_kernel(const KernelQuestion& q) { return analyze(q, nullptr); }
+KernelAnalysis analyze_kernel(KernelQuestion&& q) { return analyze(q, &q); }
+
+namespace {
+
+/// analyze_kernel; `movable`: the same question, given up (see analyze_kernel(KernelQuestion&&)).
+KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
   for (const NamedTensor* t : {&q.q, &q.k, &q.v})
     if (t->tensor.shape.empty())
       throw input_error(std::string("check-kernel needs ") + (t == &q.q ? "Q" : t == &q.k ? "K" : "V") +
@@ -164,7 +177,7 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
                       "error by a multiple of the reference's");
 
   const bool packed = q.cu_seqlens_q || q.cu_seqlens_k;
-  const detail::KernelInputs in = packed ? detail::varlen_kernel_inputs(q) : detail::dense_kernel_inputs(q);
+  const detail::KernelInputs in = packed ? detail::varlen_kernel_inputs(q, movable) : detail::dense_kernel_inputs(q);
   KernelAnalysis out;
   const double ratio_atol = q.ratio_atol.value_or(0);
   const auto judge = [&](const std::string& role, const OutputError& c, const std::optional<OutputError>& r,
@@ -266,5 +279,7 @@ KernelAnalysis analyze_kernel(const KernelQuestion& q) {
   guard_result(out);
   return out;
 }
+
+}  // namespace
 
 }  // namespace attnrank

@@ -6,6 +6,7 @@
 #include <attnrank/numbers/decimal.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <tuple>
 
@@ -161,12 +162,14 @@ bool holds_byte_codes(const NamedTensor& t) {
 /// The tensor's matrices with uint8 codes read as FP8 values of `format`.
 std::vector<Eigen::MatrixXd> fp8_decoded(const NamedTensor& t, const std::string& format) {
   const ElementType type = fp8_element_type(format);
+  std::array<double, 256> value;  // every code's value, once (fp8_value per entry costs ~20 ns)
+  for (unsigned code = 0; code < 256; ++code) value[code] = fp8_value(code, type.kind);
   std::vector<Eigen::MatrixXd> out = t.tensor.matrices;
   for (Eigen::MatrixXd& m : out)
     for (double& x : m.reshaped()) {
       if (!(x >= 0 && x <= 255 && x == std::floor(x)))
         throw input_error(t.name + " holds " + shortest_decimal(x) + ", not a one-byte FP8 code (0..255)");
-      x = fp8_value(static_cast<unsigned>(x), type.kind);
+      x = value[static_cast<unsigned>(x)];
       if (!std::isfinite(x))
         throw input_error(t.name + " holds an FP8 code that is NaN or infinite in " + format);
     }

@@ -8,21 +8,47 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace attnrank::detail {
 namespace {
 
-/// Rows first .. first + n - 1 of a packed (total, H, d) tensor as an (H, n, d) one.
-NamedTensor sequence_rows(const NamedTensor& packed, std::size_t first, std::size_t n, std::size_t b) {
+/// Rows first .. first + n - 1 of a packed (total, H, d) tensor as an (H, n, d) one; with
+/// `movable` (the same tensor, given up) and every row of a tensor read head by head, its
+/// matrices are taken, not copied.
+NamedTensor sequence_rows(const NamedTensor& packed, std::size_t first, std::size_t n, std::size_t b,
+                          NamedTensor* movable = nullptr) {
   NamedTensor out;
   out.name = packed.name + " (sequence " + std::to_string(b) + ")";
   out.tensor.dtype = packed.tensor.dtype;
   const std::size_t heads = packed.tensor.shape[1], d = packed.tensor.shape[2];
   out.tensor.shape = {heads, n, d};
-  out.tensor.matrices.assign(heads, Eigen::MatrixXd(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d)));
-  for (std::size_t r = 0; r < n; ++r)
-    for (std::size_t h = 0; h < heads; ++h)
-      out.tensor.matrices[h].row(static_cast<Eigen::Index>(r)) = packed.tensor.matrices[first + r].row(static_cast<Eigen::Index>(h));
+  if (packed.tensor.heads_first && movable && first == 0 && n == packed.tensor.shape[0]) {
+    out.tensor.matrices = std::move(movable->tensor.matrices);
+    return out;
+  }
+  if (packed.tensor.heads_first) {  // read head by head (read_packed_tensor): a block of rows each
+    for (const Eigen::MatrixXd& m : packed.tensor.matrices)
+      out.tensor.matrices.emplace_back(m.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(n)));
+    return out;
+  }
+  // A block of 64 tokens at a time (their small matrices, 64 x H x d doubles, stay in L2),
+  // each head's column filled down the block: contiguous writes, no second copy.
+  out.tensor.matrices.reserve(heads);  // each allocated in place (assign would copy a prototype in)
+  for (std::size_t h = 0; h < heads; ++h)
+    out.tensor.matrices.emplace_back(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
+  constexpr std::size_t block = 64;
+  for (std::size_t r0 = 0; r0 < n; r0 += block) {
+    const std::size_t r1 = std::min(n, r0 + block);
+    for (std::size_t h = 0; h < heads; ++h) {
+      Eigen::MatrixXd& m = out.tensor.matrices[h];
+      for (std::size_t c = 0; c < d; ++c) {
+        double* column = m.col(static_cast<Eigen::Index>(c)).data();
+        for (std::size_t r = r0; r < r1; ++r)
+          column[r] = packed.tensor.matrices[first + r](static_cast<Eigen::Index>(h), static_cast<Eigen::Index>(c));
+      }
+    }
+  }
   return out;
 }
 
@@ -111,7 +137,7 @@ std::vector<std::size_t> sequence_offsets(const NamedTensor& cu_seqlens, std::si
 
 }  // namespace
 
-KernelInputs varlen_kernel_inputs(const KernelQuestion& q) {
+KernelInputs varlen_kernel_inputs(const KernelQuestion& q, KernelQuestion* movable) {
   if (!q.cu_seqlens_q || !q.cu_seqlens_k)
     throw input_error("packed sequences need both cu_seqlens_q and cu_seqlens_k (the offsets of each sequence's "
                       "queries and keys)");
@@ -202,11 +228,19 @@ KernelInputs varlen_kernel_inputs(const KernelQuestion& q) {
     }
     unequal = unequal || n_q != n_k;
     KernelQuestion s;
-    s.q = sequence_rows(q.q, cq[b], n_q, b);
-    s.k = sequence_rows(q.k, ck[b], n_k, b);
-    s.v = sequence_rows(q.v, ck[b], n_k, b);
+    // Only a single sequence spans whole tensors: it may take them over (`movable`).
+    s.q = sequence_rows(q.q, cq[b], n_q, b, movable ? &movable->q : nullptr);
+    s.k = sequence_rows(q.k, ck[b], n_k, b, movable ? &movable->k : nullptr);
+    s.v = sequence_rows(q.v, ck[b], n_k, b, movable ? &movable->v : nullptr);
     const auto rows = [&](std::optional<NamedTensor>& into, const std::optional<NamedTensor>& from, bool keys) {
-      if (from) into = sequence_rows(*from, keys ? ck[b] : cq[b], keys ? n_k : n_q, b);
+      if (!from) return;
+      NamedTensor* mine = nullptr;  // the movable question's slot holding `from`
+      if (movable)
+        for (std::optional<NamedTensor>* slot :
+             {&movable->candidate, &movable->reference, &movable->dout, &movable->dq, &movable->reference_dq,
+              &movable->dk, &movable->dv, &movable->reference_dk, &movable->reference_dv})
+          if (&*slot == &from && *slot) mine = &**slot;
+      into = sequence_rows(*from, keys ? ck[b] : cq[b], keys ? n_k : n_q, b, mine);
     };
     rows(s.candidate, q.candidate, false);
     rows(s.reference, q.reference, false);
@@ -244,13 +278,17 @@ KernelInputs varlen_kernel_inputs(const KernelQuestion& q) {
                             std::to_string(ck[b + 1]) + " of the packed tensors): " + e.what(),
                         e.subject());
     }
+    // part's lists are its own or borrowed from s, both this iteration's locals (never const
+    // objects): their matrices are moved into the joined lists, not copied.
+    const auto move_into = [](std::vector<Eigen::MatrixXd>& into, const HeadList& from) {
+      auto& v = const_cast<std::vector<Eigen::MatrixXd>&>(from.get());
+      into.insert(into.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
+    };
     const HeadList* parts[] = {&part.q, &part.k, &part.v, &part.candidate, &part.reference, &part.dout};
-    for (std::size_t i = 0; i < 6; ++i) lists[i]->insert(lists[i]->end(), parts[i]->get().begin(), parts[i]->get().end());
+    for (std::size_t i = 0; i < 6; ++i) move_into(*lists[i], *parts[i]);
     for (std::size_t i = 0; i < 4; ++i) {  // dq, dk, dv, lse: per sequence (dsinks: below)
-      const std::vector<Eigen::MatrixXd>& from = part.gradients[i].get();
-      joined.gradients[i].owned().insert(joined.gradients[i].owned().end(), from.begin(), from.end());
-      const std::vector<Eigen::MatrixXd>& ref = part.reference_gradients[i].get();
-      joined.reference_gradients[i].owned().insert(joined.reference_gradients[i].owned().end(), ref.begin(), ref.end());
+      move_into(joined.gradients[i].owned(), part.gradients[i]);
+      move_into(joined.reference_gradients[i].owned(), part.reference_gradients[i]);
     }
     joined.backward = joined.backward || part.backward;  // dsinks are the whole question's (below)
     const KernelCheckOptions& o = part.options;

@@ -1,7 +1,10 @@
 // One attention head with a priori bounded products, fused (attnrank/attention/detail/a_priori_head.hpp).
 #include <attnrank/attention/detail/a_priori_head.hpp>
 
+#include <attnrank/attention/detail/score_tile.hpp>
 #include <attnrank/numbers/a_priori_product.hpp>
+#include <attnrank/numbers/certified_tanh.hpp>
+#include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/numbers/detail/infinity.hpp>
 #include <attnrank/numbers/detail/vector_exp.hpp>
 
@@ -38,15 +41,26 @@ struct ScaledScore {
   return {-(n1 > n2 ? n1 : n2), h1 > h2 ? h1 : h2};
 }
 
+/// In upward rounding: the bounds [lo, hi] of an allowed score shifted by t (hi - t above,
+/// -(t - lo) below) and their width; a masked score's are -inf (exp gives exactly 0), width 0.
+[[gnu::always_inline]] inline void shifted(double lo, double hi, double t, bool in, double& x_hi, double& x_lo,
+                                           double& width) {
+  const double h = hi - t, l = -(t - lo);
+  x_hi = in ? h : -inf;
+  x_lo = in ? l : -inf;
+  width = in ? h - l : 0.0;
+}
+
 }  // namespace
 
 APrioriHead::APrioriHead(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
-                         const ScaleBounds& scale, const Mask* mask)
+                         const ScaleBounds& scale, const Mask* mask, const ScoreModifiers& modifiers)
     : Q_(Q),
       KT_(K.transpose()),
       V_(V),
       scale_(scale),
       mask_(mask),
+      modifiers_(modifiers),
       q_norms_(row_norms_upper(Q)),
       k_norms_(row_norms_upper(K)),
       v_abs_max_(V.cwiseAbs().colwise().maxCoeff()),
@@ -56,7 +70,14 @@ APrioriHead::APrioriHead(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, con
       eta_d_(a_priori_underflow(Q.cols())),
       gamma_n_(a_priori_gamma(K.rows())),
       eta_n_(a_priori_underflow(K.rows())),
-      shift_(0.6931471805599453 * static_cast<double>(std::bit_width(static_cast<unsigned long>(K.rows())))) {}
+      shift_(0.6931471805599453 * static_cast<double>(std::bit_width(static_cast<unsigned long>(K.rows())))) {
+  if (modifiers_.keep) throw input_error("the fused forward pass has no dropout (its weights leave V's range)");
+  // A row without a key (EmptyRows::zero) or a sink: O is a combination of V's rows and 0.
+  if (modifiers_.sink || (mask && mask->first_empty_row() >= 0)) {
+    v_min_ = v_min_.cwiseMin(0.0);
+    v_max_ = v_max_.cwiseMax(0.0);
+  }
+}
 
 BoundsMatrix APrioriHead::rows(Index first, Index count) const {
   const Index keys = KT_.cols();
@@ -89,20 +110,63 @@ BoundsMatrix APrioriHead::rows(Index first, Index count) const {
   const std::size_t tile_size = static_cast<std::size_t>(count * tile_columns);
   std::vector<double> x_hi(tile_size), x_lo(tile_size), width(tile_size);
 
-  {  // The shift: m_i = max_j hi_ij over the allowed keys.
-    ThreadRounding<FE_UPWARD> up;
-    for (Index i = 0; i < count; ++i) ga[static_cast<std::size_t>(i)] = q_norms_(first + i) * gamma_d_;
-    for (Index j = 0; j < keys; ++j) {
-      const double* c = C.col(j).data();
-      const unsigned char* a = allowed(j);
-      const double b = k_norms_(j);
-      for (Index i = 0; i < count; ++i) {
-        double h = scaled_score(c[i], ga[static_cast<std::size_t>(i)], b, eta, s_lo, s_hi).hi;
-        if (a && !a[i]) h = -inf;
-        double& t = top[static_cast<std::size_t>(i)];
-        t = h > t ? h : t;
-      }
+  const bool modified = modifiers_.changes_scores();
+  const Index queries = Q_.rows();
+  // ALiBi's and the bias's term at (i, j), rounded up (an upper end's share).
+  const auto added_upper = [&](Index i, Index j) {
+    double t = 0;
+    if (modifiers_.alibi_slope) {
+      const Index offset = modifiers_.alignment == MaskAlignment::bottom_right ? keys - queries : 0;
+      t = (-*modifiers_.alibi_slope) * static_cast<double>(std::abs(first + i + offset - j));
     }
+    if (modifiers_.bias) t = t + (*modifiers_.bias)(first + i, j);
+    return t;
+  };
+  {  // The shift: m_i = max_j hi_ij over the allowed keys, of the modified scores.
+    std::vector<double> added(static_cast<std::size_t>(count), -inf);  // with a softcap: max_j of ALiBi + bias
+    {
+      ThreadRounding<FE_UPWARD> up;
+      for (Index i = 0; i < count; ++i) ga[static_cast<std::size_t>(i)] = q_norms_(first + i) * gamma_d_;
+      for (Index j = 0; j < keys; ++j) {
+        const double* c = C.col(j).data();
+        const unsigned char* a = allowed(j);
+        const double b = k_norms_(j);
+        for (Index i = 0; i < count; ++i) {
+          double h = scaled_score(c[i], ga[static_cast<std::size_t>(i)], b, eta, s_lo, s_hi).hi;
+          if (a && !a[i]) h = -inf;
+          double& t = top[static_cast<std::size_t>(i)];
+          if (modified && h != -inf) {
+            const double extra = modifiers_.alibi_slope || modifiers_.bias ? added_upper(i, j) : 0.0;
+            if (modifiers_.softcap > 0) {
+              double& x = added[static_cast<std::size_t>(i)];
+              x = extra > x ? extra : x;
+            } else {
+              h = h + extra;
+            }
+          }
+          t = h > t ? h : t;
+        }
+      }
+      barrier(top.data());
+    }
+    if (modifiers_.softcap > 0) {  // c tanh(max_j hi / c) + max_j (ALiBi + bias): tanh is increasing
+      const double c = modifiers_.softcap;
+      std::vector<double> scaled(top.size());
+      {
+        ThreadRounding<FE_UPWARD> up;
+        for (std::size_t i = 0; i < top.size(); ++i) scaled[i] = top[i] / c;
+        barrier(scaled.data());
+      }
+      std::vector<double> t_lo(top.size()), t_hi(top.size());
+      tanh_bounds(scaled.data(), scaled.data(), t_lo.data(), t_hi.data(), top.size());
+      ThreadRounding<FE_UPWARD> up;
+      for (std::size_t i = 0; i < top.size(); ++i)
+        if (std::isfinite(top[i])) top[i] = t_hi[i] * c + (added[i] > -inf ? added[i] : 0.0);
+      barrier(top.data());
+    }
+    ThreadRounding<FE_UPWARD> up;
+    if (modifiers_.sink)
+      for (double& t : top) t = std::isfinite(t) && t > *modifiers_.sink ? t : *modifiers_.sink;  // the sink's exponent <= 0 too
     // + shift_: every e_ij <= 1/N. A row without a finite top is caught below (its sums are not finite).
     for (double& t : top) t = std::isfinite(t) ? t + shift_ : 0;
     barrier(top.data());
@@ -112,7 +176,33 @@ BoundsMatrix APrioriHead::rows(Index first, Index count) const {
     const Index columns = std::min(tile_columns, keys - j0);
     const std::size_t length = static_cast<std::size_t>(columns * count);
     bool narrow = true;
-    {  // Shifted bounds x_lo <= x <= x_hi and their widths; masked: exp gives exactly 0.
+    if (modified) {  // the variant's scores: the tile's scaled bounds, then the modifiers on them
+      {
+        ThreadRounding<FE_UPWARD> up;
+        for (Index jj = 0; jj < columns; ++jj) {
+          const double* c = C.col(j0 + jj).data();
+          const double b = k_norms_(j0 + jj);
+          double* xh = x_hi.data() + jj * count;
+          double* xl = x_lo.data() + jj * count;
+          for (Index i = 0; i < count; ++i) {
+            const auto [lo, hi] = scaled_score(c[i], ga[static_cast<std::size_t>(i)], b, eta, s_lo, s_hi);
+            xl[i] = lo;
+            xh[i] = hi;
+          }
+        }
+        barrier(x_hi.data());
+        barrier(x_lo.data());
+      }
+      modify_score_tile(x_lo.data(), x_hi.data(), count, columns, modifiers_, first, j0, queries, keys);
+      ThreadRounding<FE_UPWARD> up;
+      for (Index jj = 0; jj < columns; ++jj) {
+        const unsigned char* a = allowed(j0 + jj);
+        double* xh = x_hi.data() + jj * count;
+        double* xl = x_lo.data() + jj * count;
+        double* w = width.data() + jj * count;
+        for (Index i = 0; i < count; ++i) shifted(xl[i], xh[i], top[static_cast<std::size_t>(i)], !a || a[i], xh[i], xl[i], w[i]);
+      }
+    } else {  // the scaled bounds shifted as they are formed
       ThreadRounding<FE_UPWARD> up;
       for (Index jj = 0; jj < columns; ++jj) {
         const Index j = j0 + jj;
@@ -124,19 +214,14 @@ BoundsMatrix APrioriHead::rows(Index first, Index count) const {
         double* w = width.data() + jj * count;
         for (Index i = 0; i < count; ++i) {
           const auto [lo, hi] = scaled_score(c[i], ga[static_cast<std::size_t>(i)], b, eta, s_lo, s_hi);
-          const double t = top[static_cast<std::size_t>(i)];
-          const double h = hi - t, l = -(t - lo);
-          const bool in = !a || a[i];
-          xh[i] = in ? h : -inf;
-          xl[i] = in ? l : -inf;
-          w[i] = in ? h - l : 0.0;
+          shifted(lo, hi, top[static_cast<std::size_t>(i)], !a || a[i], xh[i], xl[i], w[i]);
         }
       }
-      for (std::size_t k = 0; k < length; ++k) narrow &= width[k] <= narrow_width;  // NaN is not narrow
-      barrier(x_hi.data());
-      barrier(x_lo.data());
-      barrier(width.data());
     }
+    for (std::size_t k = 0; k < length; ++k) narrow &= width[k] <= narrow_width;  // NaN is not narrow
+    barrier(x_hi.data());
+    barrier(x_lo.data());
+    barrier(width.data());
     {
       ThreadRounding<FE_TONEAREST> nearest;  // exp_double's error bound holds in round-to-nearest
       exp_in_place(x_hi.data(), length);
@@ -186,6 +271,34 @@ BoundsMatrix APrioriHead::rows(Index first, Index count) const {
     }
   }
 
+  if (modifiers_.sink) {  // the sink's term exp(sink - m_i) in both row sums, enclosed as a key's
+    std::vector<double> y_lo(static_cast<std::size_t>(count)), y_hi(static_cast<std::size_t>(count));
+    {
+      ThreadRounding<FE_UPWARD> up;
+      for (std::size_t r = 0; r < y_hi.size(); ++r) {
+        y_hi[r] = *modifiers_.sink - top[r];
+        y_lo[r] = -(top[r] - *modifiers_.sink);
+      }
+      barrier(y_hi.data());
+      barrier(y_lo.data());
+    }
+    {
+      ThreadRounding<FE_TONEAREST> nearest;
+      exp_in_place(y_hi.data(), y_hi.size());
+      exp_in_place(y_lo.data(), y_lo.size());
+      barrier(y_hi.data());
+      barrier(y_lo.data());
+    }
+    ThreadRounding<FE_UPWARD> up;
+    for (std::size_t r = 0; r < y_hi.size(); ++r) {
+      const double below = -((-y_lo[r]) * shrink + tiny);
+      sum_hi[r] += y_hi[r] * grow + tiny;
+      neg_sum_lo[r] += -(below > 0 ? below : 0.0);
+    }
+    barrier(sum_hi.data());
+    barrier(neg_sum_lo.data());
+  }
+
   const Eigen::MatrixXd numerator = nearest_product(M, V_);  // row i of M V: row i of M only
   BoundsMatrix out;
   out.lo.resize(count, V_.cols());
@@ -220,6 +333,23 @@ BoundsMatrix APrioriHead::rows(Index first, Index count) const {
     rounding_barrier(out.lo);
     rounding_barrier(out.hi);
   }
+  return out;
+}
+
+BoundsMatrix a_priori_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
+                                const ScaleBounds& scale, const Mask* mask, const ScoreModifiers& modifiers) {
+  const APrioriHead head(Q, K, V, scale, mask, modifiers);
+  BoundsMatrix out{Eigen::MatrixXd(Q.rows(), V.cols()), Eigen::MatrixXd(Q.rows(), V.cols())};
+  const double work = static_cast<double>(Q.rows()) * static_cast<double>(K.rows()) *
+                      static_cast<double>(Q.cols() + V.cols());
+  // 256 rows a block amortise packing K^T and V for the block's two GEMMs.
+  for_row_blocks(static_cast<long>(Q.rows()), work / 50, [&](long begin, long end) {
+    for (Index first = begin; first < end; first += 256) {
+      const BoundsMatrix block = head.rows(first, std::min<Index>(256, end - first));
+      out.lo.middleRows(first, block.lo.rows()) = block.lo;
+      out.hi.middleRows(first, block.hi.rows()) = block.hi;
+    }
+  });
   return out;
 }
 

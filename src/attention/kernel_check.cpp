@@ -2,6 +2,7 @@
 #include <attnrank/attention/kernel_check.hpp>
 
 #include <attnrank/attention/certified_gradients.hpp>
+#include <attnrank/attention/detail/a_priori_head.hpp>
 #include <attnrank/attention/detail/error_accumulator.hpp>
 #include <attnrank/attention/detail/interval_attention.hpp>
 #include <attnrank/attention/softmax.hpp>
@@ -179,12 +180,15 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
         if (reference) r.add(t, E, (*reference)[t]);
       } else {
         const ScaleBounds s = options.scale ? ScaleBounds::exactly(*options.scale) : ScaleBounds::inverse_sqrt(q[t].cols());
-        // A variant runs on the backward pass's blocks (its score-modifier stage), asking for O only.
+        // A variant: the fused pass with its modifiers on the tiles (a priori products, no
+        // dropout); otherwise the backward pass's blocks (its score-modifier stage), asking for O only.
+        const bool fused = products == AttentionProducts::a_priori && !modifiers.keep;
         const BoundsMatrix E =
-            modifiers.any() ? certified_attention_gradients(q[t], k[j], v[j], Eigen::MatrixXd(), s, mask, products,
-                                                            GradientsWanted{false, false, false, false, true}, modifiers)
-                                  .output
-                            : certified_attention(q[t], k[j], v[j], s, mask, products);
+            !modifiers.any() ? certified_attention(q[t], k[j], v[j], s, mask, products)
+            : fused          ? detail::a_priori_attention(q[t], k[j], v[j], s, mask, modifiers)
+                             : certified_attention_gradients(q[t], k[j], v[j], Eigen::MatrixXd(), s, mask, products,
+                                                             GradientsWanted{false, false, false, false, true}, modifiers)
+                                   .output;
         c.add(t, E, candidate[t]);
         if (reference) r.add(t, E, (*reference)[t]);
       }

@@ -1,6 +1,8 @@
 // The variants' changes to a head's scores (attnrank/attention/score_modifiers.hpp).
 #include <attnrank/attention/score_modifiers.hpp>
 
+#include <attnrank/attention/detail/score_tile.hpp>
+
 #include <attnrank/numbers/bands.hpp>
 #include <attnrank/numbers/certified_tanh.hpp>
 #include <attnrank/numbers/decimal.hpp>
@@ -76,55 +78,74 @@ BoundsMatrix dropout_bounds(const BoundsMatrix& X, const ScoreModifiers& m, Inde
 void modify_score_bounds(BoundsMatrix& S, const ScoreModifiers& m, Index first_row, Index queries,
                          BoundsMatrix* tanh_of_capped) {
   const Index rows = S.lo.rows(), keys = S.lo.cols();
+  if (m.bias && (first_row < 0 || first_row + rows > m.bias->rows() || m.bias->cols() != keys))
+    throw input_error("the bias is " + std::to_string(m.bias->rows()) + " x " + std::to_string(m.bias->cols()) +
+                      " but the scores are " + std::to_string(queries) + " x " + std::to_string(keys) +
+                      " (one row per query, one column per key)");
+  if (tanh_of_capped && m.softcap > 0) *tanh_of_capped = {Eigen::MatrixXd(rows, keys), Eigen::MatrixXd(rows, keys)};
+  const bool keep_tanh = tanh_of_capped && m.softcap > 0;
+  detail::modify_score_tile(S.lo.data(), S.hi.data(), rows, keys, m, first_row, 0, queries, keys,
+                            keep_tanh ? tanh_of_capped->lo.data() : nullptr,
+                            keep_tanh ? tanh_of_capped->hi.data() : nullptr);
+  unbounded_where_nan(S);
+}
+
+namespace detail {
+
+void modify_score_tile(double* lo, double* hi, Index rows, Index cols, const ScoreModifiers& m, Index first_row,
+                       Index first_col, Index queries, Index keys, double* tanh_lo, double* tanh_hi) {
+  const Index n = rows * cols;
+  Eigen::Map<Eigen::ArrayXd> L(lo, n), H(hi, n);
+  const auto barrier = [&] { asm volatile("" : : "g"(lo), "g"(hi) : "memory"); };
   if (m.softcap > 0) {
-    // x / c outward, tanh bounds, c t outward, in place (T keeps the tanh bounds when asked).
+    // x / c outward, tanh bounds, c t outward, in place (the tanh bounds kept when asked).
     const double c = m.softcap;
     {
       UpwardRounding up;
-      S.hi = S.hi / c;
-      S.lo = -((-S.lo) / c);
-      detail::rounding_barrier(S.hi);
-      detail::rounding_barrier(S.lo);
+      H = H / c;
+      L = -((-L) / c);
+      barrier();
     }
-    tanh_bounds(S.lo.data(), S.hi.data(), S.lo.data(), S.hi.data(), static_cast<std::size_t>(S.lo.size()));
-    if (tanh_of_capped) *tanh_of_capped = S;
+    tanh_bounds(lo, hi, lo, hi, static_cast<std::size_t>(n));
+    if (tanh_lo) Eigen::Map<Eigen::ArrayXd>(tanh_lo, n) = L;
+    if (tanh_hi) Eigen::Map<Eigen::ArrayXd>(tanh_hi, n) = H;
     {
       UpwardRounding up;
-      S.hi = S.hi * c;
-      S.lo = -((-S.lo) * c);
-      detail::rounding_barrier(S.hi);
-      detail::rounding_barrier(S.lo);
+      H = H * c;
+      L = -((-L) * c);
+      barrier();
     }
   }
   if (m.alibi_slope) {
     const double slope = *m.alibi_slope;
     const Index offset = m.alignment == MaskAlignment::bottom_right ? keys - queries : 0;
     UpwardRounding up;
-    for (Index j = 0; j < keys; ++j)
+    for (Index j = 0; j < cols; ++j)
       for (Index i = 0; i < rows; ++i) {
-        const double distance = static_cast<double>(std::abs(first_row + i + offset - j));  // exact: < 2^53
+        const double distance = static_cast<double>(std::abs(first_row + i + offset - (first_col + j)));  // exact
         // x - slope d, upward: the upper end adds (-slope) d rounded up; the lower end is
         // -((-x) + slope d), the sum rounded up.
-        S.hi(i, j) = S.hi(i, j) + (-slope) * distance;
-        S.lo(i, j) = -((-S.lo(i, j)) + slope * distance);
+        double& h = hi[j * rows + i];
+        double& l = lo[j * rows + i];
+        h = h + (-slope) * distance;
+        l = -((-l) + slope * distance);
       }
-    detail::rounding_barrier(S.hi);
-    detail::rounding_barrier(S.lo);
+    barrier();
   }
   if (m.bias) {
-    if (first_row < 0 || first_row + rows > m.bias->rows() || m.bias->cols() != keys)
-      throw input_error("the bias is " + std::to_string(m.bias->rows()) + " x " + std::to_string(m.bias->cols()) +
-                        " but the scores are " + std::to_string(queries) + " x " + std::to_string(keys) +
-                        " (one row per query, one column per key)");
-    const auto b = m.bias->middleRows(first_row, rows).array();
     UpwardRounding up;
-    S.hi = (S.hi.array() + b).matrix();
-    S.lo = (-((-S.lo.array()) - b)).matrix();
-    detail::rounding_barrier(S.hi);
-    detail::rounding_barrier(S.lo);
+    for (Index j = 0; j < cols; ++j) {
+      const double* b = m.bias->col(first_col + j).data() + first_row;
+      for (Index i = 0; i < rows; ++i) {
+        hi[j * rows + i] = hi[j * rows + i] + b[i];
+        lo[j * rows + i] = -((-lo[j * rows + i]) - b[i]);
+      }
+    }
+    barrier();
   }
-  unbounded_where_nan(S);
 }
+
+}  // namespace detail
 
 }  // namespace attnrank
 

@@ -14,8 +14,27 @@ namespace {
 
 /// Every matrix of an array of `shape` at `data` with `strides`.
 void read_matrices(DoubleTensor& out, const unsigned char* data, const ElementType& type,
-                   const std::vector<std::ptrdiff_t>& strides, const std::string& source, const ParseLimits& limits,
-                   NonFiniteElements nonfinite, std::size_t max_dims) {
+                   std::vector<std::ptrdiff_t> strides, const std::string& source, const ParseLimits& limits,
+                   NonFiniteElements nonfinite, std::size_t max_dims, bool heads_first = false) {
+  // Heads first: a (total, H, d) array as (H, total, d), its first two axes' strides swapped,
+  // then the file's shape restored.
+  const std::vector<std::size_t> file_shape = out.shape;
+  heads_first = heads_first && out.shape.size() == 3;
+  if (heads_first) {
+    std::swap(out.shape[0], out.shape[1]);
+    std::swap(strides[0], strides[1]);
+  }
+  struct Restore {
+    DoubleTensor& t;
+    const std::vector<std::size_t>& shape;
+    bool heads_first;
+    ~Restore() {
+      if (heads_first) {
+        t.shape = shape;
+        t.heads_first = true;
+      }
+    }
+  } restore{out, file_shape, heads_first};
   const std::vector<std::size_t>& shape = out.shape;
   if (max_dims == row_stack_dimensions) {  // (N), (H, N), (B, H, N): read as (1, N) when 1-D
     if (shape.empty() || shape.size() > max_dims)
@@ -52,7 +71,9 @@ void read_matrices(DoubleTensor& out, const unsigned char* data, const ElementTy
     const std::ptrdiff_t offset = select_matrix(shape, strides, selection, source, view);
     view.data = data + offset;
     std::string where = source;
-    if (selection.given) {
+    if (heads_first) {
+      where += "[:, " + std::to_string(t) + ", :] (head " + std::to_string(t) + ", a row per packed token)";
+    } else if (selection.given) {
       where += "[";
       for (std::size_t k = 0; k < selection.indices.size(); ++k) {
         if (k) where += ',';
@@ -78,7 +99,7 @@ std::vector<std::size_t> DoubleTensor::leading_index(std::size_t t) const {
 namespace {
 
 DoubleTensor read_tensor(const std::string& argument, const ParseLimits& limits, NonFiniteElements nonfinite,
-                         std::size_t max_dims) {
+                         std::size_t max_dims, bool heads_first = false) {
   DoubleTensor out;
   if (const auto st = split_safetensors_argument(argument)) {
     const std::string bytes = read_text_file(st->path, limits);
@@ -88,7 +109,8 @@ DoubleTensor read_tensor(const std::string& argument, const ParseLimits& limits,
         out.shape = e.shape;
         out.dtype = e.type.name;
         read_matrices(out, reinterpret_cast<const unsigned char*>(bytes.data()) + e.begin, e.type,
-                      byte_strides(e.shape, e.type.bytes, false), st->path + ":" + e.name, limits, nonfinite, max_dims);
+                      byte_strides(e.shape, e.type.bytes, false), st->path + ":" + e.name, limits, nonfinite, max_dims,
+                      heads_first);
         return out;
       }
     (void)parse_safetensors(bytes, st->path, st->rest, {}, limits);  // throws: lists the tensors the file has
@@ -101,7 +123,7 @@ DoubleTensor read_tensor(const std::string& argument, const ParseLimits& limits,
     out.shape = h.shape;
     out.dtype = h.type.name;
     read_matrices(out, reinterpret_cast<const unsigned char*>(bytes.data()) + h.data_offset, h.type,
-                  byte_strides(h.shape, h.type.bytes, h.fortran_order), source, limits, nonfinite, max_dims);
+                  byte_strides(h.shape, h.type.bytes, h.fortran_order), source, limits, nonfinite, max_dims, heads_first);
     return out;
   }
   const Matrix<Rational> m = parse_matrix(bytes, source, limits);
@@ -124,6 +146,10 @@ DoubleTensor read_tensor(const std::string& argument, const ParseLimits& limits,
 
 DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits, NonFiniteElements nonfinite) {
   return read_tensor(argument, limits, nonfinite, 4);
+}
+
+DoubleTensor read_packed_tensor(const std::string& argument, const ParseLimits& limits, NonFiniteElements nonfinite) {
+  return read_tensor(argument, limits, nonfinite, 4, true);
 }
 
 DoubleTensor read_row_stack(const std::string& argument, const ParseLimits& limits, NonFiniteElements nonfinite) {

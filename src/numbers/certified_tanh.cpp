@@ -43,12 +43,37 @@ inline double upper_of_magnitude(double m, double e) {
 }  // namespace
 
 void tanh_bounds(const double* x_lo, const double* x_hi, double* lo, double* hi, std::size_t count) {
-  double e_lo[chunk], e_hi[chunk], a[chunk], b[chunk];
+  double e_lo[chunk], e_hi[chunk], a[chunk], b[chunk], w[chunk];
   for (std::size_t first = 0; first < count; first += chunk) {
     const std::size_t n = std::min(chunk, count - first);
     for (std::size_t i = 0; i < n; ++i) {  // copies: the outputs may alias the inputs
       a[i] = x_lo[first + i];
       b[i] = x_hi[first + i];
+    }
+    bool narrow = true;  // every b - a <= 2^-20 (NaN is not narrow): one exp per entry will do
+    {
+      const ThreadRounding<FE_UPWARD> up;
+      for (std::size_t i = 0; i < n; ++i) {
+        w[i] = b[i] - a[i];  // upward: at least the width
+        narrow &= w[i] <= 0x1p-20;
+      }
+    }
+    if (narrow) {
+      // tanh' = 1 - tanh^2 is in (0, 1]: tanh b <= tanh a + (b - a). Both ends from bounds at a.
+      {
+        const ThreadRounding<FE_TONEAREST> nearest;
+        for (std::size_t i = 0; i < n; ++i) e_lo[i] = -2.0 * std::fabs(a[i]);
+        detail::exp_in_place(e_lo, n);
+      }
+      const ThreadRounding<FE_UPWARD> up;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double ma = std::fabs(a[i]);
+        const double l = a[i] >= 0 ? lower_of_magnitude(ma, e_lo[i]) : -upper_of_magnitude(ma, e_lo[i]);
+        const double h = (a[i] >= 0 ? upper_of_magnitude(ma, e_lo[i]) : -lower_of_magnitude(ma, e_lo[i])) + w[i];
+        lo[first + i] = l;
+        hi[first + i] = h < 1 ? h : 1.0;
+      }
+      continue;
     }
     {
       const ThreadRounding<FE_TONEAREST> nearest;  // exp_double's bound assumes it; -2|x| is exact (or -inf)

@@ -51,6 +51,14 @@ NamedTensor rows_of(const NamedTensor& p, std::size_t first, std::size_t n) {
   return tensor({heads, n, d}, std::move(m), p.name);
 }
 
+/// A packed tensor as read_packed_tensor gives it: H matrices of total x d (heads_first).
+NamedTensor heads_first(const NamedTensor& p) {
+  NamedTensor t = rows_of(p, 0, p.tensor.shape[0]);
+  t.tensor.shape = p.tensor.shape;
+  t.tensor.heads_first = true;
+  return t;
+}
+
 struct Packed {
   KernelQuestion q;
   std::vector<std::size_t> cq, ck;
@@ -174,6 +182,35 @@ TEST_CASE("attnrank::analyze_kernel with packed sequences", "[kernel][varlen]") 
       RC_ASSERT(e.max_abs_error_lower == lower);
       RC_ASSERT(e.max_abs_error_upper == upper);
     }
+  });
+
+  rc::prop("tensors read head by head, and taken over, give the token-major answer exactly", [] {
+    const std::uint64_t seed = *rc::gen::arbitrary<std::uint64_t>();
+    const Packed p = gen_packed(seed);
+    KernelQuestion h = p.q;
+    for (NamedTensor* t : {&h.q, &h.k, &h.v}) *t = heads_first(*t);
+    for (std::optional<NamedTensor>* t : {&h.candidate, &h.reference, &h.dout, &h.dq, &h.dk, &h.dv})
+      if (*t) **t = heads_first(**t);
+    const nlohmann::json want = to_json(analyze_kernel(p.q));
+    RC_ASSERT(to_json(analyze_kernel(h)) == want);
+    RC_ASSERT(to_json(analyze_kernel(KernelQuestion(h))) == want);  // free to take the tensors over
+    // One sequence spanning every tensor: the one case whose tensors are taken, not copied.
+    KernelQuestion one = h;
+    const std::size_t total_q = h.q.tensor.shape[0], total_k = h.k.tensor.shape[0];
+    RC_PRE(total_q > 0 && total_k > 0);
+    one.causal = false;  // a window over the joined sequences could leave a row without a key
+    one.window.reset();
+    one.cu_seqlens_q = offsets({0, total_q}, "cu_seqlens_q");
+    one.cu_seqlens_k = offsets({0, total_k}, "cu_seqlens_k");
+    one.alibi_slopes.reset();
+    one.q_descale.reset();
+    one.k_descale.reset();
+    one.v_descale.reset();
+    one.masks.reset();
+    one.bias.reset();
+    one.dropout_mask.reset();
+    const nlohmann::json copied = to_json(analyze_kernel(one));
+    RC_ASSERT(to_json(analyze_kernel(std::move(one))) == copied);
   });
 
   rc::prop("a planted error is reported at its packed token, sequence and head", [] {

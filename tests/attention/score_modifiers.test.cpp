@@ -7,6 +7,8 @@
 // exp(sink); the MPFI gradients are checked against central differences of that forward.
 #include "head_support.hpp"
 
+#include <attnrank/attention/detail/a_priori_head.hpp>
+
 #include <attnrank/attention/gradient_check.hpp>
 #include <attnrank/attention/score_modifiers.hpp>
 #include <attnrank/numbers/certified_tanh.hpp>
@@ -109,6 +111,9 @@ TEST_CASE("attnrank::tanh_bounds") {
   rc::prop("the bounds contain tanh over the interval (MPFR at 256 bits), within [-1, 1], a few u apart", [] {
     double a = gen_tanh_argument(), b = *rc::gen::arbitrary<bool>() ? a : gen_tanh_argument();
     if (b < a) std::swap(a, b);
+    // Narrow intervals (scores' bounds, one exp per entry): a few ulps up to 2^-20 wide.
+    if (*rc::gen::arbitrary<bool>() && std::isfinite(a))
+      b = a + *rc::gen::element(0x1p-1074, 0x1p-60, 0x1p-40, 0x1p-21, 0x1p-20) * std::max(1.0, std::fabs(a));
     double lo = 0, hi = 0;
     tanh_bounds(&a, &b, &lo, &hi, 1);
     RC_ASSERT(-1 <= lo);
@@ -217,13 +222,19 @@ TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
     const detail::IntervalGradients E =
         detail::interval_attention_gradients(h.Q, h.K, h.V, h.dO, h.scale, h.mask_ptr(), all, m);
     RC_ASSERT(contains_all(B.dsink, E.dsink));
-    RC_ASSERT(contains_all(B.output, detail::interval_attention(h.Q, h.K, h.V, h.scale, h.mask_ptr(), m)));
+    const Matrix<Interval> O = detail::interval_attention(h.Q, h.K, h.V, h.scale, h.mask_ptr(), m);
+    RC_ASSERT(contains_all(B.output, O));
+    if (!m.keep) {  // the fused forward pass with the variant on its tiles
+      const BoundsMatrix F = detail::a_priori_attention(h.Q, h.K, h.V, s, h.mask_ptr(), m);
+      RC_ASSERT(all_bands(F));
+      RC_ASSERT(contains_all(F, O));
+    }
     RC_ASSERT(contains_all(B.dq, E.dq));
     RC_ASSERT(contains_all(B.dk, E.dk));
     RC_ASSERT(contains_all(B.dv, E.dv));
     RC_ASSERT(contains_all(B.lse, E.lse));
   });
-  rc::prop("well-scaled inputs: a variant's directed bounds are about as narrow as the plain head's", [] {
+  rc::prop("well-scaled inputs: a variant's bounds (directed, and the fused pass's) are about as narrow as the plain head's", [] {
     const Head h = gen_head(1.0, 1.0, 1.0);
     ScoreModifiers m = gen_modifiers();
     Eigen::MatrixXd bias;
@@ -241,6 +252,9 @@ TEST_CASE("attnrank::certified_attention_gradients with score modifiers") {
     const double score_width = 64 * u * std::max(1.0, m.softcap);
     RC_ASSERT(widest(variant.output) <= 4 * widest(plain.output) + 4 * score_width);
     RC_ASSERT(widest(variant.dq) <= 4 * widest(plain.dq) + 256 * score_width);
+    const BoundsMatrix fused_plain = detail::a_priori_attention(h.Q, h.K, h.V, s, h.mask_ptr(), {});
+    const BoundsMatrix fused = detail::a_priori_attention(h.Q, h.K, h.V, s, h.mask_ptr(), m);
+    RC_ASSERT(widest(fused) <= 4 * widest(fused_plain) + 4 * score_width);
   });
   SECTION("bad modifiers are refused by name") {
     const Eigen::MatrixXd Q = Eigen::MatrixXd::Ones(3, 2), V = Eigen::MatrixXd::Ones(3, 2);
@@ -472,12 +486,16 @@ TEST_CASE("attnrank::check_kernel with rows without a key (EmptyRows::zero)") {
       RC_ASSERT(B.lse.lo(i, 0) == want);
       RC_ASSERT(B.lse.hi(i, 0) == want);
     }
-    // Without dropout or variants the plain check's fused pass and its directed one agree too.
-    if (!m.any()) {
-      const BoundsMatrix fused = certified_attention(h.Q, h.K, h.V, s, &mask, products);
+    // The forward passes of the check: the fused one (with the variant on its tiles, but for
+    // dropout) and the plain check's directed one; their empty rows exactly 0.
+    if (!m.keep) {
+      const BoundsMatrix fused = m.any() ? detail::a_priori_attention(h.Q, h.K, h.V, s, &mask, m)
+                                         : certified_attention(h.Q, h.K, h.V, s, &mask, products);
       const PrecisionScope scope(256);
       RC_ASSERT(all_bands(fused));
       RC_ASSERT(contains_all(fused, mpfi_o));
+      for (Eigen::Index i = 0; i < nq; ++i)
+        if (mask.allowed_in_row(i) == 0) RC_ASSERT((fused.lo.row(i).array() == 0).all() && (fused.hi.row(i).array() == 0).all());
     }
   });
   rc::prop("check_kernel: a kernel's zero rows and +inf lse pass, a planted error there is found; refused by default",

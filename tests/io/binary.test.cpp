@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <unistd.h>
 
 using namespace attnrank;
@@ -312,6 +313,42 @@ TEST_CASE("attnrank::read_double_tensor") {
       CHECK(t.matrices[4](3, 1) == static_cast<double>(value(1, 1, 3, 1)));  // the float exactly
       CHECK(t.matrices[5](0, 0) == static_cast<double>(value(1, 2, 0, 0)));
     }
+  }
+  SECTION("read_packed_tensor: a (total, H, d) array head by head, C and Fortran order; NaN named by head") {
+    std::string c_data, f_data;
+    const auto value = [](std::size_t t, std::size_t h, std::size_t j) {
+      return static_cast<float>(100 * t + 10 * h + j) + 0.5f;
+    };
+    for (std::size_t t = 0; t < 5; ++t)
+      for (std::size_t h = 0; h < 3; ++h)
+        for (std::size_t j = 0; j < 2; ++j) c_data += raw_bytes(float_bits(value(t, h, j)), 4);
+    for (std::size_t j = 0; j < 2; ++j)
+      for (std::size_t h = 0; h < 3; ++h)
+        for (std::size_t t = 0; t < 5; ++t) f_data += raw_bytes(float_bits(value(t, h, j)), 4);
+    for (const std::string& path : {write("pc.npy", npy_bytes("<f4", false, {5, 3, 2}, c_data)),
+                                    write("pf.npy", npy_bytes("<f4", true, {5, 3, 2}, f_data))}) {
+      const DoubleTensor t = read_packed_tensor(path);
+      CHECK(t.shape == std::vector<std::size_t>{5, 3, 2});  // the file's
+      CHECK(t.heads_first);
+      REQUIRE(t.matrices.size() == 3);
+      for (std::size_t h = 0; h < 3; ++h) {
+        REQUIRE(t.matrices[h].rows() == 5);
+        for (std::size_t r = 0; r < 5; ++r)
+          for (std::size_t j = 0; j < 2; ++j)
+            CHECK(t.matrices[h](static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(j)) ==
+                  static_cast<double>(value(r, h, j)));
+      }
+      const DoubleTensor tokens = read_double_tensor(path);  // the same values token by token
+      CHECK(!tokens.heads_first);
+      CHECK(tokens.matrices[4](2, 1) == t.matrices[2](4, 1));
+    }
+    std::string nan_data = c_data;
+    nan_data.replace((4 * 6 + 1 * 2 + 1) * 4, 4, raw_bytes(float_bits(std::numeric_limits<float>::quiet_NaN()), 4));
+    const std::string nan_path = write("pn.npy", npy_bytes("<f4", false, {5, 3, 2}, nan_data));
+    CHECK_THAT(attnrank::test::input_error_message([&] { (void)read_packed_tensor(nan_path); }),
+               Catch::Contains("[:, 1, :] (head 1, a row per packed token)"));
+    CHECK(std::isnan(read_packed_tensor(nan_path, {}, NonFiniteElements::keep).matrices[1](4, 1)));
+    CHECK(read_packed_tensor(write("p2.npy", npy_bytes("<f4", false, {3, 2}, c_data.substr(0, 24)))).matrices.size() == 1);
   }
   SECTION("safetensors tensors, half precision, integers up to 2^53") {
     const std::string half = raw_bytes(0x3c00, 2) + raw_bytes(0x0001, 2);  // 1 and the smallest subnormal half

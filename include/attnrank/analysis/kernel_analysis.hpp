@@ -162,6 +162,9 @@ NamedTensor read_per_head_argument(const std::string& argument, const std::strin
 /// many queries as keys; ALiBi slopes of shape (H,) or (B, H) and sinks of shape (H,) with Q's
 /// H and B) and runs check_kernel. input_error names the tensor.
 KernelAnalysis analyze_kernel(const KernelQuestion& q);
+/// The same, free to take over the question's packed tensors: a sequence that spans a whole
+/// packed tensor (one sequence) then reads it in place instead of a copy.
+KernelAnalysis analyze_kernel(KernelQuestion&& q);
 
 nlohmann::json to_json(const KernelAnalysis& k);  ///< "attnrank/check-kernel/1"
 std::string to_text(const KernelAnalysis& k);

@@ -24,6 +24,9 @@ struct DoubleTensor {
   std::vector<std::size_t> shape;         ///< as the file states it (2 to 4 dimensions)
   std::string dtype;                      ///< the element type as the file spells it ("<f4", "BF16", "text")
   std::vector<Eigen::MatrixXd> matrices;  ///< the trailing (N, d) matrices, leading indices in C order
+  /// Read by read_packed_tensor: a (total, H, d) array as H matrices of total x d (head h's
+  /// rows are the packed tokens), not as `total` matrices of H x d.
+  bool heads_first = false;
 
   /// The leading indices of matrix t ({} for a 2-D array, {h} or {b, h}).
   std::vector<std::size_t> leading_index(std::size_t t) const;
@@ -34,6 +37,12 @@ struct DoubleTensor {
 /// NonFiniteElements::keep, NaN and infinite floats of an .npy or safetensors
 /// array are returned as they are.
 DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits = {},
+                                NonFiniteElements nonfinite = NonFiniteElements::refuse);
+
+/// A packed (varlen) array of shape (total, H, d), FlashAttention's layout, read as H matrices of
+/// total x d with heads_first set: a sequence's rows of a head are then a block of one matrix.
+/// Arrays of another rank are read as read_double_tensor reads them. Otherwise as above.
+DoubleTensor read_packed_tensor(const std::string& argument, const ParseLimits& limits = {},
                                 NonFiniteElements nonfinite = NonFiniteElements::refuse);
 
 /// A per-row statistic of an attention kernel (the logsumexp, FlashAttention's

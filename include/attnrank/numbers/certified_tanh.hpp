@@ -14,7 +14,9 @@
 //    integrate twice), which is relatively tight for small b;
 //  * and 0 <= tanh b <= 1.
 // So the width of a point is a few ulps of tanh x, absolute for |x| >= 1, relative
-// below. A NaN end gives [-1, 1] (true for any t); infinite ends are +-1.
+// below. Narrow intervals (every width in a chunk of 512 at most 2^-20, as scores are) take
+// one exp per entry: both ends from the bounds at x_lo, the upper one plus the width
+// rounded up (tanh' = 1 - tanh^2 <= 1, so tanh x_hi <= tanh x_lo + (x_hi - x_lo)). A NaN end gives [-1, 1] (true for any t); infinite ends are +-1.
 // Exp runs in round-to-nearest (its bound assumes it) and the rest in directed
 // rounding; the function sets both itself and restores the caller's mode.
 

@@ -62,8 +62,10 @@ struct KernelInputs {
 /// fewer K/V heads dividing Q's): all validation of analyze_kernel but the tolerances'.
 KernelInputs dense_kernel_inputs(const KernelQuestion& q);
 
-/// The packed question's inputs (q.cu_seqlens_q given): one head per sequence and head.
-KernelInputs varlen_kernel_inputs(const KernelQuestion& q);
+/// The packed question's inputs (q.cu_seqlens_q given): one head per sequence and head. With
+/// `movable` (the same question, the caller's to give up), a sequence that spans a whole
+/// packed tensor read head by head takes its matrices instead of copying them.
+KernelInputs varlen_kernel_inputs(const KernelQuestion& q, KernelQuestion* movable = nullptr);
 
 /// The candidate's and reference's dsinks of `q` (shape (H,): a head's sink is shared by every
 /// batch and sequence, its gradient their sum) into in.gradients[4] as one H x 1 matrix each,

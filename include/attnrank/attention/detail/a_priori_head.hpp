@@ -46,8 +46,17 @@
 // for exp (its error bound holds there), upward. Nothing N x N is stored but the
 // block's scores and midpoints; the rest stays in a tile of a few columns.
 // Width for well-scaled inputs: about (3 N + 2 d^2 |q| |k| s) u max|V|.
+//
+// A variant's scores (softcap, ALiBi, a bias: attention/score_modifiers.hpp) are modified
+// on each tile of [lo, hi] before the shift (attention/detail/score_tile.hpp, every end
+// outward); the shift is then any upper bound of the modified scores (with a softcap:
+// c tanh(max_j hi_ij / c) plus the largest ALiBi and bias term, tanh being increasing).
+// A sink adds its term exp(sink - m_i), enclosed as the keys' are, to both row sums and
+// nothing to the numerator, and O then lies between 0 and V's column range. Dropout is
+// not fused (its weights are scaled past the convex combination's range).
 
 #include <attnrank/attention/mask.hpp>
+#include <attnrank/attention/score_modifiers.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 #include <attnrank/numbers/scaling.hpp>
 
@@ -57,8 +66,9 @@ namespace attnrank::detail {
 /// finite with consistent shapes (certified_attention checks), and outlive this.
 class APrioriHead {
  public:
+  /// `modifiers`: a variant's softcap, ALiBi, bias and sink (validated by the caller; no dropout).
   APrioriHead(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V, const ScaleBounds& scale,
-              const Mask* mask);
+              const Mask* mask, const ScoreModifiers& modifiers = {});
 
   /// Bounds of rows first .. first + count - 1 of the output (count x columns of V).
   /// Sets the rounding mode itself and restores it; call from any thread.
@@ -70,10 +80,16 @@ class APrioriHead {
   const Eigen::MatrixXd& V_;
   ScaleBounds scale_;
   const Mask* mask_;
+  ScoreModifiers modifiers_;
   Eigen::VectorXd q_norms_, k_norms_;  // upper bounds on the rows' Euclidean norms
   Eigen::RowVectorXd v_abs_max_, v_min_, v_max_;  // per column of V, exact
   double gamma_d_, eta_d_, gamma_n_, eta_n_;  // a priori error constants of the two products
   double shift_;  // ln 2 bit_width(N) >= ln N, added to each row's shift: every e_ij <= 1/N
 };
+
+/// The whole head through APrioriHead, row blocks on the library's threads: bounds of
+/// softmax(s Q K^T) V with the variant's modifiers (no dropout; input_error for one).
+BoundsMatrix a_priori_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
+                                const ScaleBounds& scale, const Mask* mask, const ScoreModifiers& modifiers);
 
 }  // namespace attnrank::detail
