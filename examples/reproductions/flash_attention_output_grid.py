@@ -18,6 +18,13 @@ kernels under test, then reports the float rule next to the same rule on true er
 and counts the cases where they disagree: a false pass (the rule passes an output whose true
 error breaks it) and a false fail (the rule fails an output that keeps it).
 
+``--test varlen`` walks test_flash_attn_varlen_output's grid instead (23,232 cases: its pairs,
+(1, 147) among them, and head dims; batch 4 and 9 heads, 3 K/V heads for GQA; no softcap; the
+KV cache in float8_e5m2 or not): each batch element is a sequence of a random length (as
+generate_random_padding_mask(mode="random") draws it), the kernels and references run
+sequence by sequence, their outputs packed as flash_attn_varlen_func returns them, and the
+check reads the packed tensors with their cu_seqlens.
+
 Kernels: "blocked" -- a FlashAttention-style kernel written here (common.blocked_attention:
 blocks of 64 keys, online softmax in float32, probabilities rounded to the dtype before the
 P V product, the output rounded to the dtype) --, the same with its output accumulator rounded
@@ -33,7 +40,7 @@ cluster's work: give ``--scheduler``), ``--grid sample --cases N`` a seeded unif
 ``--grid quick --cases N`` one among the pairs of at most 256 keys and head dims up to 64.
 
 usage:
-  flash_attention_output_grid.py [--grid quick|sample|full] [--cases N] [--batch B]
+  flash_attention_output_grid.py [--test output|varlen] [--grid quick|sample|full] [--cases N] [--batch B]
       [--scheduler ADDRESS | --local-cluster WORKERS] [--seed S] [--json FILE] [--details]
   flash_attention_output_grid.py --saved DIR [--json FILE]
     DIR: one folder per case saved from a GPU run, with q, k, v (FlashAttention's (B, S, H, d)),
@@ -60,10 +67,20 @@ from common import (attention_ref, blocked_attention, has_saved, load, local_kee
 PAIRS = [(113, 203), (128, 217), (113, 211), (108, 256), (256, 512), (512, 256), (1024, 1024), (1023, 1024),
          (1024, 1023), (2048, 2048)]
 DIMS = [32, 40, 59, 64, 96, 111, 128, 160, 192, 224, 256]
+# test_flash_attn_varlen_output's own lists.
+VARLEN_PAIRS = [(1, 147)] + PAIRS
+VARLEN_DIMS = [32, 59, 64, 80, 96, 111, 128, 160, 192, 224, 256]
 
 
-def full_grid():
-    """Every case of test_flash_attn_output but deterministic and kvpacked, in its order."""
+def full_grid(test="output"):
+    """Every case of test_flash_attn_output (test="output") or test_flash_attn_varlen_output
+    ("varlen") but deterministic and kvpacked, in its order."""
+    if test == "varlen":
+        return [dict(test="varlen", seqlen_q=sq, seqlen_k=sk, d=d, causal=causal, local=local, alibi=alibi,
+                     mha_type=mha, dtype=dtype, softcap=0.0, dropout_p=dropout_p, kv_cache=kv_cache)
+                for kv_cache, dropout_p, (sq, sk), d, causal, local, alibi, mha, dtype in itertools.product(
+                    (None, "e5m2"), (0.0, 0.17), VARLEN_PAIRS, VARLEN_DIMS, (False, True), (False, True),
+                    (False, True), ("mha", "mqa", "gqa"), ("float16", "bfloat16"))]
     cases = []
     for softcap, dropout_p, (sq, sk), d, causal, local, alibi, mha, dtype in itertools.product(
             (0.0, 50.0), (0.0, 0.17), PAIRS, DIMS, (False, True), (False, True), (False, True),
@@ -85,15 +102,27 @@ def chosen_cases(grid, kind, cases, seed):
     return sorted(random.Random(seed).sample(list(pool), min(cases, len(pool))))
 
 
+def round_to_e5m2(x):
+    """x (float16 or bfloat16, within float16's range) rounded to FP8 E5M2, to nearest even, in
+    x's dtype: float16 with its mantissa cut from 10 bits to 2 (FlashAttention's kv_cache_dtype)."""
+    bits = x.to(torch.float16).view(torch.int16).to(torch.int32) & 0xFFFF
+    bits = (bits + 0x7F + ((bits >> 8) & 1)) & 0xFF00
+    bits = torch.where(bits >= 0x8000, bits - 0x10000, bits).to(torch.int16)
+    return bits.view(torch.float16).to(x.dtype)
+
+
 def make_case(spec, index, seed, batch):
     """The tensors of one case, drawn as test_flash_attn_output draws them (randn in the dtype,
     q scaled by the softcap, a random window, slopes rand * 0.3), from a generator seeded by
-    (seed, index): a worker makes the same case as the caller would."""
+    (seed, index): a worker makes the same case as the caller would. A varlen case also draws each
+    sequence's lengths as generate_random_padding_mask(mode="random") does (from max(1, S - 20) to
+    S), and rounds K and V to E5M2 with kv_cache "e5m2"."""
     g = torch.Generator().manual_seed(seed * 1_000_003 + index)
     dtype = getattr(torch, spec["dtype"])
     sq, sk, d = spec["seqlen_q"], spec["seqlen_k"], spec["d"]
-    nheads = 6 if spec["softcap"] == 0 else 4
-    nheads_k = nheads if spec["mha_type"] == "mha" else (1 if spec["mha_type"] == "mqa" else 2)
+    varlen = spec.get("test") == "varlen"
+    nheads = 9 if varlen else 6 if spec["softcap"] == 0 else 4
+    nheads_k = nheads if spec["mha_type"] == "mha" else (1 if spec["mha_type"] == "mqa" else (3 if varlen else 2))
     q = torch.randn(batch, sq, nheads, d, generator=g).to(dtype)
     if spec["softcap"] > 0:
         q = q * spec["softcap"]  # "Ensure the values of qk are at least within softcap range"
@@ -104,8 +133,46 @@ def make_case(spec, index, seed, batch):
         window = (window[0], 0)
     slopes = torch.rand(batch, nheads, generator=g) * 0.3 if spec["alibi"] else None
     dropout = (torch.rand(batch, nheads, sq, sk, generator=g) >= spec["dropout_p"]) if spec["dropout_p"] > 0 else None
-    return dict(q=q, k=k, v=v, causal=spec["causal"], window=window, alibi_slopes=slopes, softcap=spec["softcap"],
+    case = dict(q=q, k=k, v=v, causal=spec["causal"], window=window, alibi_slopes=slopes, softcap=spec["softcap"],
                 dropout_mask=dropout, dropout_p=spec["dropout_p"])
+    if varlen:
+        case["lengths_q"] = torch.randint(max(1, sq - 20), sq + 1, (batch,), generator=g).tolist()
+        case["lengths_k"] = torch.randint(max(1, sk - 20), sk + 1, (batch,), generator=g).tolist()
+        if spec.get("kv_cache") == "e5m2":
+            case["k"], case["v"] = round_to_e5m2(k), round_to_e5m2(v)
+    return case
+
+
+def per_sequence(case, fn):
+    """fn(q, k, v, variant) on the case: on the whole (B, S, H, d) tensors, or, for a varlen
+    case, on each sequence's first lengths_q[b] queries and lengths_k[b] keys (its slopes row and
+    dropout block), the outputs packed as FlashAttention's varlen output (total_q, H, d)."""
+    variant = dict(window=case["window"], alibi_slopes=case["alibi_slopes"], softcap=case["softcap"],
+                   dropout_mask=case["dropout_mask"], dropout_p=case["dropout_p"])
+    if "lengths_q" not in case:
+        return fn(case["q"], case["k"], case["v"], variant)
+    outs = []
+    for b, (lq, lk) in enumerate(zip(case["lengths_q"], case["lengths_k"])):
+        one = dict(variant)
+        if case["alibi_slopes"] is not None:
+            one["alibi_slopes"] = case["alibi_slopes"][b:b + 1]
+        if case["dropout_mask"] is not None:
+            one["dropout_mask"] = case["dropout_mask"][b:b + 1, :, :lq, :lk]
+        out = fn(case["q"][b:b + 1, :lq], case["k"][b:b + 1, :lk], case["v"][b:b + 1, :lk], one)
+        if out is None:
+            return None
+        outs.append(out[0])
+    return torch.cat(outs, 0)
+
+
+def packed(case, name):
+    """Tensor q, k or v of a varlen case as FlashAttention's varlen functions take it: (total, H, d)."""
+    lengths = case["lengths_q"] if name == "q" else case["lengths_k"]
+    return torch.cat([case[name][b, :n] for b, n in enumerate(lengths)], 0)
+
+
+def offsets(lengths):
+    return torch.tensor([0] + list(itertools.accumulate(lengths)), dtype=torch.int32)
 
 
 def band(e):
@@ -116,9 +183,14 @@ def band(e):
 
 
 def certified_error(attnrank, case, out):
-    """err(out): attnrank.check_kernel's band on max |out - exact| for this case's variant."""
-    t = [x.transpose(1, 2) for x in (case["q"], case["k"], case["v"], out)]
+    """err(out): attnrank.check_kernel's band on max |out - exact| for this case's variant (a
+    varlen case's packed tensors with its cu_seqlens, the dropout mask padded as there)."""
     kw = dict(softcap=case["softcap"])
+    if "lengths_q" in case:
+        t = [packed(case, "q"), packed(case, "k"), packed(case, "v"), out]
+        kw.update(cu_seqlens_q=offsets(case["lengths_q"]), cu_seqlens_k=offsets(case["lengths_k"]))
+    else:
+        t = [x.transpose(1, 2) for x in (case["q"], case["k"], case["v"], out)]
     if case["window"] is not None:
         kw["window_size"] = case["window"]
     elif case["causal"]:
@@ -132,8 +204,9 @@ def certified_error(attnrank, case, out):
 
 
 def has_empty_row(case):
-    n_q, n_k = case["q"].shape[1], case["k"].shape[1]
-    return not bool(local_keep(n_q, n_k, case["causal"], case["window"]).any(dim=1).all())
+    pairs = (zip(case["lengths_q"], case["lengths_k"]) if "lengths_q" in case
+             else [(case["q"].shape[1], case["k"].shape[1])])
+    return any(not bool(local_keep(n_q, n_k, case["causal"], case["window"]).any(dim=1).all()) for n_q, n_k in pairs)
 
 
 def true_rule(e_out, e_pt):
@@ -147,15 +220,14 @@ def true_rule(e_out, e_pt):
 def judge(name, spec, case, kernels):
     """Rows for one case: per kernel, the float rule and the true rule side by side."""
     import attnrank
-    variant = dict(window=case["window"], alibi_slopes=case["alibi_slopes"], softcap=case["softcap"],
-                   dropout_mask=case["dropout_mask"], dropout_p=case["dropout_p"])
-    q, k, v = case["q"], case["k"], case["v"]
+    causal = case["causal"]
     out_ref = case.get("out_ref")
     if out_ref is None:
-        out_ref = attention_ref(q, k, v, case["causal"], upcast=True, **variant)
+        out_ref = per_sequence(case, lambda q, k, v, var: attention_ref(q, k, v, causal, upcast=True, **var))
     out_pt = case.get("out_pt")
     if out_pt is None:
-        out_pt = attention_ref(q, k, v, case["causal"], upcast=False, reorder_ops=True, **variant)
+        out_pt = per_sequence(case, lambda q, k, v, var: attention_ref(q, k, v, causal, upcast=False,
+                                                                       reorder_ops=True, **var))
     e_ref, _ = certified_error(attnrank, case, out_ref)
     e_pt, _ = certified_error(attnrank, case, out_pt)
     d_pt = max_diff(out_pt, out_ref)
@@ -165,7 +237,7 @@ def judge(name, spec, case, kernels):
         d_out = max_diff(out, out_ref)
         rule = "passes" if d_out <= 2 * d_pt else "fails"
         truth, ratio = true_rule(e_out, e_pt)
-        rows.append(dict(case=name, kernel=kernel, **spec, window=case["window"], shape=list(q.shape),
+        rows.append(dict(case=name, kernel=kernel, **spec, window=case["window"], shape=list(case["q"].shape),
                          empty_rows=has_empty_row(case),
                          err_out=list(e_out), err_pt=list(e_pt), err_ref=list(e_ref), diff_out_ref=d_out,
                          diff_pt_ref=d_pt, rule=rule, true_rule=truth, true_ratio=list(ratio), method=method,
@@ -184,16 +256,17 @@ def run_generated(spec, index, seed, batch):
     name = (f"#{index} {spec['dtype']} {spec['seqlen_q']}x{spec['seqlen_k']} d={spec['d']} {spec['mha_type']}"
             + "".join(f" {f}" for f in ("causal", "local", "alibi") if spec[f])
             + (f" softcap={spec['softcap']:g}" if spec["softcap"] else "")
-            + (f" dropout={spec['dropout_p']:g}" if spec["dropout_p"] else ""))
-    variant = dict(window=case["window"], alibi_slopes=case["alibi_slopes"], softcap=case["softcap"],
-                   dropout_mask=case["dropout_mask"], dropout_p=case["dropout_p"])
-    kernels = {"blocked": blocked_attention(case["q"], case["k"], case["v"], case["causal"], p_in_dtype=True,
-                                            **variant),
-               "blocked, dtype accumulator": blocked_attention(case["q"], case["k"], case["v"], case["causal"],
-                                                               p_in_dtype=True, acc_in_dtype=True, **variant)}
-    pt = torch_attention_variant(case["q"], case["k"], case["v"], case["causal"], window=case["window"],
-                                 alibi_slopes=case["alibi_slopes"], softcap=case["softcap"],
-                                 dropout_mask=case["dropout_mask"])
+            + (f" dropout={spec['dropout_p']:g}" if spec["dropout_p"] else "")
+            + (" varlen" if spec.get("test") == "varlen" else "")
+            + (f" kv_cache={spec['kv_cache']}" if spec.get("kv_cache") else ""))
+    causal = case["causal"]
+    kernels = {"blocked": per_sequence(case, lambda q, k, v, var: blocked_attention(q, k, v, causal, p_in_dtype=True,
+                                                                                     **var)),
+               "blocked, dtype accumulator": per_sequence(case, lambda q, k, v, var: blocked_attention(
+                   q, k, v, causal, p_in_dtype=True, acc_in_dtype=True, **var))}
+    pt = per_sequence(case, lambda q, k, v, var: torch_attention_variant(
+        q, k, v, causal, window=var["window"], alibi_slopes=var["alibi_slopes"], softcap=var["softcap"],
+        dropout_mask=var["dropout_mask"]))
     if pt is not None:
         kernels["torch SDPA"] = pt
     return dict(case=name, index=index, rows=judge(name, spec, case, kernels))
@@ -285,6 +358,8 @@ def details(rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grid", choices=("quick", "sample", "full"), default="quick")
+    parser.add_argument("--test", choices=("output", "varlen"), default="output",
+                        help="which test's grid: test_flash_attn_output or test_flash_attn_varlen_output")
     parser.add_argument("--cases", type=int, default=24, help="cases of --grid sample and quick (default 24)")
     parser.add_argument("--batch", type=int, default=None, help="batch size (FlashAttention's 4; quick: 1)")
     parser.add_argument("--saved", help="a folder of cases saved from a GPU run (see the usage)")
@@ -306,7 +381,7 @@ def main():
         for name, spec, case, kernels in saved_cases(args.saved):
             records.append(dict(case=name, rows=judge(name, spec, case, kernels)))
     else:
-        grid = full_grid()
+        grid = full_grid(args.test)
         indexed = [(grid[i], i) for i in chosen_cases(grid, args.grid, args.cases, args.seed)]
         batch = args.batch or (1 if args.grid == "quick" else 4)
         if args.scheduler or args.local_cluster:
@@ -342,7 +417,8 @@ def main():
     print(f"\n{len(records)} cases in {time.perf_counter() - start:.0f} s")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"seed": args.seed, "torch": torch.__version__, "grid": args.grid, "records": records}, f,
+            json.dump({"seed": args.seed, "torch": torch.__version__, "grid": args.grid, "test": args.test,
+                       "records": records}, f,
                       indent=1)
 
 

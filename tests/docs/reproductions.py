@@ -217,6 +217,30 @@ def test_flash_attention_output_grid(tmp_path):
     assert "false passes" in stdout
 
 
+def test_flash_attention_varlen_output_grid(tmp_path):
+    """test_flash_attn_varlen_output's grid: packed sequences of random lengths (FlashAttention's
+    padding masks), K and V in the KV cache's E5M2 too, checked with their cu_seqlens; the laws of
+    any correct run hold and the blocked kernels keep both rules."""
+    data, _ = run("flash_attention_output_grid", "--test", "varlen", "--grid", "quick", "--cases", "8",
+                  tmp_path=tmp_path)
+    rows = grid_rows(data)
+    assert data["test"] == "varlen" and len(data["records"]) == 8
+    assert all(r["test"] == "varlen" for r in rows)
+    check_grid_rows(rows)
+    assert all(r["disagreement"] is None for r in rows if r["kernel"] != "torch SDPA")
+    sys.path.insert(0, SCRIPTS)
+    import flash_attention_output_grid as grid
+    # E5M2 rounding: float16 with 2 mantissa bits, to nearest even, both signs.
+    x = torch.tensor([1.1, 1.2, 1.125, 1.375, -1.375, 3.0, 57344.0], dtype=torch.float16)
+    assert grid.round_to_e5m2(x).tolist() == [1.0, 1.25, 1.0, 1.5, -1.5, 3.0, 57344.0]
+    y = torch.randn(4096, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+    r = grid.round_to_e5m2(y).to(torch.float16)
+    assert bool(((r.view(torch.int16) & 0xFF) == 0).all())
+    assert float((r.float() - y.float()).abs().max()) <= 0.5
+    specs = grid.full_grid("varlen")
+    assert len(specs) == 2 * 2 * 11 * 11 * 2 * 2 * 2 * 3 * 2  # kv_cache, dropout, pairs, d, causal, local, alibi, mha, dtype
+
+
 def test_flash_attention_output_grid_on_dask(tmp_path):
     """The cluster path gives the rows the local run gives (each case is drawn from its own seed)."""
     pytest.importorskip("distributed", reason="python3-distributed (Dask) is not installed")
