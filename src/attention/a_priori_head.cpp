@@ -4,7 +4,6 @@
 #include <attnrank/attention/detail/score_tile.hpp>
 #include <attnrank/numbers/a_priori_product.hpp>
 #include <attnrank/numbers/certified_tanh.hpp>
-#include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/numbers/detail/infinity.hpp>
 #include <attnrank/numbers/detail/vector_exp.hpp>
 
@@ -333,23 +332,6 @@ BoundsMatrix APrioriHead::rows(Index first, Index count) const {
     rounding_barrier(out.lo);
     rounding_barrier(out.hi);
   }
-  return out;
-}
-
-BoundsMatrix a_priori_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
-                                const ScaleBounds& scale, const Mask* mask, const ScoreModifiers& modifiers) {
-  const APrioriHead head(Q, K, V, scale, mask, modifiers);
-  BoundsMatrix out{Eigen::MatrixXd(Q.rows(), V.cols()), Eigen::MatrixXd(Q.rows(), V.cols())};
-  const double work = static_cast<double>(Q.rows()) * static_cast<double>(K.rows()) *
-                      static_cast<double>(Q.cols() + V.cols());
-  // 256 rows a block amortise packing K^T and V for the block's two GEMMs.
-  for_row_blocks(static_cast<long>(Q.rows()), work / 50, [&](long begin, long end) {
-    for (Index first = begin; first < end; first += 256) {
-      const BoundsMatrix block = head.rows(first, std::min<Index>(256, end - first));
-      out.lo.middleRows(first, block.lo.rows()) = block.lo;
-      out.hi.middleRows(first, block.hi.rows()) = block.hi;
-    }
-  });
   return out;
 }
 

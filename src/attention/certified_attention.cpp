@@ -43,6 +43,37 @@ void resize(BoundsMatrix& M, Index rows, Index cols) {
   M.hi.resize(rows, cols);
 }
 
+/// Every row block of the fused head on the library's threads: 256 rows a block amortise
+/// packing K^T and V for the block's two GEMMs.
+void fused_rows(const detail::APrioriHead& head, Index n, double work, BoundsMatrix& output) {
+  detail::for_row_blocks(static_cast<long>(n), work / 50, [&](long begin, long end) {
+    for (Index first = begin; first < end; first += 256)
+      put_rows(output, first, head.rows(first, std::min<Index>(256, end - first)));
+  });
+}
+
+/// input_error unless Q, K, V have consistent shapes and finite entries, the scale bounds
+/// are a positive band and the mask fits (certified_attention's contract).
+void require_attention_inputs(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
+                              const ScaleBounds& scale, const Mask* mask) {
+  if (Q.rows() < 1 || K.rows() < 1 || Q.cols() < 1 || V.cols() < 1)
+    throw input_error("attention: Q is " + shape(Q) + ", K " + shape(K) + ", V " + shape(V) +
+                      "; every one needs at least one row and one column");
+  if (K.cols() != Q.cols())
+    throw input_error("attention: Q is " + shape(Q) + " but K is " + shape(K) + " (their columns must agree)", "K");
+  if (V.rows() != K.rows())
+    throw input_error("attention: K is " + shape(K) + " but V is " + shape(V) + " (one row of V per key)", "V");
+  detail::require_finite(Matrix<double>(Q), "Q");
+  detail::require_finite(Matrix<double>(K), "K");
+  detail::require_finite(Matrix<double>(V), "V");
+  if (!(scale.lo > 0 && scale.lo <= scale.hi && std::isfinite(scale.hi)))
+    throw input_error("attention: the scale bounds must satisfy 0 < lo <= hi < inf");
+  if (mask && (mask->size() != Q.rows() || mask->cols() != K.rows()))
+    throw input_error("attention: the mask is " + std::to_string(mask->size()) + " x " + std::to_string(mask->cols()) +
+                      " but Q has " + std::to_string(Q.rows()) + " rows and K " + std::to_string(K.rows()) +
+                      " (one mask row per query, one column per key)");
+}
+
 }  // namespace
 
 namespace detail {
@@ -59,16 +90,8 @@ HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMa
     for (BoundsMatrix* m : {&out.scores, &out.scaled, &out.weights}) resize(*m, n, keys);
   const double work = static_cast<double>(n) * static_cast<double>(keys) *
                       static_cast<double>(Q.mid.cols() + V.mid.cols());
-  if (a_priori) {
-    // One fused pass per block (attention/detail/a_priori_head.hpp); 256 rows amortise
-    // packing K^T and V for the block's two GEMMs.
-    const APrioriHead head(Q.mid, K.mid, V.mid, scale, mask);
-    for_row_blocks(static_cast<long>(n), work / 50, [&](long begin, long end) {
-      for (Index first = begin; first < end; first += 256) {
-        const Index rows = std::min<Index>(256, end - first);
-        put_rows(out.output, first, head.rows(first, rows));
-      }
-    });
+  if (a_priori) {  // one fused pass per block (attention/detail/a_priori_head.hpp)
+    fused_rows(APrioriHead(Q.mid, K.mid, V.mid, scale, mask), n, work, out.output);
     return out;
   }
   const BallMatrix KT{K.mid.transpose(), K.rad.transpose()};
@@ -96,26 +119,30 @@ HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMa
 
 BoundsMatrix certified_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
                                  const ScaleBounds& scale, const Mask* mask, AttentionProducts products) {
-  if (Q.rows() < 1 || K.rows() < 1 || Q.cols() < 1 || V.cols() < 1)
-    throw input_error("attention: Q is " + shape(Q) + ", K " + shape(K) + ", V " + shape(V) +
-                      "; every one needs at least one row and one column");
-  if (K.cols() != Q.cols())
-    throw input_error("attention: Q is " + shape(Q) + " but K is " + shape(K) + " (their columns must agree)", "K");
-  if (V.rows() != K.rows())
-    throw input_error("attention: K is " + shape(K) + " but V is " + shape(V) + " (one row of V per key)", "V");
-  detail::require_finite(Matrix<double>(Q), "Q");
-  detail::require_finite(Matrix<double>(K), "K");
-  detail::require_finite(Matrix<double>(V), "V");
-  if (!(scale.lo > 0 && scale.lo <= scale.hi && std::isfinite(scale.hi)))
-    throw input_error("attention: the scale bounds must satisfy 0 < lo <= hi < inf");
-  if (mask && (mask->size() != Q.rows() || mask->cols() != K.rows()))
-    throw input_error("attention: the mask is " + std::to_string(mask->size()) + " x " + std::to_string(mask->cols()) +
-                      " but Q has " + std::to_string(Q.rows()) + " rows and K " + std::to_string(K.rows()) +
-                      " (one mask row per query, one column per key)");
+  require_attention_inputs(Q, K, V, scale, mask);
   const auto point = [](const Eigen::MatrixXd& M) {
     return BallMatrix{M, Eigen::MatrixXd::Zero(M.rows(), M.cols())};
   };
   return detail::certified_head(point(Q), point(K), point(V), scale, mask, false, products).output;
 }
+
+namespace detail {
+
+BoundsMatrix a_priori_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
+                                const ScaleBounds& scale, const Mask* mask, const ScoreModifiers& modifiers) {
+  require_attention_inputs(Q, K, V, scale, mask);
+  validate(modifiers);
+  if (modifiers.bias && (modifiers.bias->rows() != Q.rows() || modifiers.bias->cols() != K.rows()))
+    throw input_error("attention: the bias is " + shape(*modifiers.bias) + " but the scores are " +
+                      std::to_string(Q.rows()) + " x " + std::to_string(K.rows()));
+  BoundsMatrix out;
+  resize(out, Q.rows(), V.cols());
+  fused_rows(APrioriHead(Q, K, V, scale, mask, modifiers), Q.rows(),
+             static_cast<double>(Q.rows()) * static_cast<double>(K.rows()) * static_cast<double>(Q.cols() + V.cols()),
+             out);
+  return out;
+}
+
+}  // namespace detail
 
 }  // namespace attnrank

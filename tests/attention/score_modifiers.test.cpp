@@ -327,6 +327,17 @@ TEST_CASE("attnrank::check_kernel with score modifiers") {
     options.sinks = {};
     options.alibi_slopes = {NAN};
     CHECK_THROWS_WITH(check_kernel({M}, {M}, {M}, {M}, nullptr, options), Catch::Contains("ALiBi slope"));
+    // The fused pass with a variant checks its inputs as the plain one does.
+    options.alibi_slopes = {};
+    options.softcap = 50;
+    Eigen::MatrixXd bad = M;
+    bad(1, 0) = NAN;
+    CHECK_THROWS_AS(check_kernel({bad}, {M}, {M}, {M}, nullptr, options), input_error);
+    ScoreModifiers m;
+    m.softcap = 50;
+    CHECK_THROWS_AS(detail::a_priori_attention(bad, M, M, ScaleBounds::exactly(1), nullptr, m), input_error);
+    m.keep = &M;  // dropout is not fused
+    CHECK_THROWS_AS(detail::a_priori_attention(M, M, M, ScaleBounds::exactly(1), nullptr, m), input_error);
   }
 }
 

@@ -88,7 +88,9 @@ class APrioriHead {
 };
 
 /// The whole head through APrioriHead, row blocks on the library's threads: bounds of
-/// softmax(s Q K^T) V with the variant's modifiers (no dropout; input_error for one).
+/// softmax(s Q K^T) V with the variant's modifiers. Checks its inputs as certified_attention
+/// does (input_error for bad shapes, a non-finite entry, an invalid modifier or dropout).
+/// Defined in certified_attention.cpp, beside the plain head's use of the same loop.
 BoundsMatrix a_priori_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
                                 const ScaleBounds& scale, const Mask* mask, const ScoreModifiers& modifiers);
 
