@@ -24,7 +24,7 @@ void add_example_command(CLI::App& app, Run& run) {
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &run] {
     const auto layer = worked_example::layer<Rational>();
-    LayerQuestion q{LayerTier::interval, opt->digits, 0, {}};
+    LayerQuestion q{LayerTier::interval, DecimalFormat::decimals(opt->digits), 0, {}};
     if (auto m = run.read_mask(opt->mask, worked_example::X().rows(), "the example's X")) q.masks.push_back(std::move(*m));
     const std::vector<Mask>& masks = q.masks;
     const LayerAnalysis t = analyze_layer(layer, worked_example::X(), q);

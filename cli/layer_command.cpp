@@ -8,6 +8,7 @@
 #include <attnrank/io/safetensors.hpp>
 #include <attnrank/io/torch_weights.hpp>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,7 +32,7 @@ void add_layer_command(CLI::App& app, Run& run) {
     std::string x, wq, wk, wv, wo, state_dict, tier = "interval";
     bool torch_layout = false;
     long heads = 0;
-    int digits = 6;
+    std::optional<int> digits, significant;
     unsigned bits = 128;
     std::vector<std::string> masks;
     bool json = false;
@@ -57,7 +58,13 @@ void add_layer_command(CLI::App& app, Run& run) {
                   "interval (default: exact projections, then certified), certified-double (certified, in doubles; "
                   "hands over to interval when a digit is not certain), mp (MPFR, uncertified) or double")
       ->check(CLI::IsMember({"double", "certified-double", "mp", "interval"}));
-  cmd->add_option("--digits", opt->digits, "Decimals to print (default 6)")->check(CLI::Range(0, max_digits));
+  auto* digits = cmd->add_option("--digits", opt->digits,
+                                 "Decimals after the point (default: 6 for text; --json: 17 significant digits)")
+                     ->check(CLI::Range(0, max_digits));
+  cmd->add_option("--significant", opt->significant,
+                  "Significant digits instead (scientific notation: small weights keep their digits)")
+      ->check(CLI::Range(1, max_digits))
+      ->excludes(digits);
   cmd->add_option("--bits", opt->bits, "Working precision in bits for mp and interval (default 128)")
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
   cmd->add_option("--mask", opt->masks,
@@ -85,7 +92,9 @@ void add_layer_command(CLI::App& app, Run& run) {
     if (opt->masks.size() > 1 && static_cast<long>(opt->masks.size()) != opt->heads)
       throw input_error(std::to_string(opt->masks.size()) + " --mask options for " + std::to_string(opt->heads) +
                         " heads: give --mask once for every head, or once per head");
-    LayerQuestion q{parse_layer_tier(opt->tier), opt->digits, opt->bits, {}};
+    LayerQuestion q{parse_layer_tier(opt->tier), std::nullopt, opt->bits, {}, opt->json};
+    if (opt->digits) q.format = DecimalFormat::decimals(*opt->digits);
+    if (opt->significant) q.format = DecimalFormat::significant(*opt->significant);
     for (const std::string& m : opt->masks)
       if (auto mask = run.read_mask(m, X.rows(), opt->x + " (X)")) q.masks.push_back(std::move(*mask));
       else if (opt->masks.size() > 1) q.masks.push_back(Mask::full(X.rows()));

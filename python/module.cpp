@@ -327,14 +327,17 @@ PYBIND11_MODULE(_attnrank, m) {
   m.def(
       "layer",
       [](const Matrix<Rational>& x, const Matrix<Rational>& wq, const Matrix<Rational>& wk, const Matrix<Rational>& wv,
-         const Matrix<Rational>& wo, Eigen::Index heads, const std::string& tier, int digits, unsigned bits,
-         std::vector<Mask> masks) {
+         const Matrix<Rational>& wo, Eigen::Index heads, const std::string& tier, std::optional<int> digits,
+         std::optional<int> significant, unsigned bits, std::vector<Mask> masks) {
         if (heads < 1) throw input_error("heads = " + std::to_string(heads) + ": a layer has at least one head");
-        LayerQuestion q{parse_layer_tier(tier), digits, bits, std::move(masks)};
+        if (digits && significant) throw input_error("give digits (decimals) or significant digits, not both");
+        LayerQuestion q{parse_layer_tier(tier), std::nullopt, bits, std::move(masks), true};
+        if (digits) q.format = DecimalFormat::decimals(*digits);
+        if (significant) q.format = DecimalFormat::significant(*significant);
         return released([&] { return to_json(analyze_layer(MultiHeadAttention<Rational>(wq, wk, wv, wo, heads), x, q)); });
       },
       py::arg("x"), py::arg("wq"), py::arg("wk"), py::arg("wv"), py::arg("wo"), py::arg("heads"), py::arg("tier"),
-      py::arg("digits"), py::arg("bits"), py::arg("masks"));
+      py::arg("digits"), py::arg("significant"), py::arg("bits"), py::arg("masks"));
   m.def(
       "scan",
       [](const py::array_t<double, py::array::c_style | py::array::forcecast>& heads,

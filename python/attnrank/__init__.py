@@ -249,12 +249,14 @@ def _as_arrays(node):
     return node
 
 
-def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, mask=None, bits=None):
+def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, significant=None, mask=None, bits=None):
     """Multi-head attention on ``x`` with weights in attnrank's layout (``Q = x wq``; see
     ``from_torch`` for PyTorch's), with every intermediate. ``tier`` is "double", "mp"
     (MPFR), "certified-double" or "interval" (certified: every printed digit proven).
     Matrices come back as NumPy arrays for "double" (the tier's own doubles) and as
-    decimal strings otherwise (``digits`` of them, default 6). ``mask`` is one mask for
+    decimal strings otherwise: ``significant`` significant digits or ``digits`` decimals
+    after the point; by default 17 significant digits, which read back as the doubles
+    computed (fixed decimals would turn small weights into 0). ``mask`` is one mask for
     every head ("causal", "none" or a 0/1 array) or a list with one per head."""
     xm = exact_matrix(x, "x")
     n = xm.shape[0]
@@ -263,14 +265,14 @@ def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, mask=None, bi
     else:
         one = _mask(mask, n)
         masks = [] if one is None else [one]
-    if digits is None:
-        digits = 17 if tier == "double" else 6  # 17: every double's digits, so the arrays are the tier's values
     if bits is None:
         bits = 128
     result = _core.layer(xm, exact_matrix(wq, "wq"), exact_matrix(wk, "wk"), exact_matrix(wv, "wv"),
                          exact_matrix(wo, "wo"), _integer("heads", heads, _INDEX), str(tier),
-                         _integer("digits", digits, (1, 1 << 20), "an integer >= 1"), _integer("bits", bits, _UNSIGNED),
-                         masks)
+                         None if digits is None else _integer("digits", digits, (0, 1 << 20), "an integer >= 0"),
+                         None if significant is None else _integer("significant", significant, (1, 1 << 20),
+                                                                    "an integer >= 1"),
+                         _integer("bits", bits, _UNSIGNED), masks)
     return _as_arrays(result) if tier == "double" else result
 
 

@@ -29,6 +29,7 @@ def det(M: Exact, mode: Literal["exact", "certified"] = ..., *, bits: int = ...,
 def svd(M: Exact, top: Optional[int] = ..., *, gaps: bool = ...) -> Document: ...
 def layer(x: Exact, wq: Exact, wk: Exact, wv: Exact, wo: Exact, heads: int, *,
           tier: Literal["double", "certified-double", "mp", "interval"] = ..., digits: Optional[int] = ...,
+          significant: Optional[int] = ...,
           mask: Union[MaskArg, Sequence[MaskArg]] = ..., bits: Optional[int] = ...) -> Document: ...
 def check_kernel(q: Tensor, k: Tensor, v: Tensor, candidate: Optional[Tensor] = ...,
                  reference: Optional[Tensor] = ..., *, dout: Optional[Tensor] = ..., dq: Optional[Tensor] = ...,

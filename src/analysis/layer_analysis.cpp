@@ -14,35 +14,35 @@ namespace attnrank {
 namespace {
 
 /// Formats one entry; returns false when an interval could not be rounded.
-bool format_entry(const Rational& q, int digits, std::string& out) {
-  out = boost::multiprecision::denominator(q) == 1 ? q.str() : format_fixed(q, digits);
+bool format_entry(const Rational& q, DecimalFormat f, std::string& out) {
+  out = boost::multiprecision::denominator(q) == 1 ? q.str() : format_decimal(q, f);
   return true;
 }
-bool format_entry(double x, int digits, std::string& out) {
-  out = format_fixed_point(x, digits);
+bool format_entry(double x, DecimalFormat f, std::string& out) {
+  out = std::isfinite(x) ? format_decimal(to_rational(x), f) : format_fixed_point(x, 0);
   return true;
 }
-bool format_entry(const Real& x, int digits, std::string& out) {
-  out = format_fixed_point(x, digits);
+bool format_entry(const Real& x, DecimalFormat f, std::string& out) {
+  out = scalar_traits<Real>::is_finite(x) ? format_decimal(to_rational(x), f) : format_fixed_point(x, 0);
   return true;
 }
-bool format_entry(const Interval& x, int digits, std::string& out) {
-  out = certified_or_enclosure(x, digits);
+bool format_entry(const Interval& x, DecimalFormat f, std::string& out) {
+  out = certified_or_enclosure(x, f);
   return out.front() != '[';
 }
 
 template <class T>
-TextMatrix format_matrix(const Matrix<T>& m, int digits, std::size_t& failures) {
+TextMatrix format_matrix(const Matrix<T>& m, DecimalFormat f, std::size_t& failures) {
   TextMatrix out(static_cast<std::size_t>(m.rows()), std::vector<std::string>(static_cast<std::size_t>(m.cols())));
   for (Eigen::Index i = 0; i < m.rows(); ++i)
     for (Eigen::Index j = 0; j < m.cols(); ++j)
-      if (!format_entry(m(i, j), digits, out[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)])) ++failures;
+      if (!format_entry(m(i, j), f, out[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)])) ++failures;
   return out;
 }
 
-/// Bounds lo <= x <= hi printed to `digits` decimals when both ends round to the
-/// same string (rounding is monotone, so x rounds to it too); otherwise a failure.
-TextMatrix format_matrix(const BoundsMatrix& m, int digits, std::size_t& failures) {
+/// Bounds lo <= x <= hi printed as `f` asks when both ends round to the same
+/// string (rounding is monotone, so x rounds to it too); otherwise a failure.
+TextMatrix format_matrix(const BoundsMatrix& m, DecimalFormat f, std::size_t& failures) {
   TextMatrix out(static_cast<std::size_t>(m.lo.rows()), std::vector<std::string>(static_cast<std::size_t>(m.lo.cols())));
   for (Eigen::Index i = 0; i < m.lo.rows(); ++i)
     for (Eigen::Index j = 0; j < m.lo.cols(); ++j) {
@@ -52,7 +52,7 @@ TextMatrix format_matrix(const BoundsMatrix& m, int digits, std::size_t& failure
         ++failures;
         continue;
       }
-      const std::string a = format_fixed(to_rational(lo), digits), b = format_fixed(to_rational(hi), digits);
+      const std::string a = format_decimal(to_rational(lo), f), b = format_decimal(to_rational(hi), f);
       if (a == b) {
         cell = a;
       } else {
@@ -65,11 +65,11 @@ TextMatrix format_matrix(const BoundsMatrix& m, int digits, std::size_t& failure
 
 /// Every matrix of a trace (LayerTrace in a tier, or CertifiedDoubleTrace) as text.
 template <class Trace>
-LayerAnalysis format_trace(const Trace& t, const Matrix<Rational>& X, int digits) {
+LayerAnalysis format_trace(const Trace& t, const Matrix<Rational>& X, DecimalFormat digits) {
   LayerAnalysis f;
   std::size_t failures = 0;
   f.shape = t.shape;
-  f.digits = digits;
+  f.format = digits;
   f.X = format_matrix(X, digits, failures);
   f.Q = format_matrix(t.Q, digits, failures);
   f.K = format_matrix(t.K, digits, failures);
@@ -103,9 +103,17 @@ LayerTier parse_layer_tier(const std::string& name) {
   throw input_error("unknown tier '" + name + "' (expected double, certified-double, mp or interval)");
 }
 
+DecimalFormat default_layer_format(bool for_json) {
+  return for_json ? DecimalFormat::significant(17) : DecimalFormat::decimals(6);
+}
+
 LayerAnalysis analyze_layer(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X, const LayerQuestion& q) {
   const LayerTier tier = q.tier;
-  const int digits = q.digits;
+  const DecimalFormat digits = q.format.value_or(default_layer_format(q.for_json));
+  if (digits.count < (digits.kind == DecimalFormat::Kind::significant ? 1 : 0))
+    throw input_error("digits " + std::to_string(digits.count) + " is out of range: " +
+                      (digits.kind == DecimalFormat::Kind::significant ? "at least 1 significant digit"
+                                                                       : "at least 0 decimals"));
   const unsigned bits = q.bits;
   const std::vector<Mask>& masks = q.masks;
   if (tier == LayerTier::double_precision) {
@@ -133,7 +141,7 @@ LayerAnalysis analyze_layer(const MultiHeadAttention<Rational>& layer, const Mat
       return f;
     }
     fallback = std::to_string(f.enclosures) + " entries of the certified double tier did not round to " +
-               std::to_string(digits) + " decimals with certainty; the interval tier (MPFI) computed the trace instead";
+               digits.words() + " with certainty; the interval tier (MPFI) computed the trace instead";
   }
   const CertifiedTrace c = certified_forward(layer, X, digits, bits, masks);
   // Formatted at the precision the intervals were computed at.
@@ -161,15 +169,15 @@ std::string to_text(const LayerAnalysis& t, const std::vector<std::string>& toke
          "\n";
   if (!t.fallback.empty()) out += "Note: " + t.fallback + ".\n";
   if (t.tier == "certified-double")
-    out += "Numbers: every number is certified to " + std::to_string(t.digits) +
-           " decimals by interval arithmetic on doubles (directed rounding).\n";
+    out += "Numbers: every number is certified to " + t.format.words() +
+           " by interval arithmetic on doubles (directed rounding).\n";
   else if (t.tier == "interval")
     out += "Numbers: exact where the step is exact (projections, slices, raw scores); every other number is "
-           "certified to " + std::to_string(t.digits) + " decimals by interval arithmetic at " +
+           "certified to " + t.format.words() + " by interval arithmetic at " +
            std::to_string(t.precision_bits) + " bits.\n";
   else
     out += "Numbers: tier " + t.tier + " (" + std::to_string(t.precision_bits) + " bits), " +
-           std::to_string(t.digits) + " decimals, not certified.\n";
+           t.format.words() + ", not certified.\n";
   if (!t.masks.empty()) {
     const bool shared = std::all_of(t.masks.begin(), t.masks.end(), [&](const std::string& m) { return m == t.masks[0]; });
     std::string per_head;
@@ -219,7 +227,8 @@ nlohmann::json to_json(const LayerAnalysis& t) {
   j["d_v"] = t.shape.d_v;
   j["tier"] = t.tier;
   j["bits"] = t.precision_bits;
-  j["digits"] = t.digits;
+  j["digits"] = t.format.count;
+  j["notation"] = t.format.kind == DecimalFormat::Kind::decimals ? "decimals" : "significant";
   j["certified"] = t.certified;
   j["enclosures"] = t.enclosures;
   if (!t.fallback.empty()) j["fallback"] = t.fallback;

@@ -3,6 +3,7 @@
 #include "cli_support.hpp"
 #include "support.hpp"
 
+#include <attnrank/numbers/decimal.hpp>
 #include <nlohmann/json.hpp>
 
 #include "array_support.hpp"
@@ -78,6 +79,37 @@ TEST_CASE("attnrank layer") {
     CHECK(j["output"] == i["output"]);
     CHECK_THAT(attnrank_cli("layer " + worked_example_args() + " --heads 2 --digits 20 --tier certified-double").out,
                Catch::Contains("Note: ") && Catch::Contains("interval tier (MPFI)"));
+  }
+  SECTION("--json round-trips by default: 17 significant digits, so weights far below 1e-6 keep their value") {
+    const std::string x = file("x_peaked.csv", "3,0,0,0\n0,3,0,0\n0,0,3,0\n0,0,0,3\n3,3,0,0\n");
+    const std::string w = file("w_peaked.csv", "2,0,0,0\n0,2,0,0\n0,0,2,0\n0,0,0,2\n");
+    const std::string args = "layer --x " + x + " --wq " + w + " --wk " + w + " --wv " + w + " --wo " + w + " --heads 2";
+    const auto d = nlohmann::json::parse(attnrank_cli(args + " --json --tier double").out);
+    const auto i = nlohmann::json::parse(attnrank_cli(args + " --json").out);
+    const auto six = nlohmann::json::parse(attnrank_cli(args + " --json --digits 6").out);
+    CHECK(i["notation"] == "significant");
+    CHECK(i["digits"] == 17);
+    CHECK(six["notation"] == "decimals");
+    int tiny = 0;
+    for (std::size_t h = 0; h < 2; ++h)
+      for (std::size_t r = 0; r < 5; ++r)
+        for (std::size_t c = 0; c < 5; ++c) {
+          const double dv = std::strtod(d["A"][h][r][c].get<std::string>().c_str(), nullptr);
+          const double iv = std::strtod(i["A"][h][r][c].get<std::string>().c_str(), nullptr);
+          INFO("head " << h << " (" << r << ", " << c << "): " << d["A"][h][r][c] << " vs " << i["A"][h][r][c]);
+          CHECK(iv > 0);  // softmax never gives 0; fixed decimals did
+          CHECK(std::abs(dv - iv) <= 1e-12 * iv);  // the double tier agrees to its own accuracy
+          // The double tier's strings are its doubles exactly: 17 digits read back bit for bit.
+          CHECK(format_decimal(to_rational(dv), DecimalFormat::significant(17)) == d["A"][h][r][c].get<std::string>());
+          if (iv < 5e-7) {
+            ++tiny;
+            CHECK(six["A"][h][r][c] == "0.000000");
+          }
+        }
+    CHECK(tiny > 0);  // the trap the default avoids is present in this layer
+    CHECK_THAT(attnrank_cli(args).out, Catch::Contains("certified to 6 decimals"));
+    expect_input_error(args + " --digits 3 --significant 5", "--significant");
+    expect_input_error(args + " --significant 0", "--significant");
   }
   SECTION("text output names the shape") {
     const Run r = attnrank_cli("layer " + worked_example_args() + " --heads 2");

@@ -41,6 +41,38 @@ TEST_CASE("attnrank::certified_fixed") {
   });
 }
 
+TEST_CASE("attnrank::certified_decimal") {
+  PrecisionScope scope(128);
+  const Interval tiny = scalar_traits<Interval>::from_rational(Rational(1, 3) * Rational(1, Integer(1) << 200));
+  CHECK(certified_decimal(tiny, DecimalFormat::decimals(6)) == std::string("0.000000"));  // what fixed point loses
+  CHECK(certified_decimal(tiny, DecimalFormat::significant(5)) == std::string("2.0743e-61"));
+  CHECK(DecimalFormat::significant(17).words() == "17 significant digits");
+  Interval wide;
+  mpfi_interv_d(wide.backend().data(), 0.1249, 0.1251);
+  CHECK_FALSE(certified_decimal(wide, DecimalFormat::significant(2)).has_value());  // straddles 0.125
+  CHECK(certified_or_enclosure(wide, DecimalFormat::significant(2)) == "[1.2e-01, 1.3e-01]");
+
+  rc::prop("a certified significant rounding is the rounding of the exact value, and its enclosure contains it", [] {
+    const Rational q = *gen_rational() / *rc::gen::inRange(1, 1000) *
+                       Rational(1, Integer(1) << *rc::gen::inRange(0, 1100));  // down to subnormal magnitudes
+    const int digits = *rc::gen::inRange(1, 40);
+    PrecisionScope local(*rc::gen::inRange(24u, 300u));
+    const Interval x = scalar_traits<Interval>::from_rational(q);
+    const DecimalFormat f = DecimalFormat::significant(digits);
+    if (const auto s = certified_decimal(x, f)) RC_ASSERT(*s == format_significant(q, digits));
+    const std::string e = certified_or_enclosure(x, f);
+    if (e.front() == '[') {
+      const std::size_t comma = e.find(", ");
+      RC_ASSERT(parse_rational(e.substr(1, comma - 1)) <= q);
+      RC_ASSERT(q <= parse_rational(e.substr(comma + 2, e.size() - comma - 3)));
+    }
+  });
+  rc::prop("17 significant digits read back as the double written", [](double x) {
+    RC_PRE(std::isfinite(x));
+    RC_ASSERT(std::strtod(format_decimal(to_rational(x), DecimalFormat::significant(17)).c_str(), nullptr) == x);
+  });
+}
+
 TEST_CASE("attnrank::format_upper_bound") {
   CHECK(format_upper_bound(0.375111) == "3.76e-01");
   CHECK(format_upper_bound(0.0) == "0");

@@ -87,6 +87,23 @@ def test_layer_tiers_agree_and_double_gives_arrays():
     assert np.max(np.abs(certified - d["output"])) < 1e-12
 
 
+def test_layer_keeps_small_weights_by_default():
+    """The default writes 17 significant digits: a weight of 1e-11 is 1e-11, not 0.000000,
+    and the certified strings read back within 1e-15 relative of the double tier's arrays."""
+    x = 3.0 * np.vstack([np.eye(4), [[1, 1, 0, 0]]])
+    w = 2.0 * np.eye(4)
+    d = attnrank.layer(x, w, w, w, w, 2)
+    c = attnrank.layer(x, w, w, w, w, 2, tier="interval")
+    assert c["notation"] == "significant" and c["digits"] == 17
+    certified = np.array([[[float(v) for v in row] for row in head] for head in c["A"]])
+    assert certified.min() > 0 and certified.min() < 1e-9
+    assert np.allclose(certified, d["A"], rtol=1e-12, atol=0)
+    fixed = attnrank.layer(x, w, w, w, w, 2, tier="interval", digits=6)
+    assert fixed["notation"] == "decimals" and "0.000000" in np.array(fixed["A"]).ravel()
+    with pytest.raises(ValueError, match="not both"):
+        attnrank.layer(x, w, w, w, w, 2, digits=3, significant=5)
+
+
 @pytest.fixture(scope="module")
 def torch():
     return pytest.importorskip("torch")

@@ -11,9 +11,11 @@
 #include <attnrank/analysis/text_matrix.hpp>
 #include <attnrank/attention/mask.hpp>
 #include <attnrank/attention/multi_head_attention.hpp>
+#include <attnrank/numbers/decimal.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,11 +26,17 @@ enum class LayerTier { double_precision, multiprecision, interval, certified_dou
 /// Parses "double", "certified-double", "mp" or "interval"; throws input_error otherwise.
 LayerTier parse_layer_tier(const std::string& name);
 
+/// How the trace is written when the question does not say: 6 decimals for people; for
+/// JSON (a program reads it back) 17 significant digits, which read back as the doubles
+/// computed -- fixed decimals would print every weight below 5e-7 as 0.
+DecimalFormat default_layer_format(bool for_json);
+
 struct LayerQuestion {
   LayerTier tier = LayerTier::interval;
-  int digits = 6;            ///< decimals after the point
+  std::optional<DecimalFormat> format;  ///< nullopt: default_layer_format(for_json)
   unsigned bits = 128;       ///< working precision of mp and interval (interval raises it as needed)
   std::vector<Mask> masks;   ///< as MultiHeadAttention::forward: none, one for every head, or one per head
+  bool for_json = false;     ///< the trace is for a program (picks the default format)
 };
 
 struct LayerAnalysis {
@@ -40,14 +48,14 @@ struct LayerAnalysis {
   std::vector<Head> heads;
   std::string tier;             ///< "interval", "certified-double", "mp" or "double"
   unsigned precision_bits = 0;  ///< working precision of the non-linear part
-  int digits = 2;
+  DecimalFormat format;         ///< how every entry is written (decimals or significant digits)
   bool certified = false;       ///< every printed digit is proven
   std::size_t enclosures = 0;   ///< entries that could not be rounded with certainty
   std::vector<std::string> masks;  ///< Mask::name() of each head's mask; empty without masks
   std::string fallback;            ///< why certified-double handed over to the interval tier, if it did
 };
 
-/// Runs the layer on X and formats every step with q.digits decimals.
+/// Runs the layer on X and formats every step as q.format asks.
 /// interval: the linear part exact, then interval arithmetic from q.bits (at
 /// least enough for the digits), doubling the precision until every entry
 /// rounds with certainty or a cap is reached. certified-double: enclosures in

@@ -13,6 +13,7 @@
 // precise, and stays an enclosure — counted in `unrounded`, never guessed.
 
 #include <attnrank/attention/multi_head_attention.hpp>
+#include <attnrank/numbers/decimal.hpp>
 
 #include <cstddef>
 
@@ -22,7 +23,7 @@ struct CertifiedTrace {
   LayerTrace<Rational, Interval> trace;
   unsigned requested_bits = 0;  ///< the precision the last pass asked for
   unsigned bits = 0;            ///< the precision in force in it (Boost rounds up)
-  std::size_t unrounded = 0;    ///< entries still not rounding to `decimals` (ties)
+  std::size_t unrounded = 0;    ///< entries still not rounding as asked (ties)
 };
 
 /// Runs `layer` on X as above, for `decimals` decimals after the point, starting
@@ -30,5 +31,9 @@ struct CertifiedTrace {
 /// MultiHeadAttention::forward (none, one for every head, or one per head).
 CertifiedTrace certified_forward(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X, int decimals,
                                  unsigned min_bits = 0, const std::vector<Mask>& masks = {});
+/// The same for any format: `format.count` significant digits certify small
+/// weights to the same relative accuracy as large ones (fixed point rounds them to 0).
+CertifiedTrace certified_forward(const MultiHeadAttention<Rational>& layer, const Matrix<Rational>& X,
+                                 DecimalFormat format, unsigned min_bits = 0, const std::vector<Mask>& masks = {});
 
 }  // namespace attnrank

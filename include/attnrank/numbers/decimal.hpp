@@ -1,9 +1,9 @@
 #pragma once
-// Printing numbers as fixed-point decimals, exactly.
+// Printing numbers as decimals, exactly: fixed point or significant digits.
 //
 // Every value is first turned into the exact rational it stores (a double or an
 // MPFR number is a dyadic rational), then rounded once, exactly, to `decimals`
-// digits after the point (ties away from zero). Rounding to nearest is monotone,
+// digits after the point or to `significant` digits (ties away from zero). Rounding to nearest is monotone,
 // so when both ends of an interval round to the same string, every real number in
 // the interval rounds to it: that string is certified.
 
@@ -155,6 +155,48 @@ inline std::string format_scientific(const Real& x, int significant, bool up) {
 /// Both ends of x in scientific notation, rounded outward.
 inline std::pair<std::string, std::string> enclosure_scientific(const Interval& x, int significant) {
   return {format_scientific(lower_bound(x), significant, false), format_scientific(upper_bound(x), significant, true)};
+}
+
+/// How numbers are written: `count` digits after the point (fixed point, for
+/// people: "0.123457"), or `count` significant digits (scientific notation, for
+/// programs: a weight of 3.1e-9 stays 3.1e-9 instead of becoming 0.000000; 17
+/// significant digits read back as the very double written).
+struct DecimalFormat {
+  enum class Kind { decimals, significant };
+  Kind kind = Kind::decimals;
+  int count = 6;
+  static DecimalFormat decimals(int count) { return {Kind::decimals, count}; }
+  static DecimalFormat significant(int count) { return {Kind::significant, count}; }
+  /// "6 decimals", "17 significant digits": for messages.
+  std::string words() const {
+    return std::to_string(count) + (kind == Kind::decimals ? " decimals" : " significant digits");
+  }
+  /// The working precision to start a certified computation from (bits_for_decimals's rule;
+  /// significant digits are relative, which interval arithmetic on attention keeps).
+  unsigned start_bits() const { return bits_for_decimals(count); }
+};
+
+/// q rounded once, exactly, as `f` asks (ties away from zero).
+inline std::string format_decimal(const Rational& q, DecimalFormat f) {
+  return f.kind == DecimalFormat::Kind::decimals ? format_fixed(q, f.count) : format_significant(q, f.count);
+}
+
+/// The certified rounding of every real in x as `f` asks, or nothing when the
+/// ends of x round differently. Both roundings are monotone, so equal ends prove
+/// the printed string for every point between them.
+inline std::optional<std::string> certified_decimal(const Interval& x, DecimalFormat f) {
+  if (!scalar_traits<Interval>::is_finite(x)) return std::nullopt;
+  std::string lo = format_decimal(to_rational(lower_bound(x)), f);
+  if (lo != format_decimal(to_rational(upper_bound(x)), f)) return std::nullopt;
+  return lo;
+}
+
+/// x as `f` asks when certified, otherwise its outward enclosure "[lo, hi]".
+inline std::string certified_or_enclosure(const Interval& x, DecimalFormat f) {
+  if (f.kind == DecimalFormat::Kind::decimals) return certified_or_enclosure(x, f.count);
+  if (auto s = certified_decimal(x, f)) return *s;
+  const auto [lo, hi] = enclosure_scientific(x, f.count);
+  return "[" + lo + ", " + hi + "]";
 }
 
 /// The shortest decimal that reads back as x: a value the user typed, printed back as typed.
