@@ -26,11 +26,13 @@ void add_scan_command(CLI::App& app, Run& run);
 /// --refine and --time-limit S (0: none) on a command.
 struct RefineFlags {
   bool refine = false;
+  bool no_search = false;
   double time_limit = 2.0;
 };
 void add_refine_options(CLI::App* cmd, RefineFlags& flags);
-/// The options the flags ask for, with progress on the run's progress stream.
-RefineOptions refine_options(const RefineFlags& flags, RefinePolicy without_refine, Run& run, const std::string& what);
+/// The options the flags ask for (--refine: always, --no-search: never, else automatic), with
+/// progress on the run's progress stream.
+RefineOptions refine_options(const RefineFlags& flags, Run& run, const std::string& what);
 
 /// Shared option limits (docs/cli.md).
 inline constexpr int max_digits = 1000;

@@ -1,8 +1,10 @@
 #pragma once
-// The SVG figures of `attnrank appendix --svg DIR` and `attnrank reach --svg FILE`.
+// The SVG figures of `attnrank appendix --svg DIR`, `attnrank reach --svg FILE`
+// and `attnrank scan --svg FILE`.
 // They take plain doubles: pictures need no certificates, every number they show
 // is also printed, certified, by the command.
 
+#include <attnrank/analysis/scan_analysis.hpp>
 #include <attnrank/tutorial/appendix.hpp>
 
 #include <Eigen/Core>
@@ -26,5 +28,11 @@ std::vector<std::string> write_appendix_figures(const AppendixFigureData& data, 
 std::string reach_figure(const Eigen::MatrixXd& target, const Eigen::MatrixXd* approximation,
                          const Eigen::VectorXd& spectrum, Eigen::Index dk, const std::string& caption,
                          const std::string& spectrum_title);
+
+/// The scan's heatmap: rows the leading indices (layers), columns the last (heads);
+/// each cell the minimal width within epsilon (marked ≤ or ≥ when known from one
+/// side only), else E* at d_k, else the floor; the title, epsilon, d_k and mask above,
+/// axis titles, and a colour legend. Sized from its texts, so nothing is clipped.
+std::string scan_figure(const HeadStack& stack, const ScanQuestion& q, const std::vector<HeadScan>& heads);
 
 }  // namespace attnrank::cli

@@ -97,7 +97,7 @@ void add_reach_command(CLI::App& app, Run& run) {
     }
     if (dk_option->count() == 0) throw input_error("--dk is required (the head width to decide)");
     if (epsilon_option->count() > 0) q.epsilon = opt->epsilon;
-    q.refine = refine_options(opt->refine, RefinePolicy::automatic, run, "refining error_upper");
+    q.refine = refine_options(opt->refine, run, "refining error_upper");
     const ReachAnalysis r = analyze_reach(A, q);
     if (!opt->certificate.empty()) write_text_file(opt->certificate, r.certificate.dump(1) + "\n");
     if (!opt->svg.empty()) write_text_file(opt->svg, reach_svg(A, q.mask, r));

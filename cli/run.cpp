@@ -190,9 +190,12 @@ std::function<void(const SearchProgress&)> Run::search_progress(const std::strin
 }
 
 void add_refine_options(CLI::App* cmd, RefineFlags& flags) {
-    cmd->add_flag("--refine", flags.refine,
-                  "Run the optimiser (L-BFGS restarts) to sharpen the upper bounds, within --time-limit (default: "
-                  "reach runs it only when the cheap band leaves --epsilon undecided; width never)");
+  cmd->add_flag("--refine", flags.refine,
+                "Run the optimiser (L-BFGS restarts) to sharpen the upper bounds, within --time-limit (default: only "
+                "where the cheap band leaves the question open: reach's --epsilon undecided, width's bracket)");
+  cmd->add_flag("--no-search", flags.no_search,
+                "The cheap band only (the starts and a short search of fixed work): never the optimiser, so the "
+                "answer is reproducible and quick");
   cmd->add_option("--time-limit", flags.time_limit,
                   "Seconds the optimiser may run in all (0: no limit; the result is then reproducible from --seed)")
       ->check(CLI::Validator(
@@ -207,9 +210,10 @@ void add_refine_options(CLI::App* cmd, RefineFlags& flags) {
       ->capture_default_str();
 }
 
-RefineOptions refine_options(const RefineFlags& flags, RefinePolicy without_refine, Run& run, const std::string& what) {
+RefineOptions refine_options(const RefineFlags& flags, Run& run, const std::string& what) {
+  if (flags.no_search && flags.refine) throw input_error("--no-search and --refine ask opposite things; pass one");
   RefineOptions o;
-  o.policy = flags.refine ? RefinePolicy::always : without_refine;
+  o.policy = flags.refine ? RefinePolicy::always : flags.no_search ? RefinePolicy::never : RefinePolicy::automatic;
   if (flags.time_limit > 0) o.time_limit = flags.time_limit;
   else o.time_limit.reset();
   o.on_progress = run.search_progress(what);

@@ -1,10 +1,13 @@
 // attnrank scan: every head of an attention tensor (analysis/scan_analysis.hpp),
 // on all cores, as a table, one JSON document, or JSON lines streamed as heads finish.
 #include "commands.hpp"
+#include "figures.hpp"
 #include "svg.hpp"
 
 #include <attnrank/analysis/scan_analysis.hpp>
 #include <attnrank/io/double_tensor.hpp>
+#include <attnrank/io/safetensors.hpp>
+#include <attnrank/io/torch_weights.hpp>
 #include <attnrank/numbers/decimal.hpp>
 
 #include <algorithm>
@@ -38,52 +41,32 @@ HeadStack read_stack(const std::vector<std::string>& arguments, const ParseLimit
   return stack;
 }
 
-/// What the heatmap shows of a head: the minimal width (its upper bound, else
-/// its lower bound), or E* at d_k (its upper bound), or the floor.
-double heat_value(const HeadScan& h, const ScanQuestion& q) {
-  if (q.epsilon && h.width_lower) return static_cast<double>(h.width_upper.value_or(*h.width_lower));
-  if (q.dk && h.error_upper) return *h.error_upper;
-  return static_cast<double>(h.floor_upper);
-}
-
-/// Rows: every leading index but the last (layers); columns: the last (heads).
-std::string scan_svg(const HeadStack& stack, const ScanQuestion& q, const std::vector<HeadScan>& heads) {
-  std::size_t cols = 1;
-  for (const HeadScan& h : heads)
-    if (!h.index.empty()) cols = std::max(cols, h.index.back() + 1);
-  const std::size_t rows = (heads.size() + cols - 1) / cols;
-  Eigen::MatrixXd values = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
-  std::vector<std::vector<std::string>> labels(rows, std::vector<std::string>(cols));
-  double top = 0;
-  for (const HeadScan& h : heads) top = std::max(top, heat_value(h, q));
-  for (std::size_t t = 0; t < heads.size(); ++t) {
-    const double v = heat_value(heads[t], q);
-    values(static_cast<Eigen::Index>(t / cols), static_cast<Eigen::Index>(t % cols)) = top > 0 ? v / top : 0;
-    std::ostringstream l;
-    if (q.epsilon || !q.dk) l << v;
-    else l << format_upper_bound(v, 2);
-    labels[t / cols][t % cols] = l.str();
-  }
-  std::vector<std::string> row_labels, col_labels;
-  for (std::size_t r = 0; r < rows; ++r) row_labels.push_back(std::to_string(r));
-  for (std::size_t c = 0; c < cols; ++c) col_labels.push_back(std::to_string(c));
-  const std::string what = q.epsilon ? "smallest width within epsilon (certified upper bound)"
-                           : q.dk    ? "E* at d_k (certified upper bound)"
-                                     : "floor of each head (upper bound)";
-  const double cell = cols > 32 ? 14 : 28;
-  Svg svg(std::max(560.0, 80 + cell * static_cast<double>(cols) + 40), 110 + cell * static_cast<double>(rows),
-          "scan of " + stack.name);
-  heatmap(svg, 60, 60, cell, values, labels, row_labels, col_labels, stack.name + ": " + what);
-  return svg.str();
-}
-
 }  // namespace
+
+/// The heads of every attention layer of a state dict on its input (--state-dict, --x, --heads).
+template <class Options>
+HeadStack model_stack(const Options& opt, Run& run) {
+  if (opt.x.empty()) throw input_error("--state-dict needs --x: the layers' input (n x d_model)");
+  if (opt.heads < 1) throw input_error("--state-dict needs --heads H (a state dict does not record the number of heads)");
+  const auto st = split_safetensors_argument(opt.state_dict);
+  if (!st) throw input_error("--state-dict '" + opt.state_dict + "': expected FILE.safetensors or FILE.safetensors:PREFIX");
+  const std::vector<std::string> modules = torch_attention_modules(st->path, st->rest, run.limits);
+  std::vector<AttentionWeights> layers;
+  for (const std::string& m : modules) layers.push_back(read_torch_attention(st->path, m, run.limits));
+  std::vector<Matrix<Rational>> inputs;
+  const DoubleTensor x = read_matrix_stack(opt.x, run.limits);
+  for (std::size_t k = 0; k < x.matrices.size(); ++k) inputs.push_back(exact_of_doubles(x.matrices[k], opt.x));
+  std::optional<Mask> mask;
+  if (!inputs.empty()) mask = run.read_mask(opt.mask, inputs.front().rows(), opt.x + " (X)");
+  return attention_head_stack(layers, inputs, opt.heads, mask, modules, st->path);
+}
 
 void add_scan_command(CLI::App& app, Run& run) {
   auto* cmd = app.add_subcommand("scan", "Every head of an attention tensor (..., n, n): floors, verdicts, error and width bands");
   struct Options {
     std::vector<std::string> tensors;
-    std::string mask = "none", svg;
+    std::string mask = "none", svg, state_dict, x;
+    long heads = 0;
     long dk = 0, max_dk = 0;
     double epsilon = -1;
     unsigned jobs = 0;
@@ -92,9 +75,18 @@ void add_scan_command(CLI::App& app, Run& run) {
     bool json = false, jsonl = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("TENSOR", opt->tensors,
-                  "Attention patterns: .npy of shape (..., n, n), F.safetensors:NAME, or several files (a leading file index)")
-      ->required();
+  auto* tensors = cmd->add_option(
+      "TENSOR", opt->tensors,
+      "Attention patterns: .npy of shape (..., n, n), F.safetensors:NAME, or several files (a leading file index)");
+  auto* state_dict = cmd->add_option(
+      "--state-dict", opt->state_dict,
+      "FILE.safetensors[:PREFIX]: scan the heads of every nn.MultiheadAttention under PREFIX instead of TENSOR "
+      "(their patterns on --x, computed in double from the weights, under --mask)");
+  state_dict->excludes(tensors);
+  cmd->add_option("--x", opt->x,
+                  "With --state-dict: each layer's input, n x d_model for every layer, or a (layers, n, d_model) "
+                  ".npy / F.safetensors:NAME with each layer's own");
+  cmd->add_option("--heads", opt->heads, "With --state-dict: heads per layer (a state dict does not record it)");
   CLI::Option* dk = cmd->add_option("--dk", opt->dk, "Also the verdict and the certified error band at this head width");
   CLI::Option* epsilon =
       cmd->add_option("--epsilon", opt->epsilon, "Also the certified band on the smallest width within this max error");
@@ -109,14 +101,18 @@ void add_scan_command(CLI::App& app, Run& run) {
   cmd->add_flag("--jsonl", opt->jsonl, "Print one JSON line per head as it finishes (a long scan can be followed)")
       ->excludes(json);
   cmd->callback([opt, dk, epsilon, max_dk, &run] {
-    const HeadStack stack = read_stack(opt->tensors, run.limits);
+    if (opt->state_dict.empty() && opt->tensors.empty())
+      throw input_error("scan needs attention patterns (TENSOR ...) or a model (--state-dict F.safetensors --x X --heads H)");
+    if (opt->state_dict.empty() && (!opt->x.empty() || opt->heads != 0))
+      throw input_error("--x and --heads go with --state-dict (the patterns of a model's layers)");
+    const HeadStack stack = opt->state_dict.empty() ? read_stack(opt->tensors, run.limits) : model_stack(*opt, run);
     ScanQuestion q;
     if (dk->count() > 0) q.dk = opt->dk;
     if (epsilon->count() > 0) q.epsilon = opt->epsilon;
     if (max_dk->count() > 0) q.max_dk = opt->max_dk;
     q.jobs = opt->jobs;
     q.seed = opt->seed;
-    q.refine = refine_options(opt->refine, RefinePolicy::automatic, run, "refining");
+    q.refine = refine_options(opt->refine, run, "refining");
     q.refine.on_progress = {};  // one progress line per scan (heads done), not per search
     if (!stack.patterns.empty())
       q.mask = run.read_mask(opt->mask, stack.patterns.front().rows(), stack.name);
@@ -136,7 +132,7 @@ void add_scan_command(CLI::App& app, Run& run) {
       }
     };
     const std::vector<HeadScan> heads = analyze_scan(stack, q, on_head);
-    if (!opt->svg.empty()) write_text_file(opt->svg, scan_svg(stack, q, heads));
+    if (!opt->svg.empty()) write_text_file(opt->svg, scan_figure(stack, q, heads));
     if (opt->jsonl) return;  // every line is out already
     if (opt->json) run.print(scan_document(stack, q, heads));
     else run.print(scan_text(stack, q, heads));

@@ -40,6 +40,13 @@ void Svg::text(double x, double y, const std::string& s, double size, const std:
            xml_escape(s) + "</text>\n";
 }
 
+void Svg::text_vertical(double x, double y, const std::string& s, double size) {
+  if (s.empty()) return;
+  body_ += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" font-size=\"" + num(size) +
+           "\" text-anchor=\"middle\" transform=\"rotate(-90 " + num(x) + " " + num(y) + ")\">" + xml_escape(s) +
+           "</text>\n";
+}
+
 void Svg::line(double x1, double y1, double x2, double y2, const std::string& stroke, double width, bool dashed) {
   body_ += "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" + num(y2) +
            "\" stroke=\"" + stroke + "\" stroke-width=\"" + num(width) + "\"" +

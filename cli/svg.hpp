@@ -19,6 +19,8 @@ class Svg {
             const std::string& tooltip = "", const std::string& stroke = "");
   void text(double x, double y, const std::string& s, double size = 12, const std::string& anchor = "start",
             bool bold = false, const std::string& fill = "");
+  /// Text turned a quarter to the left (an axis title), centred on (x, y).
+  void text_vertical(double x, double y, const std::string& s, double size = 12);
   void line(double x1, double y1, double x2, double y2, const std::string& stroke, double width = 1,
             bool dashed = false);
   void polyline(const std::vector<std::pair<double, double>>& points, const std::string& stroke);

@@ -54,7 +54,7 @@ void add_width_command(CLI::App& app, Run& run) {
     WidthQuestion question;
     RefineFlags refine;
     long max_dk = 0;
-    bool json = false, no_search = false;
+    bool json = false;
   };
   auto opt = std::make_shared<Options>();
   opt->question.epsilon = -1;
@@ -62,8 +62,6 @@ void add_width_command(CLI::App& app, Run& run) {
   cmd->add_option("--epsilon", opt->question.epsilon, "Largest acceptable max |softmax(Q K^T / sqrt(d_k)) - A| entry, in [0, 1]")->required();
   CLI::Option* max_dk = cmd->add_option("--max-dk", opt->max_dk, "Largest width to try, 1 <= D <= n (default: min(n, 16))");
   cmd->add_option("--seed", opt->question.seed, "Seed of the optimiser's restarts (printed)");
-  cmd->add_flag("--no-search", opt->no_search,
-                "The bracket from the log-domain starts alone, whatever else is asked (the default; kept for scripts)");
   add_refine_options(cmd, opt->refine);
   cmd->add_option("--mask", opt->mask,
                   "causal, none, or a file of 0s and 1s (1: the query may attend): widths of a masked head (the target "
@@ -76,9 +74,7 @@ void add_width_command(CLI::App& app, Run& run) {
     WidthQuestion q = opt->question;
     q.target_name = opt->target;
     if (max_dk->count() > 0) q.max_dk = opt->max_dk;
-    if (opt->no_search && opt->refine.refine) throw input_error("--no-search and --refine ask opposite things; pass one");
-    q.refine = refine_options(opt->refine, opt->no_search ? RefinePolicy::never : RefinePolicy::automatic, run,
-                              "searching the open widths");
+    q.refine = refine_options(opt->refine, run, "searching the open widths");
     q.mask = run.read_mask(opt->mask, A.rows(), opt->target);
     const WidthAnalysis w = analyze_width(A, q);
     if (!opt->svg.empty()) write_text_file(opt->svg, width_svg(w.result, opt->target));

@@ -29,7 +29,8 @@ from . import _attnrank as _core
 __version__ = _core.__version__
 
 __all__ = ["reach", "check_certificate", "width", "rank", "det", "svd", "layer", "check_kernel", "from_torch",
-           "exact_matrix", "scan"]
+           "exact_matrix", "scan", "scan_model", "attention_patterns", "save_safetensors", "scan_frame",
+           "scan_heatmap"]
 
 
 def _numpy(name="input"):
@@ -525,3 +526,9 @@ def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, m
     for part in client.gather(futures):
         out.extend(part)
     return out
+
+
+# Weights to answers, and the scan's table and figure (attnrank/models.py, attnrank/figures.py;
+# pandas and matplotlib are imported only when those are called).
+from .models import attention_patterns, save_safetensors, scan_model  # noqa: E402
+from .figures import scan_frame, scan_heatmap  # noqa: E402

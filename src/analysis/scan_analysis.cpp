@@ -5,6 +5,7 @@
 #include <attnrank/analysis/reach_analysis.hpp>
 #include <attnrank/analysis/result_guard.hpp>
 #include <attnrank/analysis/width_analysis.hpp>
+#include <attnrank/attention/multi_head_attention.hpp>
 #include <attnrank/io/double_tensor.hpp>
 #include <attnrank/reach/masked.hpp>
 
@@ -89,13 +90,10 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
     h.floor_upper = r.floor_upper();
   }
   if (q.dk) h.verdict = r.verdict();
-  if (r.approx) {
-    h.error_lower = r.approx->error_lower;
-    h.error_upper = r.approx->error_upper;
-    if (q.epsilon) h.epsilon_verdict = to_string(epsilon_verdict(*r.approx, *q.epsilon));
-  }
   h.refined = r.refinement.ran;
   h.time_limit_reached = r.refinement.time_limit_reached;
+  std::optional<ApproxBounds> band = r.approx;
+  if (band && h.verdict == Verdict::reachable) band->error_lower = band->error_upper = 0;  // E* = 0, exactly
   if (q.epsilon) {
     WidthQuestion wq;
     wq.epsilon = *q.epsilon;
@@ -105,11 +103,27 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
     wq.refine = q.refine;
     wq.target_name = name;
     const WidthAnalysis w = analyze_width(A, wq);
-    h.width_lower = w.result.width_lower;
-    if (w.result.width_upper != 0) h.width_upper = w.result.width_upper;
-    h.max_dk = w.result.max_dk;
+    WidthResult width = w.result;
+    // One story per head: the band at d_k and the profile are both proven, so each
+    // tightens the other (E* is non-increasing in d_k).
+    if (band) {
+      add_band(width, band->dk, band->error_lower, band->error_upper);
+      if (band->dk <= width.max_dk) {
+        const WidthProfileEntry& e = width.profile[static_cast<std::size_t>(band->dk - 1)];
+        band->error_lower = e.error_lower;
+        band->error_upper = e.error_upper;
+      }
+    }
+    h.width_lower = width.width_lower;
+    if (width.width_upper != 0) h.width_upper = width.width_upper;
+    h.max_dk = width.max_dk;
     h.refined = h.refined || w.refinement.ran;
     h.time_limit_reached = h.time_limit_reached || w.refinement.time_limit_reached;
+  }
+  if (band) {
+    h.error_lower = band->error_lower;
+    h.error_upper = band->error_upper;
+    if (q.epsilon) h.epsilon_verdict = to_string(epsilon_verdict(*band, *q.epsilon));
   }
   h.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   guard_result(h);
@@ -117,6 +131,46 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
 }
 
 }  // namespace
+
+HeadStack attention_head_stack(const std::vector<AttentionWeights>& layers, const std::vector<Matrix<Rational>>& inputs,
+                               Eigen::Index heads, const std::optional<Mask>& mask,
+                               const std::vector<std::string>& layer_names, const std::string& name) {
+  if (layers.empty()) throw input_error(name + ": no attention layers");
+  if (inputs.size() != 1 && inputs.size() != layers.size())
+    throw input_error(name + ": " + std::to_string(inputs.size()) + " layer inputs X for " +
+                      std::to_string(layers.size()) + " attention layers (give one X for all, or one per layer)");
+  if (heads < 1) throw input_error(name + ": heads = " + std::to_string(heads) + ": a layer has at least one head");
+  HeadStack stack;
+  stack.name = name;
+  const Eigen::Index n = inputs.front().rows();
+  stack.shape = {layers.size(), static_cast<std::size_t>(heads), static_cast<std::size_t>(n), static_cast<std::size_t>(n)};
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const Matrix<Rational>& X = inputs.size() == 1 ? inputs.front() : inputs[l];
+    const std::string layer = l < layer_names.size() ? layer_names[l] : "layer " + std::to_string(l);
+    if (X.rows() != n)
+      throw input_error(name + ": the input of " + layer + " has " + std::to_string(X.rows()) + " rows, the first " +
+                        std::to_string(n) + " (every layer's patterns are n x n for one n)");
+    try {
+      const MultiHeadAttention<Rational> exact(layers[l].wq, layers[l].wk, layers[l].wv, layers[l].wo, heads);
+      const auto trace = layer_in_tier<double>(exact).forward(to_tier<double>(X), mask ? std::vector<Mask>{*mask}
+                                                                                        : std::vector<Mask>{});
+      for (std::size_t h = 0; h < trace.heads.size(); ++h) {
+        stack.index.push_back({l, h});
+        stack.patterns.push_back(trace.heads[h].A);
+      }
+    } catch (const input_error& e) {
+      throw input_error(name + ": " + layer + ": " + e.what());
+    }
+  }
+  return stack;
+}
+
+std::string width_known(const HeadScan& h) {
+  if (!h.width_lower) return "";
+  if (!h.width_upper) return "lower";
+  if (*h.width_upper == *h.width_lower) return "exact";
+  return *h.width_lower == 1 ? "upper" : "range";
+}
 
 void validate(const HeadStack& stack, const ScanQuestion& q) {
   if (stack.patterns.empty()) throw input_error(stack.name + ": no heads to scan");
@@ -193,6 +247,7 @@ nlohmann::json to_json(const HeadScan& h) {
   if (h.width_lower) {
     j["width_lower"] = *h.width_lower;
     j["width_upper"] = h.width_upper ? json(*h.width_upper) : json(nullptr);
+    j["width_known"] = width_known(h);
     j["max_d_k"] = h.max_dk;
   }
   j["refined"] = h.refined;
@@ -251,13 +306,18 @@ std::string scan_text(const HeadStack& stack, const ScanQuestion& q, const std::
       s << band;
     }
     if (q.epsilon && h.width_lower) {
-      if (h.width_upper && *h.width_upper == *h.width_lower) s << "= " << *h.width_upper;
-      else if (h.width_upper) s << *h.width_lower << ".." << *h.width_upper;
+      const std::string known = width_known(h);
+      if (known == "exact") s << "= " << *h.width_upper;
+      else if (known == "upper") s << "<= " << *h.width_upper;
+      else if (known == "range") s << *h.width_lower << ".." << *h.width_upper;
       else s << ">= " << *h.width_lower << " (none within epsilon up to " << h.max_dk << ")";
     }
     if (h.time_limit_reached) s << "  (time limit reached)";
     s << "\n";
   }
+  if (q.epsilon)
+    s << "minimal width: '= w' proven both ways; '<= w' a certified witness within epsilon at w, no narrower "
+         "width proven to miss; 'a..b' every width below a proven to miss, a witness at b\n";
   // Each note once, with the heads it concerns (a stack saved in float16 gives one note, not 144).
   std::vector<std::string> notes;
   for (const HeadScan& h : heads)

@@ -22,14 +22,18 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
                       std::to_string(n));
   validate(q.refine);
   // Every width at once: the starts' bracket answers in about the time of one
-  // SVD, while a search rarely settles a width whose start misses epsilon by
-  // much, so it runs only when asked; approx_width then searches only where the
-  // bracket is open, and the monitor bounds it.
+  // SVD. Then reach's cheap band where the bracket is open (the short search of
+  // fixed work, by bisection over the open widths), so that width and reach give
+  // the same band at the same d_k; then, unless told never, the optimiser within
+  // the time limit where the bracket is still open.
   SearchMonitor monitor(q.refine.time_limit, q.refine.on_progress);
-  ApproxOptions o;
-  o.seed = q.seed;
-  o.optimise = q.refine.policy == RefinePolicy::always;
-  o.monitor = &monitor;
+  ApproxOptions base;
+  base.seed = q.seed;
+  ApproxOptions refine = base;
+  refine.optimise = true;
+  refine.monitor = &monitor;
+  ApproxOptions o = cheap_search(base);
+  if (q.refine.policy != RefinePolicy::never) o.then_search = &refine;
   WidthAnalysis out;
   out.n = n;
   out.target_name = q.target_name;
@@ -46,13 +50,14 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
   r.evaluations = monitor.evaluations();
   r.ran = r.evaluations > 0;
   r.time_limit_reached = monitor.deadline_reached();
-  r.improved_upper = out.result.width_upper != out.result.start_width_upper;
-  const bool open = out.result.start_width_upper == 0 || out.result.start_width_upper > out.result.width_lower;
-  r.reason = !open ? "not needed: the starts settle the bracket"
+  r.improved_upper = out.result.width_upper != out.result.first_search_width_upper;
+  const bool open = out.result.first_search_width_upper == 0 ||
+                    out.result.first_search_width_upper > out.result.width_lower;
+  r.reason = !open ? "not needed: the starts and the short search settle the bracket"
              : q.refine.policy == RefinePolicy::never ? "not run (--no-search)"
-             : !o.optimise ? "not asked: --refine searches the open widths within --time-limit"
-             : r.ran       ? "run where the starts left the bracket open"
-                           : "asked, but no search could start";
+             : r.ran ? (q.refine.policy == RefinePolicy::always ? "asked (--refine), run where the cheap band left the bracket open"
+                                                                : "run where the cheap band left the bracket open")
+                     : "no search could start";
   guard_result(out);
   return out;
 }
@@ -102,7 +107,7 @@ std::string to_text(const WidthAnalysis& a) {
   const Refinement& r = a.refinement;
   if (!r.ran)
     t << "  upper bounds from the " << (masked ? "masked completion's fit" : "log-domain starts")
-      << " (cheap band; optimiser " << r.reason << ")\n";
+      << " and a short search of fixed work (cheap band; optimiser " << r.reason << ")\n";
   else
     t << "  seed " << a.seed << " (optimiser restarts, " << r.reason << ", "
       << time_limit_words(r)

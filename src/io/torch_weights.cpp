@@ -4,6 +4,7 @@
 #include <attnrank/io/safetensors.hpp>
 
 #include <algorithm>
+#include <cctype>
 
 namespace attnrank {
 
@@ -50,6 +51,52 @@ AttentionWeights read_torch_attention(const std::string& path, const std::string
     throw input_error(path + ": no " + prefix + "out_proj.weight of an nn.MultiheadAttention");
   w.wo = from_torch_layout(tensor("out_proj.weight"));
   return w;
+}
+
+namespace {
+
+/// a < b with runs of digits compared as numbers: "layers.2" before "layers.10".
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      std::size_t i2 = i, j2 = j;
+      while (i2 < a.size() && std::isdigit(static_cast<unsigned char>(a[i2]))) ++i2;
+      while (j2 < b.size() && std::isdigit(static_cast<unsigned char>(b[j2]))) ++j2;
+      std::string x = a.substr(i, i2 - i), y = b.substr(j, j2 - j);
+      x.erase(0, std::min(x.find_first_not_of('0'), x.size()));
+      y.erase(0, std::min(y.find_first_not_of('0'), y.size()));
+      if (x.size() != y.size()) return x.size() < y.size();
+      if (x != y) return x < y;
+      i = i2, j = j2;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i, ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+}  // namespace
+
+std::vector<std::string> torch_attention_modules(const std::string& path, const std::string& module,
+                                                 const ParseLimits& limits) {
+  const std::string prefix = module.empty() || module.back() == '.' ? module : module + ".";
+  const std::string bytes = read_text_file(path, limits);
+  std::vector<std::string> out;
+  for (const SafetensorsEntry& e : safetensors_index(bytes, path))
+    for (const std::string leaf : {"in_proj_weight", "q_proj_weight"})
+      if (e.name.size() >= leaf.size() && e.name.compare(e.name.size() - leaf.size(), leaf.size(), leaf) == 0 &&
+          e.name.compare(0, prefix.size(), prefix) == 0) {
+        std::string m = e.name.substr(0, e.name.size() - leaf.size());
+        if (!m.empty() && m.back() == '.') m.pop_back();
+        if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+      }
+  std::sort(out.begin(), out.end(), natural_less);
+  if (out.empty())
+    throw input_error(path + ": no nn.MultiheadAttention (no in_proj_weight nor q_proj_weight)" +
+                      (prefix.empty() ? std::string() : " under the prefix '" + prefix + "'"));
+  return out;
 }
 
 }  // namespace attnrank

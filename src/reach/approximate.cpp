@@ -328,6 +328,8 @@ void settle_width(WidthResult& out) {
     }
 }
 
+bool bracket_open(const WidthResult& w) { return w.width_upper == 0 || w.width_upper > w.width_lower; }
+
 void search_open_widths(WidthResult& out, const std::function<double(Index)>& searched_upper) {
   Index lo = out.width_lower, hi = out.width_upper ? out.width_upper - 1 : out.max_dk;
   while (lo <= hi) {
@@ -413,13 +415,29 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   detail::settle_width(out);
   out.start_width_upper = out.width_upper;
   // Then the search, where it can lower width_upper; each result certified in doubles.
-  if (o.optimise)
+  const auto search = [&](const ApproxOptions& options) {
     detail::search_open_widths(out, [&](Index dk) {
       ApproxBounds b;
-      upper_bound(c, dk, o, Certification::doubles, b);
+      upper_bound(c, dk, options, Certification::doubles, b);
       return b.error_upper;
     });
+  };
+  if (o.optimise) search(o);
+  out.first_search_width_upper = out.width_upper;
+  if (o.then_search && detail::bracket_open(out)) search(*o.then_search);
   return out;
+}
+
+void add_band(WidthResult& w, Index dk, double error_lower, double error_upper) {
+  if (dk < 1 || w.profile.empty()) return;
+  if (dk > w.max_dk) {  // beyond the profile: its lower bound holds for every listed width
+    w.profile.back().error_lower = std::max(w.profile.back().error_lower, error_lower);
+  } else {
+    WidthProfileEntry& e = w.profile[static_cast<std::size_t>(dk - 1)];
+    e.error_lower = std::max(e.error_lower, error_lower);
+    e.error_upper = std::min(e.error_upper, error_upper);
+  }
+  detail::settle_width(w);
 }
 
 }  // namespace attnrank

@@ -158,14 +158,17 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   }
   detail::settle_width(w);
   w.start_width_upper = w.width_upper;
-  if (options.optimise) {
-    const Matrix<Rational> positive = detail::allowed_zeros_replaced(A, mask);
+  const Matrix<Rational> positive = detail::allowed_zeros_replaced(A, mask);
+  const auto search = [&](const ApproxOptions& o) {
     detail::search_open_widths(w, [&](Index dk) {
       ApproxBounds b;
-      masked_upper_bound(A, positive, dk, mask, options, b);
+      masked_upper_bound(A, positive, dk, mask, o, b);
       return b.error_upper;
     });
-  }
+  };
+  if (options.optimise) search(options);
+  w.first_search_width_upper = w.width_upper;
+  if (options.then_search && detail::bracket_open(w)) search(*options.then_search);
   return w;
 }
 

@@ -105,14 +105,64 @@ TEST_CASE("attnrank::analyze_scan", "[property]") {
       RC_ASSERT(one[t].floor_lower == r.floor_lower());
       RC_ASSERT(one[t].floor_upper == r.floor_upper());
       RC_ASSERT(one[t].verdict == r.verdict());
-      RC_ASSERT(one[t].error_upper == r.approx->error_upper);
-      RC_ASSERT(one[t].error_lower == r.approx->error_lower);
+      // The scan joins both proven answers: its band lies inside reach's and the
+      // width profile's at d_k, its width bracket inside width's.
+      RC_ASSERT(*one[t].error_upper <= r.approx->error_upper);
+      RC_ASSERT(*one[t].error_lower >= r.approx->error_lower);
       WidthQuestion wq;
       wq.epsilon = *q.epsilon;
       wq.refine = q.refine;
       const WidthAnalysis w = analyze_width(A, wq);
-      RC_ASSERT(*one[t].width_lower == w.result.width_lower);
-      RC_ASSERT(one[t].width_upper.value_or(0) == w.result.width_upper);
+      RC_ASSERT(*one[t].width_lower >= w.result.width_lower);
+      if (w.result.width_upper) RC_ASSERT(one[t].width_upper.value_or(0) <= w.result.width_upper);
+      const WidthProfileEntry& e = w.result.profile[static_cast<std::size_t>(*q.dk - 1)];
+      RC_ASSERT(*one[t].error_upper <= e.error_upper);
+      RC_ASSERT(*one[t].error_lower >= e.error_lower);
+      RC_ASSERT(*one[t].error_lower <= *one[t].error_upper);
+    }
+  });
+
+  rc::prop("one story per head: the epsilon verdict at d_k and the width bracket agree, free and causal", [] {
+    const Eigen::Index n = *rc::gen::inRange<Eigen::Index>(3, 10);
+    std::vector<Eigen::Index> widths;
+    for (int k = 0; k < 3; ++k) widths.push_back(*rc::gen::inRange<Eigen::Index>(1, n));
+    HeadStack s = planted_stack(1, 3, n, widths, *rc::gen::arbitrary<std::uint32_t>(), *rc::gen::element(0.5, 2.0, 4.0));
+    const bool causal = *rc::gen::arbitrary<bool>();
+    ScanQuestion q;
+    if (causal) {
+      q.mask = Mask::causal(n);
+      for (Eigen::MatrixXd& P : s.patterns) {  // the planted head under the mask, renormalised
+        P = P.triangularView<Eigen::Lower>();
+        P = (P.array().colwise() / P.rowwise().sum().array()).matrix();
+      }
+    }
+    q.dk = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+    q.epsilon = *rc::gen::element(1e-9, 1e-3, 0.02, 0.1, 0.3);
+    q.max_dk = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+    q.refine.policy = *rc::gen::element(RefinePolicy::never, RefinePolicy::automatic);
+    q.refine.time_limit.reset();
+    q.jobs = 1;
+    RC_TAG(causal ? "causal" : "free");
+    for (const HeadScan& h : analyze_scan(s, q)) {
+      RC_ASSERT(h.error_lower.has_value());
+      const bool within = h.epsilon_verdict == std::string("within");
+      const bool misses = h.epsilon_verdict == std::string("not_within");
+      RC_ASSERT(within == (*h.error_upper <= *q.epsilon));
+      RC_ASSERT(misses == (*h.error_lower > *q.epsilon));
+      if (h.verdict == Verdict::reachable) RC_ASSERT(within);  // E* = 0 exactly
+      if (*q.dk <= h.max_dk) {
+        // A witness within epsilon at d_k is a width <= d_k, and back (E* is non-increasing);
+        // every width up to d_k missing is the band at d_k missing.
+        RC_ASSERT(within == (h.width_upper && *h.width_upper <= *q.dk));
+        RC_ASSERT(misses == (*h.width_lower > *q.dk));
+      } else {
+        if (misses) RC_ASSERT(*h.width_lower > h.max_dk);  // a miss at d_k is a miss at every narrower width
+      }
+      if (h.width_upper) RC_ASSERT(*h.width_lower <= *h.width_upper);
+      const std::string known = width_known(h);
+      RC_ASSERT(known == (!h.width_upper ? "lower"
+                          : *h.width_upper == *h.width_lower ? "exact"
+                          : *h.width_lower == 1 ? "upper" : "range"));
     }
   });
 }

@@ -13,6 +13,7 @@
 
 #include <attnrank/analysis/refinement.hpp>
 #include <attnrank/attention/mask.hpp>
+#include <attnrank/io/torch_weights.hpp>
 #include <attnrank/reach/free.hpp>
 
 #include <Eigen/Core>
@@ -45,6 +46,17 @@ struct ScanQuestion {
   RefineOptions refine;
 };
 
+/// The heads a model's attention layers make, as a stack to scan: for layer l and
+/// head h, softmax((X_l W^Q_h)(X_l W^K_h)^T / sqrt(d_k)) under `mask`, computed by
+/// the layer's double tier -- the patterns the weights define to about 1e-15, not
+/// certified; the scan then certifies every bound for exactly these patterns. Shape
+/// (layers, heads, n, n), index [l, h]. `inputs`: one X (n x d_model) for every
+/// layer, or one per layer (each layer's own input, as the model computes it).
+/// input_error naming the layer (`layer_names`) when a shape does not fit.
+HeadStack attention_head_stack(const std::vector<AttentionWeights>& layers, const std::vector<Matrix<Rational>>& inputs,
+                               Eigen::Index heads, const std::optional<Mask>& mask,
+                               const std::vector<std::string>& layer_names, const std::string& name);
+
 /// One head's answer.
 struct HeadScan {
   std::vector<std::size_t> index;
@@ -66,6 +78,12 @@ struct HeadScan {
   bool time_limit_reached = false;      ///< ... and stopped at the limit: more time may sharpen
   double seconds = 0;                   ///< wall time of this head
 };
+
+/// How much of a head's minimal width is known: "exact" (width_lower = width_upper),
+/// "upper" (a certified witness at width_upper, no narrower width proven to miss:
+/// width_lower is 1 only because nothing better is proven), "range" (both bounds,
+/// apart), "lower" (no witness within epsilon up to max_dk). Empty without epsilon.
+std::string width_known(const HeadScan& h);
 
 /// The heads of `stack` read as above: input_error naming the slice (its index)
 /// when a pattern is not square, not finite, has a row that does not sum to a

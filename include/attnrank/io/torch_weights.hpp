@@ -11,6 +11,7 @@
 #include <attnrank/io/parse.hpp>
 
 #include <string>
+#include <vector>
 
 namespace attnrank {
 
@@ -28,6 +29,13 @@ struct AttentionWeights {
 /// all zeros is an input_error (build the module with bias=False, or zero them).
 AttentionWeights read_torch_attention(const std::string& safetensors_path, const std::string& prefix = "",
                                       const ParseLimits& limits = {});
+
+/// Every nn.MultiheadAttention whose tensors lie under `prefix` in the file: the
+/// module names ("layers.0.attn", "layers.1.attn", ...; those with an in_proj_weight
+/// or q_proj_weight), digits compared as numbers so layer 2 comes before layer 10.
+/// input_error naming the file when there is none.
+std::vector<std::string> torch_attention_modules(const std::string& safetensors_path, const std::string& prefix = "",
+                                                 const ParseLimits& limits = {});
 
 /// PyTorch's out x in weight as attnrank's in x out (the transpose, exactly).
 Matrix<Rational> from_torch_layout(const Matrix<Rational>& weight);

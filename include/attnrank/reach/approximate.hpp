@@ -59,6 +59,10 @@ struct ApproxOptions {
   /// The searches' wall-clock budget and progress, shared by every copy of these
   /// options (nullptr: the evaluation budget alone ends a search). Not owned.
   SearchMonitor* monitor = nullptr;
+  /// approx_width only: a second search after the first (this one's, with
+  /// optimise), run only where the first left the bracket open, on its own budget
+  /// and monitor -- the cheap band, then the optimiser. Not owned; nullptr: none.
+  const ApproxOptions* then_search = nullptr;
 };
 
 /// The proof of error_lower (empty when error_lower is 0): the rows R and
@@ -122,6 +126,8 @@ struct WidthResult {
   Eigen::Index width_lower = 1, width_upper = 0, max_dk = 0;
   /// width_upper from the starts alone, before any search (0: none within epsilon).
   Eigen::Index start_width_upper = 0;
+  /// width_upper after the first search stage, before options.then_search.
+  Eigen::Index first_search_width_upper = 0;
   std::vector<WidthProfileEntry> profile;
 };
 
@@ -137,12 +143,23 @@ struct WidthResult {
 WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Eigen::Index max_dk = 0,
                          const ApproxOptions& options = {});
 
+/// Joins a band proven elsewhere for the same target (reach's at one d_k, an exact
+/// verdict's 0) to the profile: width dk's entry becomes the intersection, and
+/// every bound carries to the neighbouring widths again, so the width, the band at
+/// d_k and its epsilon verdict tell one story. Both bands are proven, so the
+/// intersection is never empty; dk beyond max_dk carries its lower bound only
+/// (E* is non-increasing: it bounds every narrower width).
+void add_band(WidthResult& w, Eigen::Index dk, double error_lower, double error_upper);
+
 namespace detail {
 /// Carries each bound of out.profile to the neighbouring widths and reads off
 /// width_lower and width_upper. E* is non-increasing in d_k (a head of width d is
 /// one of width d + 1 with a zero column, rescaled): lower bounds carry from the
 /// right, upper bounds from the left.
 void settle_width(WidthResult& out);
+/// Whether a search could still lower width_upper: none within epsilon yet, or
+/// widths between width_lower and width_upper not settled.
+bool bracket_open(const WidthResult& w);
 /// After settle_width: the search, only where it can lower width_upper, by
 /// bisection over the open widths [width_lower, width_upper) (a witness within
 /// epsilon at d settles every width above d). searched_upper(d_k) returns the
