@@ -187,9 +187,11 @@ def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=False, time_limi
     ``width_lower <= w* <= width_upper``, proven (every width below width_lower misses
     epsilon; at width_upper a certified witness is within it; ``width_upper`` is None
     when no width up to ``max_dk``, default min(n, 16), has one). ``profile`` lists each
-    width's proven band on E*. By default the bracket comes from the log-domain starts
-    (fast); ``refine=True`` runs the optimiser where it is open, within ``time_limit``
-    seconds (None: no limit, reproducible from ``seed``). ``refinement`` says what ran.
+    width's proven band on E*. By default the cheap band, as ``reach`` has it: the
+    starts, then a short search of fixed work on the open widths (reproducible; the
+    command line's ``width --no-search``); ``refine=True`` then runs the optimiser where
+    the bracket is still open, within ``time_limit`` seconds (None: no limit,
+    reproducible from ``seed``). ``refinement`` says what ran.
     ``search`` is the old name of ``refine`` (deprecated)."""
     if search is not None:
         import warnings

@@ -8,6 +8,7 @@ to max_dk), else E* at d_k (its certified upper bound), else the floor.
 """
 
 import math
+import textwrap
 from fractions import Fraction
 
 __all__ = ["scan_frame", "scan_heatmap"]
@@ -87,6 +88,7 @@ def scan_heatmap(rows, *, epsilon=None, d_k=None, mask=None, title="scan", ax=No
     texts = [["" for _ in range(cols)] for _ in range(nrows)]
     for t, r in enumerate(rows):
         values[t // cols, t % cols], texts[t // cols][t % cols] = _cell(r)
+    own_figure = ax is None
     if ax is None:
         fig, ax = plt.subplots(figsize=(max(4.5, 0.55 * cols + 2.5), max(2.5, 0.5 * nrows + 1.8)),
                                layout="constrained")
@@ -101,8 +103,18 @@ def scan_heatmap(rows, *, epsilon=None, d_k=None, mask=None, title="scan", ax=No
     setting = f"mask {mask if isinstance(mask, str) else 'none' if mask is None else 'from an array'}"
     if d_k is not None and widths:
         setting += f", d_k = {d_k}"
-    ax.set_title(f"{title}: {what}\n{setting}; \u2264w: a witness at w, narrower widths not proven to miss",
-                 fontsize=9, loc="left")
+    # Wrapped to the width it may use (about 0.62 em a character), so no line is clipped:
+    # the whole figure's when the figure is ours (a suptitle), else about 60% of it.
+    lines = [f"{title}: {what}", setting]
+    if widths:
+        lines.append("\u2264w: a witness within epsilon at w, narrower widths not proven to miss; \u2265w: none found")
+    share = 0.95 if own_figure else 0.6
+    chars = max(24, int(share * fig.get_figwidth() * 72 / (9 * 0.62)))
+    text = "\n".join(textwrap.fill(line, chars) for line in lines)
+    if own_figure:
+        fig.suptitle(text, x=0.02, ha="left", fontsize=9)
+    else:
+        ax.set_title(text, fontsize=9, loc="left")
     ax.set_xlabel("head (last index)")
     ax.set_ylabel("layer" if len(rows[0]["index"]) > 1 else "")
     ax.set_xticks(range(cols))

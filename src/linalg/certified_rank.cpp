@@ -180,14 +180,43 @@ bool full_rank_by_two_stages(const DoubleDoubleBall& A, CertifiedRank& out) {
   return true;
 }
 
+/// Complete-pivot Gaussian elimination of M, stopped once the largest remaining
+/// entry is at most tol times the first pivot (FullPivLU's numeric rank, which it
+/// reaches only after eliminating everything): the pivot rows and columns in
+/// order, r0 of them, at O(r0 m n) instead of O(min(m, n) m n) -- a block of
+/// numeric rank 8 among 512 columns costs 9 steps, not 512.
+Index early_stopping_pivots(Eigen::MatrixXd W, double tol, std::vector<Index>& rows, std::vector<Index>& cols,
+                            Index cap = std::numeric_limits<Index>::max()) {
+  const Index m = W.rows(), n = W.cols();
+  std::vector<Index> row_of(static_cast<std::size_t>(m)), col_of(static_cast<std::size_t>(n));
+  for (Index i = 0; i < m; ++i) row_of[static_cast<std::size_t>(i)] = i;
+  for (Index j = 0; j < n; ++j) col_of[static_cast<std::size_t>(j)] = j;
+  double first = 0;
+  Index k = 0;
+  for (; k < std::min({m, n, cap}); ++k) {
+    Index i = 0, j = 0;
+    const double biggest = W.bottomRightCorner(m - k, n - k).cwiseAbs().maxCoeff(&i, &j);
+    if (k == 0) first = biggest;
+    if (!(biggest > tol * first) || first == 0) break;
+    W.row(k).swap(W.row(k + i));
+    W.col(k).swap(W.col(k + j));
+    std::swap(row_of[static_cast<std::size_t>(k)], row_of[static_cast<std::size_t>(k + i)]);
+    std::swap(col_of[static_cast<std::size_t>(k)], col_of[static_cast<std::size_t>(k + j)]);
+    W.col(k).tail(m - k - 1) /= W(k, k);
+    W.bottomRightCorner(m - k - 1, n - k - 1).noalias() -= W.col(k).tail(m - k - 1) * W.row(k).tail(n - k - 1);
+  }
+  rows.assign(row_of.begin(), row_of.begin() + k);
+  cols.assign(col_of.begin(), col_of.begin() + k);
+  return k;
+}
+
 /// The largest minor the one-stage double test proves nonsingular, found by
-/// full-pivot LU of the midpoint and bisection.
+/// complete-pivot elimination of the midpoint (stopped at its numeric rank) and
+/// bisection.
 void search_minor(const BallMatrix& A, CertifiedRank& out) {
-  const Eigen::FullPivLU<Eigen::MatrixXd> lu(A.mid);
   std::vector<Index> rows, cols;
-  pivot_order(lu, rows, cols);
   const double tol = std::numeric_limits<double>::epsilon() * static_cast<double>(std::max(A.mid.rows(), A.mid.cols()));
-  const Index r0 = numeric_rank_from_lu(lu, tol);
+  const Index r0 = early_stopping_pivots(A.mid, tol, rows, cols);
   search_verified_minor(r0, out, rows, cols, [&](Index k, double& residual) {
     const auto r = whole_matrix_test(BallMatrix{select(A.mid, rows, cols, k), select(A.rad, rows, cols, k)});
     if (r) residual = *r;
@@ -221,6 +250,13 @@ std::optional<CertifiedRank> certified_full_rank_by_one_stage(const BallMatrix& 
   out.upper = std::min(A.mid.rows(), A.mid.cols());
   if (out.upper == 0 || !detail::full_rank_by_one_stage(A, out)) return std::nullopt;
   return out;
+}
+
+Eigen::Index numeric_rank_up_to(const Eigen::MatrixXd& M, Eigen::Index cap) {
+  using Eigen::Index;
+  std::vector<Index> rows, cols;
+  const double tol = std::numeric_limits<double>::epsilon() * static_cast<double>(std::max(M.rows(), M.cols()));
+  return detail::early_stopping_pivots(M, tol, rows, cols, cap);
 }
 
 CertifiedRank certified_rank(const Eigen::MatrixXd& A) {

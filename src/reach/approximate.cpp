@@ -277,6 +277,27 @@ ApproxBounds bounds_at(Context& c, Index dk, const ApproxOptions& o, Certificati
 
 }  // namespace
 
+namespace detail {
+std::vector<ApproxBounds> free_lower_bounds(const Matrix<Rational>& A, Index first, Index last,
+                                            const std::vector<double>& ceilings, const ApproxOptions& o) {
+  validate(A, last);
+  Context c(A, last, last + 1);
+  std::vector<ApproxBounds> out(static_cast<std::size_t>(last - first + 1));
+  std::vector<detail::LowerSearch> searches;
+  for (Index dk = first; dk <= last; ++dk) {
+    ApproxBounds& b = out[static_cast<std::size_t>(dk - first)];
+    b.n = A.rows();
+    b.dk = dk;
+    b.error_upper = ceilings[static_cast<std::size_t>(dk - first)];
+    searches.push_back(lower_search(c, dk, b));
+  }
+  detail::search_lower_bounds(searches, o.bisection_steps, o.bisection_steps_above, c.sigma);
+  for (Index dk = first; dk <= last; ++dk)
+    take_lower_bound(c, dk, searches[static_cast<std::size_t>(dk - first)], out[static_cast<std::size_t>(dk - first)]);
+  return out;
+}
+}  // namespace detail
+
 ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Index dk, const ApproxOptions& o) {
   validate(A, dk);
   Context c(A, dk, dk + 1);

@@ -185,6 +185,7 @@ def test_scan_frame_and_heatmap():
     pd = pytest.importorskip("pandas")
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
+    import matplotlib.text  # noqa: F401
     rng = np.random.default_rng(SEED)
     g = rng.standard_normal((3, 4, 8, 8))
     p = np.exp(g) / np.exp(g).sum(-1, keepdims=True)
@@ -197,7 +198,8 @@ def test_scan_frame_and_heatmap():
         assert Fraction(lower) <= Fraction(r["error_lower"]) and Fraction(upper) >= Fraction(r["error_upper"])
     fig = attnrank.scan_heatmap(rows, epsilon=0.05, d_k=2, mask=None, title="random heads")
     ax = fig.axes[0]
-    assert "epsilon = 0.05" in ax.get_title(loc="left") and "d_k = 2" in ax.get_title(loc="left")
+    title = fig._suptitle.get_text()
+    assert "epsilon = 0.05" in title and "d_k = 2" in title and "random heads" in title
     assert ax.get_xlabel() == "head (last index)" and ax.get_ylabel() == "layer"
     assert len(fig.axes) == 2  # the colour bar
     texts = [t.get_text() for t in ax.texts]
@@ -205,4 +207,16 @@ def test_scan_frame_and_heatmap():
     for r, t in zip(rows, texts):  # a width known from above only is marked
         assert t.startswith("\u2264") == (r["width_known"] in ("upper", "range"))
         assert t.startswith("\u2265") == (r["width_known"] == "lower")
-    fig.canvas.draw()  # renders without error
+    # Nothing is clipped: every text drawn lies inside the figure, for this layout and a
+    # one-head scan with a long title (the narrowest figure).
+    one = attnrank.scan(p[:1, :1], d_k=2, epsilon=0.05, refine=False)
+    for figure in (fig, attnrank.scan_heatmap(one, epsilon=0.05, d_k=2, mask="causal",
+                                              title="a rather long name of a model and of its prompt")):
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        box = figure.bbox
+        for t in figure.findobj(matplotlib.text.Text):
+            if t.get_visible() and t.get_text():
+                e = t.get_window_extent(renderer)
+                assert e.x0 >= box.x0 - 1 and e.x1 <= box.x1 + 1 and e.y0 >= box.y0 - 1 and e.y1 <= box.y1 + 1, \
+                    t.get_text()

@@ -261,3 +261,37 @@ TEST_CASE("attnrank::approx_error_bounds with a mask", "[property]") {
     RC_ASSERT(b.error_upper <= b.start_error);
   });
 }
+
+TEST_CASE("attnrank::approx_width with a mask", "[property]") {
+  rc::prop("every width's band in the profile meets the width's own band (no witness credited to a narrower width)", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(3, 10);
+    const auto r = *rc::gen::inRange<Eigen::Index>(1, n);
+    const Mask mask = *rc::gen::arbitrary<bool>() ? Mask::causal(n) : gen_any_mask(n);
+    std::mt19937_64 rng(static_cast<std::uint64_t>(*rc::gen::arbitrary<unsigned>()));
+    std::normal_distribution<double> gauss(0, *rc::gen::element(0.3, 0.7));
+    Eigen::MatrixXd Q(n, r), K(n, r);
+    for (auto& x : Q.reshaped()) x = gauss(rng);
+    for (auto& x : K.reshaped()) x = gauss(rng);
+    const Eigen::MatrixXd P = softmax_rows(Eigen::MatrixXd(Q * K.transpose() / std::sqrt(static_cast<double>(r))), mask);
+    Matrix<Rational> A(n, n);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) A(i, j) = mask.allows(i, j) ? Rational(std::max(P(i, j), 1e-300)) : Rational(0);
+    ApproxOptions o;
+    o.bisection_steps = 12;
+    o.optimise = false;
+    const double epsilon = *rc::gen::element(1e-9, 1e-4, 1e-2);
+    const WidthResult w = approx_width(A, epsilon, n, mask, o);
+    RC_ASSERT(static_cast<Eigen::Index>(w.profile.size()) == n);
+    for (Eigen::Index d = 1; d <= n; ++d) {
+      const WidthProfileEntry& e = w.profile[static_cast<std::size_t>(d - 1)];
+      const ApproxBounds b = approx_error_bounds(A, d, mask, o);
+      RC_LOG() << "d " << d << ": profile [" << e.error_lower << ", " << e.error_upper << "], alone [" << b.error_lower
+               << ", " << b.error_upper << "]\n";
+      RC_ASSERT(e.error_lower <= e.error_upper);
+      RC_ASSERT(e.error_lower <= b.error_upper);
+      RC_ASSERT(b.error_lower <= e.error_upper);
+    }
+    if (w.width_upper) RC_ASSERT(w.profile[static_cast<std::size_t>(w.width_upper - 1)].error_upper <= epsilon);
+    RC_ASSERT(w.width_lower <= (w.width_upper ? w.width_upper : n + 1));
+  });
+}

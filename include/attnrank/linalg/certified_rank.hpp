@@ -60,6 +60,12 @@ std::optional<CertifiedRank> certified_full_rank_by_one_stage(const BallMatrix& 
 /// Rank bounds of a matrix of doubles, each taken as the exact real it denotes.
 CertifiedRank certified_rank(const Eigen::MatrixXd& A);
 
+/// Uncertified, for choosing what to prove: min(cap, numeric rank of M) by
+/// complete-pivot elimination stopped after `cap` pivots or at FullPivLU's
+/// threshold (eps max(rows, cols) times the first pivot), at O(cap rows cols).
+/// A result below cap says M is numerically rank-deficient.
+Eigen::Index numeric_rank_up_to(const Eigen::MatrixXd& M, Eigen::Index cap);
+
 /// Rank bounds valid for every real matrix in the interval matrix A, proven in
 /// MPFI at the current precision (PrecisionScope).
 CertifiedRank certified_rank(const Matrix<Interval>& A);

@@ -165,6 +165,13 @@ bool bracket_open(const WidthResult& w);
 /// epsilon at d settles every width above d). searched_upper(d_k) returns the
 /// certified error of the searched witness at that width; settles again.
 void search_open_widths(WidthResult& out, const std::function<double(Eigen::Index)>& searched_upper);
+/// error_lower, its proof and its reason for every width first..last at once: one
+/// context (the certified logs, the cache of certified singular values), the
+/// widths' searches sharing every point (lower_bound_search.hpp). ceilings[k] is a
+/// certified error at width first + k (no eps at or above it can be impossible);
+/// n and dk are set, the upper bound left to the caller.
+std::vector<ApproxBounds> free_lower_bounds(const Matrix<Rational>& A, Eigen::Index first, Eigen::Index last,
+                                            const std::vector<double>& ceilings, const ApproxOptions& options);
 /// input_error unless 0 <= epsilon <= 1 and 1 <= max_dk <= n.
 void require_width_question(double epsilon, Eigen::Index max_dk, Eigen::Index n);
 /// Certified: for this eps and d_k, no P = softmax(S) with rank S <= d_k has

@@ -147,6 +147,34 @@ MaskedReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const Mask& 
 /// refit per row and per column over the allowed positions only).
 Witness approx_masked_witness(const Matrix<Rational>& A, const Mask& mask, Eigen::Index dk, int sweeps = 60);
 
+/// The flops the minimal-rank staircase completion may cost (about n^4 / 6): up to
+/// n of about 600 it is a second start; beyond, the row means start alone.
+inline constexpr double staircase_completion_budget = 2e10;
+
+/// What the masked witnesses of every width up to `widest` share, computed once:
+/// log A on the allowed set, its completions (each row's masked positions at the
+/// row's mean; for a nested mask also the minimal-rank staircase completion, within
+/// staircase_completion_budget), and
+/// each completion's row means and truncated SVD. Every width's start is a
+/// truncation of these, so a width profile costs one SVD per completion instead
+/// of one per width.
+struct MaskedWitnessStarts {
+  struct Start {
+    Eigen::MatrixXd completion;
+    Eigen::VectorXd row_means, singular_values;
+    Eigen::MatrixXd U, V;  ///< the leading `widest` singular vectors of the centered completion
+  };
+  explicit MaskedWitnessStarts(Mask m) : mask(std::move(m)) {}
+  Mask mask;
+  Eigen::Index widest = 0;
+  Eigen::MatrixXd target;  ///< the normalised target in doubles, to choose between the fits
+  std::vector<Start> starts;
+};
+MaskedWitnessStarts masked_witness_starts(const Matrix<Rational>& A, const Mask& mask, Eigen::Index widest);
+/// approx_masked_witness at width dk (1 <= dk <= starts.widest) from shared starts:
+/// the same witness the single-width call gives.
+Witness approx_masked_witness(const MaskedWitnessStarts& starts, Eigen::Index dk, int sweeps = 60);
+
 /// The pattern a masked witness head makes, the masked softmax of
 /// Q K^T / sqrt(d_k) row by row, in doubles. Uncertified (a picture of the
 /// head); its certified distance to the target is the witness's max_abs_error.
