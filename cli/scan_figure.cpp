@@ -55,7 +55,8 @@ Cell cell_of(const HeadScan& h, const ScanQuestion& q) {
     } else {
       c.value = static_cast<double>(*h.width_lower);
       c.text = "\u2265" + std::to_string(*h.width_lower);
-      c.tooltip = where + ": minimal width >= " + c.text.substr(3) + " (no witness within epsilon up to d_k = " +
+      c.tooltip = where + ": minimal width >= " + std::to_string(*h.width_lower) +
+                  " (no witness within epsilon up to d_k = " +
                   std::to_string(h.max_dk) + ")";
     }
   } else if (q.dk && h.error_upper) {

@@ -52,31 +52,29 @@ void fused_rows(const detail::APrioriHead& head, Index n, double work, BoundsMat
   });
 }
 
-/// input_error unless Q, K, V have consistent shapes and finite entries, the scale bounds
-/// are a positive band and the mask fits (certified_attention's contract).
+}  // namespace
+
+namespace detail {
+
 void require_attention_inputs(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
-                              const ScaleBounds& scale, const Mask* mask) {
+                              const ScaleBounds& scale, const Mask* mask, const std::string& what) {
   if (Q.rows() < 1 || K.rows() < 1 || Q.cols() < 1 || V.cols() < 1)
-    throw input_error("attention: Q is " + shape(Q) + ", K " + shape(K) + ", V " + shape(V) +
+    throw input_error(what + ": Q is " + shape(Q) + ", K " + shape(K) + ", V " + shape(V) +
                       "; every one needs at least one row and one column");
   if (K.cols() != Q.cols())
-    throw input_error("attention: Q is " + shape(Q) + " but K is " + shape(K) + " (their columns must agree)", "K");
+    throw input_error(what + ": Q is " + shape(Q) + " but K is " + shape(K) + " (their columns must agree)", "K");
   if (V.rows() != K.rows())
-    throw input_error("attention: K is " + shape(K) + " but V is " + shape(V) + " (one row of V per key)", "V");
+    throw input_error(what + ": K is " + shape(K) + " but V is " + shape(V) + " (one row of V per key)", "V");
   detail::require_finite(Matrix<double>(Q), "Q");
   detail::require_finite(Matrix<double>(K), "K");
   detail::require_finite(Matrix<double>(V), "V");
   if (!(scale.lo > 0 && scale.lo <= scale.hi && std::isfinite(scale.hi)))
-    throw input_error("attention: the scale bounds must satisfy 0 < lo <= hi < inf");
+    throw input_error(what + ": the scale bounds must satisfy 0 < lo <= hi < inf");
   if (mask && (mask->size() != Q.rows() || mask->cols() != K.rows()))
-    throw input_error("attention: the mask is " + std::to_string(mask->size()) + " x " + std::to_string(mask->cols()) +
+    throw input_error(what + ": the mask is " + std::to_string(mask->size()) + " x " + std::to_string(mask->cols()) +
                       " but Q has " + std::to_string(Q.rows()) + " rows and K " + std::to_string(K.rows()) +
                       " (one mask row per query, one column per key)");
 }
-
-}  // namespace
-
-namespace detail {
 
 HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMatrix& V, const ScaleBounds& scale,
                           const Mask* mask, bool keep_trace, AttentionProducts products) {
@@ -119,7 +117,7 @@ HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMa
 
 BoundsMatrix certified_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
                                  const ScaleBounds& scale, const Mask* mask, AttentionProducts products) {
-  require_attention_inputs(Q, K, V, scale, mask);
+  detail::require_attention_inputs(Q, K, V, scale, mask, "attention");
   const auto point = [](const Eigen::MatrixXd& M) {
     return BallMatrix{M, Eigen::MatrixXd::Zero(M.rows(), M.cols())};
   };
@@ -130,7 +128,7 @@ namespace detail {
 
 BoundsMatrix a_priori_attention(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
                                 const ScaleBounds& scale, const Mask* mask, const ScoreModifiers& modifiers) {
-  require_attention_inputs(Q, K, V, scale, mask);
+  detail::require_attention_inputs(Q, K, V, scale, mask, "attention");
   validate(modifiers);
   if (modifiers.bias && (modifiers.bias->rows() != Q.rows() || modifiers.bias->cols() != K.rows()))
     throw input_error("attention: the bias is " + shape(*modifiers.bias) + " but the scores are " +

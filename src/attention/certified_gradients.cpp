@@ -2,6 +2,7 @@
 #include <attnrank/attention/certified_gradients.hpp>
 
 #include <attnrank/attention/certified_softmax.hpp>
+#include <attnrank/attention/detail/certified_head.hpp>
 #include <attnrank/attention/multi_head_attention.hpp>
 #include <attnrank/numbers/balls.hpp>
 #include <attnrank/numbers/bands.hpp>
@@ -304,29 +305,12 @@ GradientBounds certified_attention_gradients(const Eigen::MatrixXd& Q, const Eig
                                              const ScaleBounds& scale, const Mask* mask, AttentionProducts products,
                                              const GradientsWanted& wanted, const ScoreModifiers& modifiers) {
   validate(modifiers);
-  if (Q.rows() < 1 || K.rows() < 1 || Q.cols() < 1 || V.cols() < 1)
-    throw input_error("attention backward: Q is " + shape_text(Q) + ", K " + shape_text(K) + ", V " + shape_text(V) +
-                      "; every one needs at least one row and one column");
-  if (K.cols() != Q.cols())
-    throw input_error("attention backward: Q is " + shape_text(Q) + " but K is " + shape_text(K) +
-                          " (their columns must agree)", "K");
-  if (V.rows() != K.rows())
-    throw input_error("attention backward: K is " + shape_text(K) + " but V is " + shape_text(V) +
-                          " (one row of V per key)", "V");
+  detail::require_attention_inputs(Q, K, V, scale, mask, "attention backward");
   if (wanted.any_gradient() && (dO.rows() != Q.rows() || dO.cols() != V.cols()))
     throw input_error("attention backward: dO is " + shape_text(dO) + " but the output is " +
                           std::to_string(Q.rows()) + " x " + std::to_string(V.cols()) + " (rows of Q x columns of V)",
                       "dO");
-  detail::require_finite(Matrix<double>(Q), "Q");
-  detail::require_finite(Matrix<double>(K), "K");
-  detail::require_finite(Matrix<double>(V), "V");
   if (wanted.any_gradient()) detail::require_finite(Matrix<double>(dO), "dO");
-  if (!(scale.lo > 0 && scale.lo <= scale.hi && std::isfinite(scale.hi)))
-    throw input_error("attention backward: the scale bounds must satisfy 0 < lo <= hi < inf");
-  if (mask && (mask->size() != Q.rows() || mask->cols() != K.rows()))
-    throw input_error("attention backward: the mask is " + std::to_string(mask->size()) + " x " + std::to_string(mask->cols()) +
-                      " but Q has " + std::to_string(Q.rows()) + " rows and K " + std::to_string(K.rows()) +
-                      " (one mask row per query, one column per key)");
 
   const Index n = Q.rows(), keys = K.rows();
   GradientBounds out;

@@ -15,7 +15,6 @@
 
 #include <attnrank/linalg/certified_svd.hpp>
 #include <attnrank/numbers/decimal.hpp>
-#include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/reach/detail/witness_search.hpp>
 
 #include <algorithm>

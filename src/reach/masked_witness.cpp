@@ -30,19 +30,6 @@ struct Residual {
   double max = 0, squares = 0;
 };
 
-Residual residual(const MatrixXd& L, const Mask& mask, const MatrixXd& Q, const MatrixXd& K, const VectorXd& c) {
-  const MatrixXd S = Q * K.transpose();
-  Residual r;
-  for (Index j = 0; j < L.cols(); ++j)
-    for (Index i = 0; i < L.rows(); ++i)
-      if (mask.allows(i, j)) {
-        const double e = std::abs(S(i, j) + c(i) - L(i, j));
-        r.max = std::max(r.max, e);
-        r.squares += e * e;
-      }
-  return r;
-}
-
 /// For a nested mask: completes L on the masked positions, column by column in
 /// the staircase's order, with the minimal-rank fill of a 2 x 2 block pattern.
 /// Column p is known on a suffix of the rows (those allowing it, and the ones
@@ -78,7 +65,8 @@ MatrixXd staircase_completion(const MatrixXd& L, const Staircase& st) {
 
 namespace {
 
-/// residual() with the mask as a 0/1 matrix M and ML = M o L (vectorised).
+/// max and sum of squares of |Q K^T + c 1^T - L| over the allowed set, with the mask as
+/// a 0/1 matrix M and ML = M o L.
 Residual masked_residual(const MatrixXd& ML, const MatrixXd& M, const MatrixXd& Q, const MatrixXd& K, const VectorXd& c) {
   const MatrixXd E = (Q * K.transpose() + c.replicate(1, M.cols())).cwiseProduct(M) - ML;
   return {E.cwiseAbs().maxCoeff(), E.squaredNorm()};
@@ -102,10 +90,6 @@ std::pair<MatrixXd, MatrixXd> fit_from(const MaskedWitnessStarts::Start& start, 
   // Flops of one sweep (the Gram matrices); beyond a budget the start is the fit.
   const double sweep_cost = 2.0 * static_cast<double>(mask.allowed_count()) * static_cast<double>((dk + 1) * (dk + 1));
   const int affordable = static_cast<int>(std::min<double>(sweeps, 2e9 / std::max(sweep_cost, 1.0)));
-  MatrixXd bestQ = Q, bestK = K;
-  const Residual first = residual(L, mask, Q, K, c);
-  double best = first.max, squares = first.squares;
-  int idle = 0;
   // Each half-step solves, for every row i, the normal equations of its fit over
   // the allowed keys: (sum_j M_ij k_j k_j^T + ridge) x_i = sum_j M_ij k_j L_ij with
   // k_j = (K_j, 1). The Gram matrices of all rows at once are one product of the
@@ -115,6 +99,10 @@ std::pair<MatrixXd, MatrixXd> fit_from(const MaskedWitnessStarts::Start& start, 
   for (Index j = 0; j < n; ++j)
     for (Index i = 0; i < n; ++i) M(i, j) = mask.allows(i, j) ? 1.0 : 0.0;
   const MatrixXd ML = M.cwiseProduct(L);
+  MatrixXd bestQ = Q, bestK = K;
+  const Residual first = masked_residual(ML, M, Q, K, c);
+  double best = first.max, squares = first.squares;
+  int idle = 0;
   const Index w = dk + 1;
   // Row j of the result: vec(f_j f_j^T) for the first w columns f of F.
   const auto outer_products = [](const MatrixXd& F, Index width) {

@@ -8,6 +8,8 @@
 
 #include <attnrank/attention/certified_attention.hpp>
 
+#include <string>
+
 namespace attnrank::detail {
 
 /// Bounds of one head's steps for Q, K, V given as balls (N_q x d, N_k x d,
@@ -18,6 +20,13 @@ namespace attnrank::detail {
 struct HeadBounds {
   BoundsMatrix scores, scaled, weights, output;
 };
+/// input_error, its message starting with `what` ("attention", "attention backward"),
+/// unless Q, K, V have consistent shapes and finite entries, the scale bounds are a
+/// positive band and the mask fits: the contract of every certified head, forward and
+/// backward.
+void require_attention_inputs(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
+                              const ScaleBounds& scale, const Mask* mask, const std::string& what);
+
 HeadBounds certified_head(const BallMatrix& Q, const BallMatrix& K, const BallMatrix& V, const ScaleBounds& scale,
                           const Mask* mask, bool keep_trace,
                           AttentionProducts products = AttentionProducts::directed);
