@@ -7,12 +7,10 @@
 #include <attnrank/analysis/width_analysis.hpp>
 #include <attnrank/attention/multi_head_attention.hpp>
 #include <attnrank/io/double_tensor.hpp>
+#include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/reach/masked.hpp>
 
-#include <mpfr.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -20,7 +18,6 @@
 #include <limits>
 #include <mutex>
 #include <sstream>
-#include <thread>
 
 namespace attnrank {
 namespace {
@@ -199,35 +196,13 @@ std::vector<HeadScan> analyze_scan(const HeadStack& stack, const ScanQuestion& q
   validate(stack, q);
   const std::size_t count = stack.patterns.size();
   std::vector<HeadScan> out(count);
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned jobs = static_cast<unsigned>(std::min<std::size_t>(q.jobs ? q.jobs : cores, count));
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::mutex report;  // guards on_head and failure
-  std::exception_ptr failure;
-  const auto work = [&] {
-    for (std::size_t t; !failed.load() && (t = next++) < count;) {
-      try {
-        HeadScan h = scan_head(stack, t, q);
-        const std::lock_guard<std::mutex> lock(report);
-        out[t] = std::move(h);
-        if (on_head) on_head(out[t]);
-      } catch (...) {
-        const std::lock_guard<std::mutex> lock(report);
-        if (!failure) failure = std::current_exception();
-        failed.store(true);
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned k = 1; k < jobs; ++k)
-    pool.emplace_back([&work] {
-      work();
-      mpfr_free_cache();  // this thread's MPFR constant caches (log 2, pi, ...), or they leak with it
-    });
-  work();
-  for (std::thread& th : pool) th.join();
-  if (failure) std::rethrow_exception(failure);
+  std::mutex report;  // guards on_head
+  detail::for_each_task(count, q.jobs, [&](std::size_t t) {
+    HeadScan h = scan_head(stack, t, q);
+    const std::lock_guard<std::mutex> lock(report);
+    out[t] = std::move(h);
+    if (on_head) on_head(out[t]);
+  });
   return out;
 }
 

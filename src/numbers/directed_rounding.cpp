@@ -2,11 +2,11 @@
 // Eigen's GEMM, instantiated in an inline function, cost every unit that included
 // the header about 6 s of compile time (docs/performance.md, "Compile time").
 #include <attnrank/numbers/directed_rounding.hpp>
+#include <attnrank/numbers/detail/parallel.hpp>
 
 #include <cfenv>
 #include <cmath>
 #include <exception>
-#include <thread>
 
 namespace attnrank {
 
@@ -16,8 +16,7 @@ BoundsMatrix directed_pair(const Eigen::MatrixXd& L, const Eigen::MatrixXd& R, c
   BoundsMatrix out;
   UpwardRounding up;
   std::exception_ptr failure_hi, failure_lo;
-  // Each half sets the mode of the thread it runs on and restores it after, so a
-  // pooled (OpenMP) thread goes back to its owner's rounding.
+  // Each half sets the mode of the thread it runs on and restores it after.
   const auto half = [&](bool upper) {
     const ThreadRounding<FE_UPWARD> rounding;
     try {
@@ -35,25 +34,12 @@ BoundsMatrix directed_pair(const Eigen::MatrixXd& L, const Eigen::MatrixXd& R, c
     }
   };
   const bool big = !serial_directed_products && static_cast<double>(L.rows()) * static_cast<double>(L.cols()) * static_cast<double>(R.cols()) >= 4e6;
-#if defined(_OPENMP)
-  // With OpenMP, use its pool: a separate std::thread would fight its spinning workers.
-#pragma omp parallel sections num_threads(2) if (big)
-  {
-#pragma omp section
-    half(true);
-#pragma omp section
-    half(false);
-  }
-#else
   if (big) {
-    std::thread worker(half, false);
-    half(true);
-    worker.join();
+    run_side_by_side([&] { half(false); }, [&] { half(true); });
   } else {
     half(true);
     half(false);
   }
-#endif
   if (failure_hi) std::rethrow_exception(failure_hi);
   if (failure_lo) std::rethrow_exception(failure_lo);
   out.lo = -out.lo;
@@ -71,20 +57,14 @@ void upward_product(Eigen::MatrixXd& out, const Eigen::MatrixXd& L, const Eigen:
     return;
   }
   const Eigen::Index half = R.cols() / 2;
-  std::exception_ptr failure;
-  std::thread worker([&] {
-    const ThreadRounding<FE_UPWARD> rounding;
-    try {
-      out.rightCols(R.cols() - half).noalias() += L * R.rightCols(R.cols() - half);
-      rounding_barrier(out);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  });
-  out.leftCols(half).noalias() += L * R.leftCols(half);
-  worker.join();
+  run_side_by_side(
+      [&] {
+        const ThreadRounding<FE_UPWARD> rounding;  // the mode is per thread
+        out.rightCols(R.cols() - half).noalias() += L * R.rightCols(R.cols() - half);
+        rounding_barrier(out);
+      },
+      [&] { out.leftCols(half).noalias() += L * R.leftCols(half); });
   rounding_barrier(out);
-  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace detail

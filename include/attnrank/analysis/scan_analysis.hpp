@@ -40,7 +40,7 @@ struct ScanQuestion {
   std::optional<double> epsilon;        ///< the minimal width band (and epsilon_verdict at d_k)
   std::optional<Mask> mask;             ///< every head is masked so (n must match)
   std::optional<Eigen::Index> max_dk;   ///< the widths tried for epsilon, in [1, n]; nullopt: min(n, 16)
-  unsigned jobs = 0;                    ///< threads; 0: every core
+  unsigned jobs = 0;                    ///< threads; 0: every core (ATTNRANK_THREADS caps both)
   std::uint64_t seed = 1;
   /// Per head: the optimiser's policy and time limit (refinement.hpp).
   RefineOptions refine;

@@ -3,10 +3,10 @@
 // rows of a product and of a softmax are independent, and an MPFR multiply-add or
 // exponential costs tens of nanoseconds to microseconds, so dealing rows to the
 // machine's cores pays from a few thousand operations on), and two jobs side by
-// side. Double matrix products do not come here: Eigen and the directed-rounding
-// product have their own threading; the approximate question deals out its widths
-// and its two independent searches. A directed-rounding scope is per thread, so
-// each job sets its own.
+// side (the halves of a large double product, the approximate question's two
+// searches), and a pool for independent tasks (the heads of a scan). Eigen itself
+// is built without OpenMP here, so its products stay on the calling thread. A
+// directed-rounding scope is per thread, so each job sets its own.
 //
 // Threads read shared inputs and write disjoint rows; MPFR keeps its flags,
 // exponent range and constant caches per thread (Debian builds it thread-safe),
@@ -15,31 +15,54 @@
 // PrecisionScope belongs to that caller's share of the precision gate
 // (numbers/tiers.hpp), so its own scopes do not wait for the caller.
 //
-// ATTNRANK_THREADS=k (environment) caps the threads at k; 1 turns threading off.
+// Every thread the library starts starts here (a test counts them), so
+// ATTNRANK_THREADS=k (environment) caps every parallel part at k threads, a
+// scan's jobs included; 1 keeps every computation on the calling thread.
 
 #include <attnrank/numbers/tiers.hpp>
 
 #include <mpfr.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <exception>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 namespace attnrank::detail {
 
-/// The number of threads row-parallel loops may use.
+/// The cap ATTNRANK_THREADS sets (a positive integer), if it is set.
+inline std::optional<unsigned> thread_cap() {
+  static const std::optional<unsigned> cap = []() -> std::optional<unsigned> {
+    if (const char* text = std::getenv("ATTNRANK_THREADS")) {
+      const long k = std::strtol(text, nullptr, 10);
+      if (k >= 1) return static_cast<unsigned>(std::min<long>(k, 1L << 16));
+    }
+    return std::nullopt;
+  }();
+  return cap;
+}
+
+/// The number of threads row-parallel loops may use: the cores, capped by
+/// ATTNRANK_THREADS.
 inline unsigned row_threads() {
   static const unsigned count = [] {
-    unsigned n = std::max(1u, std::thread::hardware_concurrency());
-    if (const char* cap = std::getenv("ATTNRANK_THREADS")) {
-      const long k = std::strtol(cap, nullptr, 10);
-      if (k >= 1) n = std::min<unsigned>(n, static_cast<unsigned>(k));
-    }
-    return n;
+    const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+    return thread_cap() ? std::min(n, *thread_cap()) : n;
   }();
   return count;
+}
+
+/// The threads for `tasks` independent tasks when the caller asked for `requested`
+/// (0: one per core): never more than the tasks or ATTNRANK_THREADS.
+inline unsigned task_threads(unsigned requested, std::size_t tasks) {
+  unsigned n = requested ? requested : row_threads();
+  if (thread_cap()) n = std::min(n, *thread_cap());
+  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(n, tasks)));
 }
 
 /// Calls body(begin, end) on disjoint blocks covering [0, rows), on up to
@@ -106,6 +129,41 @@ void run_side_by_side(const Beside& beside, const Here& here) {
   worker.join();
   if (failure_here) std::rethrow_exception(failure_here);
   if (failure_beside) std::rethrow_exception(failure_beside);
+}
+
+/// Runs task(t) for every t in [0, tasks) on task_threads(requested, tasks)
+/// threads (the caller's among them), each taking the next task when it is free.
+/// After a task throws, no new task starts; the first exception is rethrown
+/// after every thread has joined.
+template <class Task>
+void for_each_task(std::size_t tasks, unsigned requested, const Task& task) {
+  const unsigned threads = task_threads(requested, tasks);
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex guard;  // the first failure
+  std::exception_ptr failure;
+  const auto work = [&] {
+    for (std::size_t t; !failed.load() && (t = next++) < tasks;) {
+      try {
+        task(t);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(guard);
+        if (!failure) failure = std::current_exception();
+        failed.store(true);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const bool inside_scope = !precision_stack.empty() || precision_worker;
+  for (unsigned k = 1; k < threads; ++k)
+    pool.emplace_back([&work, inside_scope] {
+      precision_worker = inside_scope;
+      work();
+      mpfr_free_cache();  // this thread's constant caches, or they leak with it
+    });
+  work();
+  for (std::thread& th : pool) th.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace attnrank::detail
