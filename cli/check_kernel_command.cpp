@@ -27,7 +27,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     std::optional<std::size_t> max_seqlen_q, max_seqlen_k;
     double dropout_p = 0;
     std::string scale;
-    unsigned bits = 128;
+    unsigned bits = default_fallback_bits;
     std::string max_error;
     std::optional<double> rtol, max_ratio;
     bool json = false;
@@ -210,7 +210,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     q.options.empty_rows = empty_rows_from_name(opt->empty_rows);
     read_kernel_mask_argument(q, opt->mask, run.limits);
     if (!opt->window.empty()) q.window = std::pair<long, long>(opt->window[0], opt->window[1]);
-    q.alignment = opt->align == "top-left" ? MaskAlignment::top_left : MaskAlignment::bottom_right;
+    q.alignment = mask_alignment_from_name(opt->align);
     q.options.softcap = opt->softcap;
     if (!opt->alibi_slopes.empty()) q.alibi_slopes = read_per_head_argument(opt->alibi_slopes, "--alibi-slopes", run.limits);
     if (!opt->sinks.empty()) q.sinks = read_per_head_argument(opt->sinks, "--sinks", run.limits);
@@ -223,9 +223,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     q.dropout_p = opt->dropout_p;
     if (!opt->bias.empty())
       q.bias = NamedTensor{read_double_tensor(opt->bias, run.limits, NonFiniteElements::keep), opt->bias};
-    q.options.fallback = opt->fallback == "never"    ? FallbackPolicy::never
-                         : opt->fallback == "always" ? FallbackPolicy::always
-                                                     : FallbackPolicy::automatic;
+    q.options.fallback = fallback_policy_from_name(opt->fallback);
     q.options.fallback_bits = opt->bits;
     const KernelAnalysis k = analyze_kernel(std::move(q));
     if (opt->json) run.print(to_json(k));

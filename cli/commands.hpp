@@ -27,7 +27,7 @@ void add_scan_command(CLI::App& app, Run& run);
 struct RefineFlags {
   bool refine = false;
   bool no_search = false;
-  double time_limit = 2.0;
+  double time_limit = default_time_limit;
 };
 void add_refine_options(CLI::App* cmd, RefineFlags& flags);
 /// The options the flags ask for (--refine: always, --no-search: never, else automatic), with

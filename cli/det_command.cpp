@@ -26,7 +26,7 @@ void add_det_command(CLI::App& app, Run& run) {
   cmd->callback([opt, &run] {
     const Matrix<Rational> A = run.read(opt->matrix);
     DetQuestion q = opt->question;
-    q.certified = opt->mode == "certified";
+    q.certified = det_mode_is_certified(opt->mode);
     q.matrix_name = opt->matrix;
     const DetAnalysis d = analyze_det(A, q);
     if (opt->json) run.print(to_json(d));

@@ -33,7 +33,7 @@ void add_layer_command(CLI::App& app, Run& run) {
     bool torch_layout = false;
     long heads = 0;
     std::optional<int> digits, significant;
-    unsigned bits = 128;
+    unsigned bits = default_layer_bits;
     std::vector<std::string> masks;
     bool json = false;
   };

@@ -190,32 +190,24 @@ std::function<void(const SearchProgress&)> Run::search_progress(const std::strin
 }
 
 void add_refine_options(CLI::App* cmd, RefineFlags& flags) {
-  cmd->add_flag("--refine", flags.refine,
+  CLI::Option* refine = cmd->add_flag("--refine", flags.refine,
                 "Run the optimiser (L-BFGS restarts) to sharpen the upper bounds, within --time-limit (default: only "
                 "where the cheap band leaves the question open: reach's --epsilon undecided, width's bracket)");
   cmd->add_flag("--no-search", flags.no_search,
                 "The cheap band only (the starts and a short search of fixed work): never the optimiser, so the "
-                "answer is reproducible and quick");
+                "answer is reproducible and quick")
+      ->excludes(refine);
   cmd->add_option("--time-limit", flags.time_limit,
                   "Seconds the optimiser may run in all (0: no limit; the result is then reproducible from --seed)")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            char* end = nullptr;
-            const double t = std::strtod(v.c_str(), &end);
-            if (end == v.c_str() || *end != '\0' || !std::isfinite(t) || t < 0)
-              return "'" + v + "' is not a number of seconds >= 0 (0: no limit)";
-            return "";
-          },
-          "SECONDS"))
+      ->type_name("SECONDS")
       ->capture_default_str();
 }
 
 RefineOptions refine_options(const RefineFlags& flags, Run& run, const std::string& what) {
-  if (flags.no_search && flags.refine) throw input_error("--no-search and --refine ask opposite things; pass one");
-  RefineOptions o;
-  o.policy = flags.refine ? RefinePolicy::always : flags.no_search ? RefinePolicy::never : RefinePolicy::automatic;
-  if (flags.time_limit > 0) o.time_limit = flags.time_limit;
-  else o.time_limit.reset();
+  RefineOptions o = attnrank::refine_options(flags.refine ? std::optional<bool>(true)
+                                             : flags.no_search ? std::optional<bool>(false)
+                                                               : std::nullopt,
+                                             flags.time_limit);
   o.on_progress = run.search_progress(what);
   return o;
 }

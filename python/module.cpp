@@ -62,10 +62,23 @@ BinaryMatrixView matrix_view(const py::array& a, std::ptrdiff_t offset) {
 }
 
 /// A 2-D NumPy array of numbers, exactly (every float is the dyadic rational it stores).
+/// The GIL is released while the buffer is read: `a` keeps it alive.
 Matrix<Rational> from_array(const py::array& a, const std::string& name) {
   if (a.ndim() != 2)
     throw input_error(name + ": a 2-D array is needed, this one has " + std::to_string(a.ndim()) + " dimensions");
-  return decode_binary_matrix(matrix_view(a, 0), name);
+  const BinaryMatrixView view = matrix_view(a, 0);
+  py::gil_scoped_release release;
+  return decode_binary_matrix(view, name);
+}
+
+/// A 2-D NumPy array of floats straight into doubles, as the CLI reads a .npy (exact:
+/// float16/32/64 are doubles), for the analyses that work on doubles; GIL released.
+Eigen::MatrixXd doubles_from_array(const py::array& a, const std::string& name) {
+  if (a.ndim() != 2)
+    throw input_error(name + ": a 2-D array is needed, this one has " + std::to_string(a.ndim()) + " dimensions");
+  const BinaryMatrixView view = matrix_view(a, 0);
+  py::gil_scoped_release release;
+  return decode_binary_matrix_as_doubles(view, name, {}, NonFiniteElements::refuse);
 }
 
 /// Rows of exact numbers written as text ("1/3", "0.8", "-2"), for Fractions and strings.
@@ -208,13 +221,6 @@ py::object released(Analyse&& analyse) {
   return to_python(document);
 }
 
-/// refine: None automatic, True always, False never; time_limit: seconds, None for none.
-RefineOptions refine_options(std::optional<bool> refine, std::optional<double> time_limit) {
-  RefineOptions o;
-  o.policy = !refine ? RefinePolicy::automatic : *refine ? RefinePolicy::always : RefinePolicy::never;
-  o.time_limit = time_limit;
-  return o;
-}
 
 }  // namespace
 
@@ -296,7 +302,7 @@ PYBIND11_MODULE(_attnrank, m) {
   m.def(
       "width",
       [](const Matrix<Rational>& A, double epsilon, std::optional<Eigen::Index> max_dk, std::optional<Mask> mask, std::uint64_t seed,
-         bool refine, std::optional<double> time_limit) {
+         std::optional<bool> refine, std::optional<double> time_limit) {
         WidthQuestion q{epsilon, max_dk, std::move(mask), seed, refine_options(refine, time_limit), "A"};
         return released([&] { return to_json(analyze_width(A, q)); });
       },
@@ -310,10 +316,26 @@ PYBIND11_MODULE(_attnrank, m) {
       },
       py::arg("M"), py::arg("mode"), py::arg("bits"), py::arg("tol"), py::arg("top"));
   m.def(
+      "rank_doubles",
+      [](const py::array& M, const std::string& mode, unsigned bits, std::optional<double> tol, Eigen::Index top) {
+        const Eigen::MatrixXd A = doubles_from_array(M, "M");
+        RankQuestion q{parse_rank_mode(mode), bits, tol, top, "M"};
+        return released([&] { return to_json(analyze_rank(A, q)); });
+      },
+      "rank of a float array read straight into doubles (as the CLI reads a .npy)", py::arg("M"), py::arg("mode"),
+      py::arg("bits"), py::arg("tol"), py::arg("top"));
+  m.def(
+      "svd_doubles",
+      [](const py::array& M, std::optional<Eigen::Index> top, bool gaps) {
+        const Eigen::MatrixXd A = doubles_from_array(M, "M");
+        SvdQuestion q{top, gaps, "M"};
+        return released([&] { return to_json(analyze_svd(A, q)); });
+      },
+      "svd of a float array read straight into doubles", py::arg("M"), py::arg("top"), py::arg("gaps"));
+  m.def(
       "det",
       [](const Matrix<Rational>& M, const std::string& mode, unsigned bits, int digits) {
-        if (mode != "exact" && mode != "certified") throw input_error("mode '" + mode + "' is not exact or certified");
-        DetQuestion q{mode == "certified", bits, digits, "M"};
+        DetQuestion q{det_mode_is_certified(mode), bits, digits, "M"};
         return released([&] { return to_json(analyze_det(M, q)); });
       },
       py::arg("M"), py::arg("mode"), py::arg("bits"), py::arg("digits"));
@@ -338,6 +360,19 @@ PYBIND11_MODULE(_attnrank, m) {
       },
       py::arg("x"), py::arg("wq"), py::arg("wk"), py::arg("wv"), py::arg("wo"), py::arg("heads"), py::arg("tier"),
       py::arg("digits"), py::arg("significant"), py::arg("bits"), py::arg("masks"));
+  m.attr("default_time_limit") = default_time_limit;
+  m.attr("default_layer_bits") = default_layer_bits;
+  m.attr("default_fallback_bits") = default_fallback_bits;
+  m.def(
+      "check_scan_options",
+      [](std::optional<double> epsilon, std::optional<bool> refine, std::optional<double> time_limit) {
+        ScanQuestion q;
+        q.epsilon = epsilon;
+        q.refine = refine_options(refine, time_limit);
+        validate(q);
+      },
+      "input_error (ValueError) when scan's options are invalid, as the scan itself would raise it",
+      py::arg("epsilon"), py::arg("refine"), py::arg("time_limit"));
   m.def(
       "scan",
       [](const py::array_t<double, py::array::c_style | py::array::forcecast>& heads,
@@ -406,9 +441,7 @@ PYBIND11_MODULE(_attnrank, m) {
         kq.sinks = std::move(sinks);
         kq.causal = causal;
         kq.window = window;
-        if (alignment == "bottom-right") kq.alignment = MaskAlignment::bottom_right;
-        else if (alignment == "top-left") kq.alignment = MaskAlignment::top_left;
-        else throw input_error("alignment '" + alignment + "' is not 'bottom-right' (FlashAttention) or 'top-left' (PyTorch)");
+        kq.alignment = mask_alignment_from_name(alignment);
         kq.options.empty_rows = empty_rows_from_name(empty_rows);
         kq.q = std::move(q);
         kq.k = std::move(k);
@@ -430,22 +463,12 @@ PYBIND11_MODULE(_attnrank, m) {
         take(reference_gradients, "lse", kq.reference_lse);
         take(reference_gradients, "dsinks", kq.reference_dsinks);
         kq.max_error = max_error;
-        kq.max_error_text = !max_error                  ? ""
-                            : std::isfinite(*max_error) ? format_significant(Rational(*max_error), 17)
-                                                        : std::to_string(*max_error);
         kq.rtol = rtol;
         kq.max_ratio = max_ratio;
         kq.ratio_atol = ratio_atol;
-        if (scale && !(std::isfinite(*scale) && *scale > 0))
-          throw input_error("scale " + std::to_string(*scale) + " is not a positive number");
         kq.options.scale = scale;
         kq.options.mask = std::move(mask);
-        if (fallback == "auto") kq.options.fallback = FallbackPolicy::automatic;
-        else if (fallback == "never") kq.options.fallback = FallbackPolicy::never;
-        else if (fallback == "always") kq.options.fallback = FallbackPolicy::always;
-        else throw input_error("fallback '" + fallback + "' is not auto, never or always");
-        if (bits < 53 || bits > max_precision_bits)
-          throw input_error("bits = " + std::to_string(bits) + " is outside 53.." + std::to_string(max_precision_bits));
+        kq.options.fallback = fallback_policy_from_name(fallback);
         kq.options.fallback_bits = bits;
         return released([&] { return to_json(analyze_kernel(std::move(kq))); });
       },

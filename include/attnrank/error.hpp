@@ -22,8 +22,9 @@ namespace attnrank {
 /// `subject()` names the input a message is about when the library knows it by
 /// name only ("X", "W^Q", "embeddings X"): a caller that knows where that input
 /// came from (a file) adds it, without reading the message. Empty otherwise.
-/// `row()` and `column()` give the place, 1-based, when the message is about one
-/// entry (for text, the line and the cell on it); 0 when it is not.
+/// `row()` and `column()` give the place, 1-based (index + 1), when the message is
+/// about one entry (for text, the line and the cell on it); 0 when it is not. The
+/// message itself names an entry as entry_text does.
 class input_error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
@@ -38,6 +39,17 @@ class input_error : public std::invalid_argument {
   std::string subject_;
   long row_ = 0, column_ = 0;
 };
+
+/// How every message names an entry, a row and a column of a matrix: NumPy's
+/// indexing, 0-based and labelled, "A[2, 3] (0-based)", "A[2, :] (0-based)" -- one
+/// convention whichever adapter shows it. (A text file's lines and cells keep the
+/// 1-based "line 3, column 4" of editors: they are places in the file.)
+inline std::string entry_text(const std::string& matrix, long row, long column) {
+  return matrix + "[" + std::to_string(row) + ", " + std::to_string(column) + "] (0-based)";
+}
+inline std::string row_text(const std::string& matrix, long row) {
+  return matrix + "[" + std::to_string(row) + ", :] (0-based)";
+}
 
 /// A result failed the library's own check before leaving it (analysis/result_guard.hpp):
 /// a bug in attnrank, not in the input. `what()` names the result and the band.

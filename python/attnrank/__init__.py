@@ -104,6 +104,17 @@ def exact_matrix(value, name="matrix"):
     return _core.from_rows([[_exact_text(v) for v in row] for row in rows], name)
 
 
+def _float_matrix(value):
+    """A 2-D float NumPy array of ``value`` (a NumPy array or torch tensor of floats), or
+    None for anything else: the analyses that work on doubles read it straight into
+    doubles, as the CLI reads a .npy, instead of into exact rationals first."""
+    if _is_torch(value):
+        value = _from_torch(value)[0]
+    if type(value).__module__ != "numpy" or getattr(value, "ndim", 0) != 2:
+        return None
+    return value if value.dtype.kind == "f" else None
+
+
 def _mask(mask, n):
     """None, "none", "causal" or a 0/1 matrix as the library's mask (None: every key allowed)."""
     if mask is None:
@@ -140,16 +151,7 @@ def _optional_integer(name, value, bounds, allowed=None):
     return None if value is None else _integer(name, value, bounds, allowed)
 
 
-def _time_limit(seconds):
-    if seconds is None:
-        return None
-    t = float(seconds)
-    if not (t > 0 and t != float("inf")):
-        raise ValueError(f"time_limit: {seconds!r} is not a positive number of seconds (None: no limit)")
-    return t
-
-
-def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floor=False, refine=None, time_limit=2.0):
+def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floor=False, refine=None, time_limit=_core.default_time_limit):
     """Can a head of width ``d_k`` produce the attention pattern ``A`` exactly?
 
     Returns ``attnrank reach --json`` as a dict. ``verdict`` is "reachable" or
@@ -162,15 +164,15 @@ def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floo
     ``epsilon_verdict`` ("within", "not_within", "undecided"). By default they are the
     cheap band (error_upper from the log-domain start); the optimiser sharpens
     error_upper when ``refine=True``, or when ``epsilon`` is left undecided (``refine=None``,
-    the default), within ``time_limit`` seconds (None: no limit, reproducible from
-    ``seed``); ``refine=False`` never runs it. ``refinement`` says what ran. ``mask``
+    the default), within ``time_limit`` seconds (None or 0: no limit, reproducible
+    from ``seed``); ``refine=False`` never runs it. ``refinement`` says what ran. ``mask``
     ("causal", "none" or a 0/1 array) asks the masked question; ``x`` fixes the
     embeddings (Q = x W^Q). ``bits`` is the precision of the floor's lower bound."""
     a = exact_matrix(A, "A")
     return _core.reach(a, _integer("d_k", d_k, _INDEX), None if epsilon is None else float(epsilon),
                        _mask(mask, a.shape[0]), None if x is None else exact_matrix(x, "x"),
                        _integer("bits", bits, _UNSIGNED), _integer("seed", seed, _SEED), bool(full_floor),
-                       None if refine is None else bool(refine), _time_limit(time_limit))
+                       None if refine is None else bool(refine), time_limit)
 
 
 def check_certificate(A, certificate, *, mask=None, x=None):
@@ -182,16 +184,17 @@ def check_certificate(A, certificate, *, mask=None, x=None):
     return _core.check_certificate(a, certificate, _mask(mask, a.shape[0]), None if x is None else exact_matrix(x, "x"))
 
 
-def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=False, time_limit=2.0, search=None):
+def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=None, time_limit=_core.default_time_limit, search=None):
     """The smallest head width whose best head comes within ``epsilon`` of ``A``:
     ``width_lower <= w* <= width_upper``, proven (every width below width_lower misses
     epsilon; at width_upper a certified witness is within it; ``width_upper`` is None
     when no width up to ``max_dk``, default min(n, 16), has one). ``profile`` lists each
-    width's proven band on E*. By default the cheap band, as ``reach`` has it: the
-    starts, then a short search of fixed work on the open widths (reproducible; the
-    command line's ``width --no-search``); ``refine=True`` then runs the optimiser where
-    the bracket is still open, within ``time_limit`` seconds (None: no limit,
-    reproducible from ``seed``). ``refinement`` says what ran.
+    width's proven band on E*. By default, as the command line's ``width``: the cheap
+    band (the starts, then a short search of fixed work on the open widths), then the
+    optimiser where the bracket is still open (``refine=None``), within ``time_limit``
+    seconds (None or 0: no limit, reproducible from ``seed``); ``refine=False`` is the
+    cheap band only (``width --no-search``: reproducible and quick), ``refine=True``
+    asks for the optimiser. ``refinement`` says what ran.
     ``search`` is the old name of ``refine`` (deprecated)."""
     if search is not None:
         import warnings
@@ -200,7 +203,7 @@ def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=False, time_limi
         refine = bool(search)
     a = exact_matrix(A, "A")
     return _core.width(a, float(epsilon), _optional_integer("max_dk", max_dk, _INDEX), _mask(mask, a.shape[0]),
-                       _integer("seed", seed, _SEED), bool(refine), _time_limit(time_limit))
+                       _integer("seed", seed, _SEED), None if refine is None else bool(refine), time_limit)
 
 
 def rank(M, mode="exact", *, bits=53, tol=None, top=None):
@@ -208,9 +211,12 @@ def rank(M, mode="exact", *, bits=53, tol=None, top=None):
     "certified": ``rank_lower <= rank <= rank_upper`` proven in floating-point arithmetic
     at ``bits``. "numeric": an SVD with tolerance ``tol`` (or the ``top`` largest singular
     values), not proven, so its counts are named ``approx_rank_lower`` / ``approx_rank_upper``."""
-    return _core.rank(exact_matrix(M, "M"), str(mode), _integer("bits", bits, _UNSIGNED),
-                      None if tol is None else float(tol),
-                      0 if top is None else _integer("top", top, (1, _INDEX[1]), "an integer >= 1, or None"))
+    options = (str(mode), _integer("bits", bits, _UNSIGNED), None if tol is None else float(tol),
+               0 if top is None else _integer("top", top, (1, _INDEX[1]), "an integer >= 1, or None"))
+    floats = _float_matrix(M)
+    if floats is not None:
+        return _core.rank_doubles(floats, *options)
+    return _core.rank(exact_matrix(M, "M"), *options)
 
 
 def det(M, mode="exact", *, bits=53, digits=17):
@@ -225,7 +231,11 @@ def svd(M, top=None, *, gaps=False):
     of ``M`` (all of them when ``top`` is None); with ``gaps``, proven separations
     sigma_i - sigma_(i+1) >= gap (None: not separated). A bound that could not be proven
     finite is None."""
-    return _core.svd(exact_matrix(M, "M"), _optional_integer("top", top, _INDEX), bool(gaps))
+    options = (_optional_integer("top", top, _INDEX), bool(gaps))
+    floats = _float_matrix(M)
+    if floats is not None:
+        return _core.svd_doubles(floats, *options)
+    return _core.svd(exact_matrix(M, "M"), *options)
 
 
 def _has_numpy():
@@ -269,7 +279,7 @@ def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, significant=N
         one = _mask(mask, n)
         masks = [] if one is None else [one]
     if bits is None:
-        bits = 128
+        bits = _core.default_layer_bits
     result = _core.layer(xm, exact_matrix(wq, "wq"), exact_matrix(wk, "wk"), exact_matrix(wv, "wv"),
                          exact_matrix(wo, "wo"), _integer("heads", heads, _INDEX), str(tier),
                          None if digits is None else _integer("digits", digits, (0, 1 << 20), "an integer >= 0"),
@@ -414,7 +424,7 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
     return _core.check_kernel(tq, _tensor(k, "k"), _tensor(v, "v"), opt(candidate, "candidate"),
                               opt(reference, "reference"), opt(dout, "dout", False), grads, refs,
                               mask, None if scale is None else float(scale), str(fallback),
-                              128 if bits is None else _integer("bits", bits, _UNSIGNED),
+                              _core.default_fallback_bits if bits is None else _integer("bits", bits, _UNSIGNED),
                               None if max_error is None else float(max_error),
                               None if rtol is None else float(rtol), None if max_ratio is None else float(max_ratio),
                               None if ratio_atol is None else float(ratio_atol), causal, window, str(alignment),
@@ -486,7 +496,7 @@ def _scan_heads(heads, index, shape, d_k, epsilon, mask, max_dk, jobs, seed, ref
                       None if epsilon is None else float(epsilon), _mask(mask, n),
                       _optional_integer("max_dk", max_dk, _INDEX),
                       _jobs(jobs), _integer("seed", seed, _SEED), None if refine is None else bool(refine),
-                      _time_limit(time_limit), "tensor")
+                      time_limit, "tensor")
 
 
 def _jobs(jobs):
@@ -495,7 +505,7 @@ def _jobs(jobs):
 
 
 def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, max_dk=None, seed=1, refine=None,
-         time_limit=2.0, heads_per_task=1):
+         time_limit=_core.default_time_limit, heads_per_task=1):
     """Every head of ``tensor`` (NumPy array or torch tensor of shape (..., n, n): layers,
     heads, prompts...), each asked what ``attnrank scan`` asks: the floor bounds, with
     ``d_k`` the verdict and the certified band error_lower <= E* <= error_upper at that
@@ -510,13 +520,12 @@ def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, m
     needs Dask. ``refine`` and ``time_limit`` (seconds per question of a head) are
     ``reach``'s."""
     heads, index, shape = _head_stack(tensor)
-    _time_limit(time_limit)  # the same checks as the local path, before anything is sent
+    _core.check_scan_options(None if epsilon is None else float(epsilon), None if refine is None else bool(refine),
+                             time_limit)  # the library's checks, before anything is sent
     _optional_integer("d_k", d_k, _INDEX)
     _optional_integer("max_dk", max_dk, _INDEX)
     _jobs(jobs)
     _integer("seed", seed, _SEED)
-    if epsilon is not None and not (0 <= float(epsilon) <= 1):
-        raise ValueError(f"epsilon: {epsilon} is outside [0, 1]")
     options = (d_k, epsilon, mask, max_dk, jobs, seed, refine, time_limit)
     if client is None:
         return _scan_heads(heads, index, shape, *options)

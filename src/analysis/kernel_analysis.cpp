@@ -142,7 +142,7 @@ KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
   for (const NamedTensor* t : {&q.q, &q.k, &q.v})
     if (t->tensor.shape.empty())
       throw input_error(std::string("check-kernel needs ") + (t == &q.q ? "Q" : t == &q.k ? "K" : "V") +
-                        " (--q, --k, --v, or a tensor named q, k, v in --from)");
+                        " (q, k and v, or tensors named q, k, v in one file)");
   // What is given, once (a packed question checks each sequence's shapes on its own).
   const std::optional<NamedTensor>* candidates[] = {&q.dq, &q.dk, &q.dv, &q.lse, &q.dsinks};
   const std::optional<NamedTensor>* references[] = {&q.reference_dq, &q.reference_dk, &q.reference_dv,
@@ -151,29 +151,29 @@ KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
   for (std::size_t r = 0; r < detail::kernel_role_count; ++r) {
     if (*references[r] && !*candidates[r])
       throw input_error(std::string("a reference ") + detail::kernel_roles[r] + " needs the candidate's " + detail::kernel_roles[r] +
-                        " (--" + detail::kernel_roles[r] + "): the reference's error is what the candidate's is compared with");
+                        ": the reference's error is what the candidate's is compared with");
     backward = backward || *candidates[r];
   }
   if (!q.candidate && !backward)
-    throw input_error("nothing to check: give the kernel's output (--candidate) or its backward results "
-                      "(--dq, --dk, --dv, --lse, --dsinks)");
+    throw input_error("nothing to check: give the kernel's output (candidate) or its backward results "
+                      "(dq, dk, dv, lse, dsinks)");
   if (q.reference && !q.candidate)
-    throw input_error("--reference needs --candidate (the reference's error is what the candidate's is compared with)");
+    throw input_error("a reference needs a candidate (the reference's error is what the candidate's is compared with)");
   if ((q.dq || q.dk || q.dv || q.dsinks) && !q.dout)
-    throw input_error("--dq, --dk, --dv and --dsinks need --dout (the upstream gradient the backward pass was run with)");
+    throw input_error("dq, dk, dv and dsinks need dout (the upstream gradient the backward pass was run with)");
   if (q.max_error && !(std::isfinite(*q.max_error) && *q.max_error >= 0))
-    throw input_error("--max-error '" + q.max_error_text + "' is not a non-negative number");
-  require_tolerance_value(q.rtol, "--rtol");
-  if (q.rtol && !q.max_error) throw input_error("--rtol needs --max-error (the tolerance is max_error + rtol max |exact|)");
-  require_tolerance_value(q.max_ratio, "--max-ratio");
-  require_tolerance_value(q.ratio_atol, "--ratio-atol");
+    throw input_error("max_error '" + q.max_error_text + "' is not a non-negative number");
+  require_tolerance_value(q.rtol, "rtol");
+  if (q.rtol && !q.max_error) throw input_error("rtol needs max_error (the tolerance is max_error + rtol max |exact|)");
+  require_tolerance_value(q.max_ratio, "max_ratio");
+  require_tolerance_value(q.ratio_atol, "ratio_atol");
   if (q.ratio_atol && !q.max_ratio)
-    throw input_error("--ratio-atol needs --max-ratio (the rule is candidate error <= max_ratio x reference error + "
+    throw input_error("ratio_atol needs max_ratio (the rule is candidate error <= max_ratio x reference error + "
                       "ratio_atol)");
   bool any_reference = q.reference.has_value();
   for (const auto* t : references) any_reference = any_reference || t->has_value();
   if (q.max_ratio && !any_reference)
-    throw input_error("--max-ratio needs a reference (--reference, --reference-dq, ...): it bounds the candidate's "
+    throw input_error("max_ratio needs a reference (reference, reference_dq, ...): it bounds the candidate's "
                       "error by a multiple of the reference's");
 
   const bool packed = q.cu_seqlens_q || q.cu_seqlens_k;
@@ -272,7 +272,7 @@ KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
   if (!in.options.alibi_slopes.empty())
     out.alibi_alignment = in.options.alignment == MaskAlignment::bottom_right ? "bottom-right" : "top-left";
   out.max_error = q.max_error;
-  out.max_error_text = q.max_error_text;
+  out.max_error_text = !q.max_error_text.empty() || !q.max_error ? q.max_error_text : shortest_decimal(*q.max_error);
   out.rtol = q.rtol;
   out.max_ratio = q.max_ratio;
   if (q.max_ratio) out.ratio_atol = ratio_atol;

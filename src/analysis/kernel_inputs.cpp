@@ -133,8 +133,8 @@ void apply_bias(const NamedTensor& bias, const NamedTensor& q, const NamedTensor
       for (Eigen::Index i = 0; i < m.rows(); ++i) {
         const double x = m(i, j);
         if (std::isnan(x) || x == INFINITY)
-          throw input_error("the bias " + bias.name + " has " + shortest_decimal(x) + " at row " + std::to_string(i) +
-                            ", column " + std::to_string(j) + " (0-based): only -inf (a masked key) is allowed "
+          throw input_error("the bias " + entry_text(bias.name, static_cast<long>(i), static_cast<long>(j)) + " is " +
+                            shortest_decimal(x) + ": only -inf (a masked key) is allowed "
                             "besides finite values");
         masked = masked || x == -INFINITY;
       }

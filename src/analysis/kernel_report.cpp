@@ -117,7 +117,7 @@ std::string tolerance_text(ToleranceVerdict v, const char* what) {
     case ToleranceVerdict::exceeded: return std::string("exceeded (") + what + " is proven larger): exit 3";
     case ToleranceVerdict::undecided: break;
   }
-  return std::string("undecided (the bounds straddle the tolerance; --fallback always or more --bits narrow them)");
+  return std::string("undecided (the bounds straddle the tolerance; fallback always or more bits narrow them)");
 }
 
 
@@ -208,13 +208,13 @@ void tolerances_text(std::ostringstream& s, const KernelAnalysis& k, const std::
                      const std::optional<ToleranceVerdict>& error_verdict,
                      const std::optional<ToleranceVerdict>& ratio_verdict, const std::optional<OutputError>& reference) {
   if (error_verdict) {
-    s << label << "--max-error " << k.max_error_text;
-    if (k.rtol) s << " --rtol " << shortest_decimal(*k.rtol) << " (max_error + rtol max |exact|)";
+    s << label << "max_error " << k.max_error_text;
+    if (k.rtol) s << ", rtol " << shortest_decimal(*k.rtol) << " (max_error + rtol max |exact|)";
     s << ": " << tolerance_text(*error_verdict, "the error") << "\n";
   }
   if (k.max_ratio && reference) {
-    s << label << "--max-ratio " << shortest_decimal(*k.max_ratio);
-    if (k.ratio_atol && *k.ratio_atol > 0) s << " --ratio-atol " << shortest_decimal(*k.ratio_atol);
+    s << label << "max_ratio " << shortest_decimal(*k.max_ratio);
+    if (k.ratio_atol && *k.ratio_atol > 0) s << ", ratio_atol " << shortest_decimal(*k.ratio_atol);
     s << ": ";
     if (reference->infinite()) s << "not judged: the reference's error is infinite (NaN or infinite entries)\n";
     else if (ratio_verdict) s << tolerance_text(*ratio_verdict, "the candidate's error against the rule") << "\n";

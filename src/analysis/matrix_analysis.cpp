@@ -61,6 +61,12 @@ RankMode parse_rank_mode(const std::string& name) {
   throw input_error("mode '" + name + "' is not exact, certified or numeric");
 }
 
+bool det_mode_is_certified(const std::string& mode) {
+  if (mode == "exact") return false;
+  if (mode == "certified") return true;
+  throw input_error("mode '" + mode + "' is not exact or certified");
+}
+
 const char* to_string(RankMode m) {
   return m == RankMode::exact ? "exact" : m == RankMode::certified ? "certified" : "numeric";
 }
@@ -69,8 +75,8 @@ namespace {
 
 void check_rank_options(const RankQuestion& q) {
   if (q.mode != RankMode::numeric && (q.top > 0 || q.tolerance))
-    throw input_error("--top and --tol belong to --mode numeric");
-  if (q.mode != RankMode::certified && q.bits != 53) throw input_error("--bits belongs to --mode certified");
+    throw input_error("top and tol belong to the numeric mode");
+  if (q.mode != RankMode::certified && q.bits != 53) throw input_error("bits belongs to the certified mode");
   if (q.tolerance && !(*q.tolerance >= 0 && std::isfinite(*q.tolerance)))
     throw input_error("tolerance " + std::to_string(*q.tolerance) + " is not a finite number >= 0");
 }
@@ -93,14 +99,14 @@ RankAnalysis analyze_rank(const Matrix<Rational>& A, const RankQuestion& q) {
     if (converted.underflows > 0)
       out.notes.push_back(std::to_string(converted.underflows) +
                           (converted.underflows == 1 ? " nonzero entry is" : " nonzero entries are") +
-                          " below the normal double range and rounded to 0 or to a subnormal (first: row " +
-                          std::to_string(converted.first_row + 1) + ", column " + std::to_string(converted.first_col + 1) +
-                          ", " + converted.first_value + "); numeric mode works in doubles, --mode exact or certified does not");
+                          " below the normal double range and rounded to 0 or to a subnormal (first: " +
+                          entry_text(q.matrix_name, static_cast<long>(converted.first_row), static_cast<long>(converted.first_col)) +
+                          " = " + converted.first_value + "); numeric mode works in doubles, the exact and certified modes do not");
     if (q.top > 0) {
       const Eigen::Index d = std::min(A.rows(), A.cols());
       if (q.top + 1 >= d)
-        throw input_error("--top " + std::to_string(q.top) + " needs top + 1 < min(rows, cols) = " + std::to_string(d) +
-                          " (drop --top for all singular values)");
+        throw input_error("top " + std::to_string(q.top) + " needs top + 1 < min(rows, cols) = " + std::to_string(d) +
+                          " (leave top out for all singular values)");
       out.top = q.top;
       out.numeric_top = approx_rank_from_top(converted.values, q.top, q.tolerance);
     } else {
@@ -214,7 +220,7 @@ std::string to_text(const RankAnalysis& r) {
         << c.bits << " bits)\n";
     if (c.lower < c.upper)
       s << "  rank <= " << c.upper << " is only the shape: floating arithmetic cannot prove a deficiency.\n"
-        << "  Raise --bits to push the lower bound up, or use --mode exact for the exact rank.\n";
+        << "  Raise the precision (bits) to push the lower bound up, or ask the exact mode for the exact rank.\n";
     return s.str();
   }
   for (const std::string& note : r.notes) s << "note: " << note << "\n";
@@ -232,7 +238,7 @@ std::string to_text(const RankAnalysis& r) {
   s << "  gap sigma_r / sigma_(r+1) = " << (std::isfinite(a.gap) ? short_double(a.gap) : std::string("inf")) << "\n";
   s << "  singular values:";
   for (Eigen::Index i = 0; i < a.singular_values.size() && i < 20; ++i) s << " " << short_double(a.singular_values(i));
-  if (a.singular_values.size() > 20) s << " ... (" << a.singular_values.size() << " in all; --json lists them)";
+  if (a.singular_values.size() > 20) s << " ... (" << a.singular_values.size() << " in all; the JSON lists them)";
   s << "\n";
   return s.str();
 }
@@ -241,7 +247,7 @@ DetAnalysis analyze_det(const Matrix<Rational>& A, const DetQuestion& q) {
   if (A.rows() != A.cols())
     throw input_error(q.matrix_name + ": the determinant needs a square matrix, this one is " + std::to_string(A.rows()) +
                       " x " + std::to_string(A.cols()));
-  if (!q.certified && q.bits != 53) throw input_error("--bits belongs to --mode certified");
+  if (!q.certified && q.bits != 53) throw input_error("bits belongs to the certified mode");
   DetAnalysis out;
   out.n = A.rows();
   out.digits = q.digits;
@@ -292,8 +298,8 @@ std::string to_text(const DetAnalysis& d) {
   s << "  width " << t.width << ", relative width " << t.relative_width << "; " << e.method << ", " << e.bits << " bits\n";
   if (!e.preconditioned)
     s << "  This is only Hadamard's bound: the matrix is singular or too ill-conditioned at this precision.\n"
-      << (e.bits == 106 ? "  Raise --bits to 128 or more (MPFI), or use --mode exact (the data are exact rationals).\n"
-                        : "  Raise --bits, or use --mode exact (the data are exact rationals).\n");
+      << (e.bits == 106 ? "  Raise the precision (bits) to 128 or more (MPFI), or ask the exact mode (the data are exact rationals).\n"
+                        : "  Raise the precision (bits), or ask the exact mode (the data are exact rationals).\n");
   return s.str();
 }
 
@@ -306,7 +312,7 @@ SvdAnalysis analyze_svd_with(Eigen::Index rows, Eigen::Index cols, const SvdQues
   const Eigen::Index p = std::min(rows, cols);
   const Eigen::Index top = q.top.value_or(p);
   if (top < 1 || top > p)
-    throw input_error("--top " + std::to_string(top) + " is out of range: " + q.matrix_name + " is " +
+    throw input_error("top " + std::to_string(top) + " is out of range: " + q.matrix_name + " is " +
                       std::to_string(rows) + " x " + std::to_string(cols) + ", so 1 <= K <= " + std::to_string(p));
   SvdAnalysis out;
   out.rows = rows;
@@ -318,8 +324,8 @@ SvdAnalysis analyze_svd_with(Eigen::Index rows, Eigen::Index cols, const SvdQues
     out.values = certify(top);
   } catch (const input_error& e) {
     if (e.row() == 0) throw;
-    throw input_error(q.matrix_name + ": row " + std::to_string(e.row()) + ", column " + std::to_string(e.column()) +
-                          ": the entry is beyond the double range (certified singular values work on balls of doubles)",
+    throw input_error(entry_text(q.matrix_name, e.row() - 1, e.column() - 1) +
+                          " is beyond the double range (certified singular values work on balls of doubles)",
                       q.matrix_name, e.row(), e.column());
   }
   out.gap_lower = certified_gaps(out.values);

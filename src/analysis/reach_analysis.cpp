@@ -96,7 +96,7 @@ ReachAnalysis analyze_reach(const Matrix<Rational>& A, const ReachQuestion& q) {
   validate_target(A, q.target_name);
   if (q.mask) validate_masked_target(A, *q.mask, q.target_name);
   if (q.epsilon && !(*q.epsilon >= 0 && *q.epsilon <= 1))
-    throw input_error("--epsilon " + std::to_string(*q.epsilon) +
+    throw input_error("epsilon " + shortest_decimal(*q.epsilon) +
                       " is outside [0, 1] (attention weights lie in [0, 1])");
   validate(q.refine);
   ReachAnalysis out;

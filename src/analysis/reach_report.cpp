@@ -104,7 +104,7 @@ std::string narrate(const ReachAnalysis& r) {
     } else {
       const FloorBounds& f = free_result(r).floor;
       s << "\n           lower: " << free_lower_reason(f);
-      if (f.lower_is_partial) s << " - enough for the verdict; --full-floor for the whole bound";
+      if (f.lower_is_partial) s << " - enough for the verdict; full_floor for the whole bound";
       s << "\n           upper: " << f.upper_reason << "\n";
     }
     s << "  ceiling  rank(Q K^T) <= d_k = " << r.dk << "\n";
@@ -134,7 +134,7 @@ std::string narrate(const ReachAnalysis& r) {
     s << "witness at d_k = " << r.dk << ": computed, but its error could not be bounded (nothing is claimed for it)\n";
   else if (r.witness_error)
     s << "witness at d_k = " << r.dk
-      << (r.on_embeddings() ? " (head weights W^Q, W^K on X; --json lists them)" : " (truncated SVD of log(A) C)")
+      << (r.on_embeddings() ? " (head weights W^Q, W^K on X; the JSON lists them)" : " (truncated SVD of log(A) C)")
       << ": max |softmax(Q K^T / sqrt(d_k)) - A| <= " << format_upper_bound(*r.witness_error) << " (certified)\n";
   else if (r.on_embeddings())
     s << "witness: none (the embeddings X are beyond the double range, so no double weights act on them)\n";
@@ -265,11 +265,11 @@ std::string to_text(const ReachAnalysis& r) {
   if (r.zeros_causal) out += std::string("note: ") + causal_zeros_note + "\n";
   const auto not_computed = [&] {
     return "how close: not computed for n > " + std::to_string(r.error_bounds_size_limit) +
-           " (pass --epsilon E to bound it)\n";
+           " (an epsilon bounds it)\n";
   };
   if (r.masked_embeddings) {
     const MaskedEmbeddingsReach& e = *r.masked_embeddings;
-    out += "head weights W^Q, W^K on X (--json lists them): max |masked softmax((X W^Q)(X W^K)^T / sqrt(d_k)) - A| <= " +
+    out += "head weights W^Q, W^K on X (the JSON lists them): max |masked softmax((X W^Q)(X W^K)^T / sqrt(d_k)) - A| <= " +
            (r.witness_error ? format_upper_bound(*r.witness_error) + " (certified)\n"
                             : std::string("not bounded (X beyond the double range)\n"));
     out += "question: fixed embeddings X from " + r.x_name + " (scores X W^Q W^K^T X^T / sqrt(d_k))";

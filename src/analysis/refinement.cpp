@@ -10,8 +10,18 @@ namespace attnrank {
 
 void validate(const RefineOptions& o) {
   if (o.time_limit && !(std::isfinite(*o.time_limit) && *o.time_limit > 0))
-    throw input_error("--time-limit " + std::to_string(*o.time_limit) +
-                      " is not a positive number of seconds (0 on the command line means no limit)");
+    throw input_error("time limit " + shortest_decimal(*o.time_limit) +
+                      " is not a positive number of seconds");
+}
+
+RefineOptions refine_options(std::optional<bool> refine, std::optional<double> seconds) {
+  if (seconds && !(*seconds >= 0))  // NaN too
+    throw input_error("time limit " + shortest_decimal(*seconds) + " is not a number of seconds >= 0 (0: no limit)");
+  RefineOptions o;
+  o.policy = !refine ? RefinePolicy::automatic : *refine ? RefinePolicy::always : RefinePolicy::never;
+  if (seconds && *seconds > 0 && std::isfinite(*seconds)) o.time_limit = *seconds;
+  else o.time_limit.reset();
+  return o;
 }
 
 ApproxOptions cheap_search(ApproxOptions o) {
@@ -53,10 +63,10 @@ ApproxBounds refined_bounds(const ApproxOptions& base, const RefineOptions& opti
   report.time_limit = options.time_limit;
   switch (options.policy) {
     case RefinePolicy::never: report.reason = "not run: not asked"; return cheap;
-    case RefinePolicy::always: report.reason = "asked (--refine)"; break;
+    case RefinePolicy::always: report.reason = "asked (refine)"; break;
     case RefinePolicy::automatic:
       if (!needs_refinement(cheap)) {
-        report.reason = "not run: the question needs no sharper bound (--refine runs it)";
+        report.reason = "not run: the question needs no sharper bound (refine runs it)";
         return cheap;
       }
       report.reason = needs_reason;
@@ -97,7 +107,7 @@ std::string refinement_line(const Refinement& r) {
     s << "  band: refined (optimiser " << r.reason << ", " << time_limit_words(r) << "; "
       << (r.improved_upper ? "it lowered error_upper" : "it did not improve on the start") << ")";
     if (r.time_limit_reached)
-      s << "\n  the optimiser stopped at the time limit: a larger --time-limit (0: none) may sharpen error_upper";
+      s << "\n  the optimiser stopped at the time limit: a larger time limit (or none) may sharpen error_upper";
     s << "\n";
   }
   return s.str();

@@ -169,25 +169,29 @@ std::string width_known(const HeadScan& h) {
   return *h.width_lower == 1 ? "upper" : "range";
 }
 
+void validate(const ScanQuestion& q) {
+  if (q.epsilon && !(*q.epsilon >= 0 && *q.epsilon <= 1))
+    throw input_error("epsilon " + shortest_decimal(*q.epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
+  validate(q.refine);
+}
+
 void validate(const HeadStack& stack, const ScanQuestion& q) {
+  validate(q);
   if (stack.patterns.empty()) throw input_error(stack.name + ": no heads to scan");
   if (stack.index.size() != stack.patterns.size())
     throw input_error(stack.name + ": " + std::to_string(stack.index.size()) + " indices for " +
                       std::to_string(stack.patterns.size()) + " heads");
-  if (q.epsilon && !(*q.epsilon >= 0 && *q.epsilon <= 1))
-    throw input_error("--epsilon " + std::to_string(*q.epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
-  validate(q.refine);
   for (std::size_t t = 0; t < stack.patterns.size(); ++t) {
     const Matrix<Rational> A = exact_slice(stack, t);
     const std::string name = slice_name(stack, t);
     validate_target(A, name);
     if (q.mask) validate_masked_target(A, *q.mask, name);
     if (q.dk && (*q.dk < 1 || *q.dk > A.rows()))
-      throw input_error("--dk " + std::to_string(*q.dk) + " is out of range for " + name + ": 1 <= d_k <= n = " +
+      throw input_error("d_k " + std::to_string(*q.dk) + " is out of range for " + name + ": 1 <= d_k <= n = " +
                         std::to_string(A.rows()));
     if (q.max_dk && (*q.max_dk < 1 || *q.max_dk > A.rows()))
-      throw input_error("--max-dk " + std::to_string(*q.max_dk) + " is out of range for " + name +
-                        ": 1 <= max d_k <= n = " + std::to_string(A.rows()));
+      throw input_error("max_dk " + std::to_string(*q.max_dk) + " is out of range for " + name +
+                        ": 1 <= max_dk <= n = " + std::to_string(A.rows()));
   }
 }
 
@@ -276,7 +280,7 @@ std::string scan_text(const HeadStack& stack, const ScanQuestion& q, const std::
       v.resize(13, ' ');
       s << v;
       std::string band = h.error_lower ? format_lower_bound(*h.error_lower) + " .. " + format_upper_bound(*h.error_upper)
-                                       : std::string("(n > 512: --epsilon)");
+                                       : std::string("(n > 512: epsilon)");
       band.resize(std::max<std::size_t>(band.size() + 1, 24), ' ');
       s << band;
     }

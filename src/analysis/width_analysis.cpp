@@ -14,11 +14,11 @@ namespace attnrank {
 WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
   validate_target(A, q.target_name);
   if (!(q.epsilon >= 0 && q.epsilon <= 1))
-    throw input_error("--epsilon " + std::to_string(q.epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
+    throw input_error("epsilon " + shortest_decimal(q.epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");
   const Eigen::Index n = A.rows();
   const Eigen::Index max_dk = q.max_dk.value_or(std::min<Eigen::Index>(n, 16));
   if (max_dk < 1 || max_dk > n)
-    throw input_error("--max-dk " + std::to_string(max_dk) + " is out of range: 1 <= max d_k <= n = " +
+    throw input_error("max_dk " + std::to_string(max_dk) + " is out of range: 1 <= max_dk <= n = " +
                       std::to_string(n));
   validate(q.refine);
   // Every width at once: the starts' bracket answers in about the time of one
@@ -54,8 +54,8 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
   const bool open = out.result.first_search_width_upper == 0 ||
                     out.result.first_search_width_upper > out.result.width_lower;
   r.reason = !open ? "not needed: the starts and the short search settle the bracket"
-             : q.refine.policy == RefinePolicy::never ? "not run (--no-search)"
-             : r.ran ? (q.refine.policy == RefinePolicy::always ? "asked (--refine), run where the cheap band left the bracket open"
+             : q.refine.policy == RefinePolicy::never ? "not run (search off)"
+             : r.ran ? (q.refine.policy == RefinePolicy::always ? "asked (refine), run where the cheap band left the bracket open"
                                                                 : "run where the cheap band left the bracket open")
                      : "no search could start";
   guard_result(out);
@@ -99,7 +99,7 @@ std::string to_text(const WidthAnalysis& a) {
     t << "no head of width <= " << w.max_dk << " comes within epsilon (every one is proven to miss)\n";
   else
     t << "smallest width within epsilon: >= " << w.width_lower << "; no certified witness within epsilon up to d_k = "
-      << w.max_dk << " (raise --max-dk, or the gap between the bounds is the honest answer)\n";
+      << w.max_dk << " (raise max_dk, or the gap between the bounds is the honest answer)\n";
   t << "  d_k   error_lower <= E* <= error_upper   (certified)\n";
   for (const WidthProfileEntry& e : w.profile)
     t << "  " << e.dk << (e.dk < 10 ? "     " : e.dk < 100 ? "    " : "   ") << format_lower_bound(e.error_lower)
@@ -113,7 +113,7 @@ std::string to_text(const WidthAnalysis& a) {
       << time_limit_words(r)
       << "; the bounds are certified whatever the seed)\n";
   if (r.time_limit_reached)
-    t << "  the optimiser stopped at the time limit: a larger --time-limit (0: none) may lower width_upper\n";
+    t << "  the optimiser stopped at the time limit: a larger time limit (or none) may lower width_upper\n";
   return t.str();
 }
 

@@ -17,6 +17,13 @@
 #include <tuple>
 
 namespace attnrank {
+
+FallbackPolicy fallback_policy_from_name(const std::string& name) {
+  if (name == "auto") return FallbackPolicy::automatic;
+  if (name == "never") return FallbackPolicy::never;
+  if (name == "always") return FallbackPolicy::always;
+  throw input_error("fallback '" + name + "' is not auto, never or always");
+}
 namespace {
 
 using Eigen::Index;
@@ -165,8 +172,8 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
   if (reference) check_shapes(q, v, *reference, "the reference", options);
   if (options.scale) (void)ScaleBounds::exactly(*options.scale);
   if (options.fallback_bits < 53 || options.fallback_bits > max_precision_bits)
-    throw input_error("check_kernel: fallback precision " + std::to_string(options.fallback_bits) +
-                      " bits is outside [53, " + std::to_string(max_precision_bits) + "]");
+    throw input_error("check_kernel: fallback precision, bits = " + std::to_string(options.fallback_bits) +
+                      ", is outside [53, " + std::to_string(max_precision_bits) + "]");
   KernelCheck out;
   const auto run = [&](bool intervals, AttentionProducts products) {
     detail::ErrorAccumulator c, r;

@@ -2,6 +2,7 @@
 #include <attnrank/attention/mask.hpp>
 
 #include <attnrank/io/matrix_spec.hpp>
+#include <attnrank/numbers/decimal.hpp>
 
 #include <cstdio>
 
@@ -36,8 +37,8 @@ Mask Mask::window(Eigen::Index rows, Eigen::Index cols, long left, long right, M
       throw input_error("window_size (" + std::to_string(left) + ", " + std::to_string(right) + ") with " +
                         std::to_string(rows) + " queries and " + std::to_string(cols) + " keys, aligned " +
                         (alignment == MaskAlignment::bottom_right ? "bottom-right" : "top-left") + ": query row " +
-                        std::to_string(i + 1) + " allows no key (softmax over it has no value, so attnrank refuses " +
-                        "it; FlashAttention gives such a row the output 0: the empty-rows option 'zero')");
+                        std::to_string(i) + " (0-based) allows no key (softmax over it has no value, so attnrank refuses " +
+                        "it; FlashAttention gives such a row the output 0: empty_rows = zero)");
   }
   return Mask(rows, std::move(allowed), cols);
 }
@@ -47,8 +48,14 @@ Mask Mask::checked(Eigen::Index rows, Eigen::Index cols, std::vector<unsigned ch
   Mask m(rows, std::move(allowed), cols);
   if (const Eigen::Index i = m.first_empty_row(); i >= 0 && empty_rows == EmptyRows::refuse)
     throw input_error(source + ": query row " + std::to_string(i) + " (0-based) allows no key (softmax over it has "
-                      "no value, so attnrank refuses it; FlashAttention gives it the output 0: the empty-rows option 'zero')");
+                      "no value, so attnrank refuses it; FlashAttention gives it the output 0: empty_rows = zero)");
   return m;
+}
+
+MaskAlignment mask_alignment_from_name(const std::string& name) {
+  if (name == "bottom-right") return MaskAlignment::bottom_right;
+  if (name == "top-left") return MaskAlignment::top_left;
+  throw input_error("alignment '" + name + "' is not 'bottom-right' (FlashAttention) or 'top-left' (PyTorch)");
 }
 
 EmptyRows empty_rows_from_name(const std::string& name) {
@@ -89,14 +96,14 @@ Mask Mask::from_matrix(const Matrix<Rational>& M, const std::string& source, boo
     for (Eigen::Index j = 0; j < cols; ++j) {
       const Rational& v = M(i, j);
       if (v != 0 && v != 1)
-        throw input_error(source + ": mask row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + " is " +
-                              v.str() + "; a mask holds 1 where a query may attend and 0 where it may not",
+        throw input_error(entry_text(source, static_cast<long>(i), static_cast<long>(j)) + " is " +
+                              exact_decimal_text(v) + "; a mask holds 1 where a query may attend and 0 where it may not",
                           source, static_cast<long>(i + 1), static_cast<long>(j + 1));
       allowed[static_cast<std::size_t>(i * cols + j)] = v == 1;
       any = any || v == 1;
     }
     if (!any && (!rectangular || empty_rows == EmptyRows::refuse))
-      throw input_error(source + ": mask row " + std::to_string(i + 1) +
+      throw input_error(row_text(source, static_cast<long>(i)) +
                             " allows no key, so softmax over it has no value (every row needs at least one 1" +
                             (rectangular ? std::string("; FlashAttention gives such a row the output 0: the empty-rows "
                                                        "option 'zero'")

@@ -71,9 +71,7 @@ double float_value(std::uint64_t bits, const ElementType& t) {
   return std::bit_cast<double>(bits);
 }
 
-std::string index_text(const std::string& source, long i, long j) {
-  return source + "[" + std::to_string(i) + ", " + std::to_string(j) + "]";
-}
+std::string index_text(const std::string& source, long i, long j) { return entry_text(source, i, j); }
 
 void require_matrix_size(const BinaryMatrixView& view, const std::string& source, const ParseLimits& limits) {
   if (view.rows < 1 || view.columns < 1)
@@ -81,10 +79,10 @@ void require_matrix_size(const BinaryMatrixView& view, const std::string& source
                       std::to_string(view.columns) + ")");
   if (static_cast<std::size_t>(view.rows) > limits.max_rows)
     throw input_error(source + ": " + std::to_string(view.rows) + " rows, over the limit of " +
-                      std::to_string(limits.max_rows) + " (attnrank --max-size raises it)");
+                      std::to_string(limits.max_rows) + " (the size limit, max_size, raises it)");
   if (static_cast<std::size_t>(view.columns) > limits.max_columns)
     throw input_error(source + ": " + std::to_string(view.columns) + " columns, over the limit of " +
-                      std::to_string(limits.max_columns) + " (attnrank --max-size raises it)");
+                      std::to_string(limits.max_columns) + " (the size limit, max_size, raises it)");
   if (static_cast<std::size_t>(view.rows) * static_cast<std::size_t>(view.columns) > limits.max_cells)
     throw input_error(source + ": more than " + std::to_string(limits.max_cells) + " entries");
 }
@@ -139,7 +137,7 @@ Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::s
         const double d = float_value(bits, t);
         if (!std::isfinite(d))
           throw input_error(index_text(source, i, j) + " is " + (std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf") +
-                                " (0-based index): not a finite number",
+                                ": not a finite number",
                             source, i + 1, j + 1);
         mpq_set_d(q, d);  // exact: a double is a dyadic rational
       } else if (t.kind == ElementType::Kind::signed_integer) {
@@ -176,7 +174,7 @@ Eigen::MatrixXd decode_binary_matrix_as_doubles(const BinaryMatrixView& view, co
         d = float_value(bits, t);
         if (!std::isfinite(d) && nonfinite == NonFiniteElements::refuse)
           throw input_error(index_text(source, i, j) + " is " + (std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf") +
-                                " (0-based index): not a finite number",
+                                ": not a finite number",
                             source, i + 1, j + 1);
       } else if (t.kind == ElementType::Kind::signed_integer) {
         const unsigned shift = static_cast<unsigned>(64 - 8 * t.bytes);
@@ -184,13 +182,13 @@ Eigen::MatrixXd decode_binary_matrix_as_doubles(const BinaryMatrixView& view, co
         const std::uint64_t magnitude = v < 0 ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
         if (magnitude > exact_limit)
           throw input_error(index_text(source, i, j) + " = " + std::to_string(v) +
-                                " (0-based index) is not exactly a double (|n| > 2^53)",
+                                " is not exactly a double (|n| > 2^53)",
                             source, i + 1, j + 1);
         d = static_cast<double>(v);
       } else if (t.kind == ElementType::Kind::unsigned_integer) {
         if (bits > exact_limit)
           throw input_error(index_text(source, i, j) + " = " + std::to_string(bits) +
-                                " (0-based index) is not exactly a double (n > 2^53)",
+                                " is not exactly a double (n > 2^53)",
                             source, i + 1, j + 1);
         d = static_cast<double>(bits);
       } else {

@@ -3,6 +3,7 @@
 
 #include <attnrank/io/binary_array.hpp>
 #include <attnrank/io/npy.hpp>
+#include <attnrank/numbers/decimal.hpp>
 #include <attnrank/io/safetensors.hpp>
 
 #include <cmath>
@@ -59,7 +60,7 @@ void read_matrices(DoubleTensor& out, const unsigned char* data, const ElementTy
     if (k + 2 < shape.size()) count *= shape[k];
     if (cells > limits.max_cells / shape[k])
       throw input_error(source + ": shape " + shape_text(shape) + " has more than " + std::to_string(limits.max_cells) +
-                        " entries (attnrank --max-size raises the limit)");
+                        " entries (the size limit; max_size raises it)");
     cells *= shape[k];
   }
   for (std::size_t t = 0; t < count; ++t) {
@@ -134,7 +135,7 @@ DoubleTensor read_tensor(const std::string& argument, const ParseLimits& limits,
     for (Eigen::Index j = 0; j < m.cols(); ++j) {
       d(i, j) = m(i, j).convert_to<double>();
       if (!std::isfinite(d(i, j)) || Rational(d(i, j)) != m(i, j))
-        throw input_error(source + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) +
+        throw input_error(entry_text(source, static_cast<long>(i), static_cast<long>(j)) +
                               " is not exactly a double (write the array as .npy to keep its floats exact)",
                           source, i + 1, j + 1);
     }
@@ -201,8 +202,8 @@ Matrix<Rational> exact_of_doubles(const Eigen::MatrixXd& A, const std::string& n
   for (Eigen::Index j = 0; j < A.cols(); ++j)
     for (Eigen::Index i = 0; i < A.rows(); ++i) {
       if (!std::isfinite(A(i, j)))
-        throw input_error(name + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + " is " +
-                              std::to_string(A(i, j)) + ", not a finite number",
+        throw input_error(entry_text(name, static_cast<long>(i), static_cast<long>(j)) + " is " +
+                              shortest_decimal(A(i, j)) + ": not a finite number",
                           name, i + 1, j + 1);
       out(i, j) = Rational(A(i, j));
     }

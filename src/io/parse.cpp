@@ -237,7 +237,7 @@ Matrix<T> parse_cells(std::string_view text, const std::string& source, const Pa
                           std::to_string(limits.max_total_bits) + " bits in all (ParseLimits::max_total_bits)");
       if (row.size() > limits.max_columns)
         throw input_error(source + ": line " + std::to_string(line_no) + " has more than " +
-                          std::to_string(limits.max_columns) + " columns (the limit; attnrank --max-size raises it)");
+                          std::to_string(limits.max_columns) + " columns (the size limit; max_size raises it)");
     }
     if (row.empty()) throw input_error(source + ": line " + std::to_string(line_no) + " has only a row label");
     if (!rows.empty() && row.size() != rows.front().size())
@@ -247,7 +247,7 @@ Matrix<T> parse_cells(std::string_view text, const std::string& source, const Pa
     if (rows.empty()) first_width_line = line_no;
     if (rows.size() == limits.max_rows)
       throw input_error(source + ": line " + std::to_string(line_no) + ": more than " +
-                        std::to_string(limits.max_rows) + " rows (the limit; attnrank --max-size raises it)");
+                        std::to_string(limits.max_rows) + " rows (the size limit; max_size raises it)");
     rows.push_back(std::move(row));
   }
   if (rows.empty()) throw input_error(source + ": no matrix rows (the input is empty or only comments)");

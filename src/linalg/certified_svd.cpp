@@ -35,8 +35,8 @@ void require_finite(const BallView& M, Index k) {
     for (Index i = 0; i < M.mid.rows(); ++i) {
       const bool bad = !std::isfinite(M.mid(i, j)) || (M.rad && (!std::isfinite((*M.rad)(i, j)) || (*M.rad)(i, j) < 0));
       if (bad)
-        throw input_error("certified singular values: entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
-                              ") is not a finite number in the double range",
+        throw input_error("certified singular values: " + entry_text("the matrix", static_cast<long>(i), static_cast<long>(j)) +
+                              " is not a finite number in the double range",
                           "", static_cast<long>(i + 1), static_cast<long>(j + 1));
     }
 }

@@ -25,8 +25,8 @@ void require_finite(const Eigen::MatrixXd& A, const char* what) {
   for (Eigen::Index i = 0; i < A.rows(); ++i)
     for (Eigen::Index j = 0; j < A.cols(); ++j)
       if (!std::isfinite(A(i, j)))
-        throw input_error(std::string(what) + ": entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
-                          ") is not a finite number");
+        throw input_error(std::string(what) + ": " + entry_text("the matrix", static_cast<long>(i), static_cast<long>(j)) +
+                          " is not a finite number");
 }
 
 /// y = A^T (A x) for a tall A (or A (A^T x) for a wide one): the Gram matrix as a
@@ -124,9 +124,9 @@ DoubleConversion approx_to_double(const Matrix<Rational>& A, const std::string& 
     for (Eigen::Index j = 0; j < A.cols(); ++j) {
       const double d = scalar_traits<double>::from_rational(A(i, j));
       if (!std::isfinite(d))
-        throw input_error(source + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + ": " +
+        throw input_error(entry_text(source, static_cast<long>(i), static_cast<long>(j)) + " = " +
                           format_significant(A(i, j), 3) +
-                          " is beyond the double range; numeric mode needs doubles (use --mode exact or certified)");
+                          " is beyond the double range; numeric mode needs doubles (the exact and certified modes do not)");
       if (A(i, j) != 0 && !std::isnormal(d) && out.underflows++ == 0) {
         out.first_row = i;
         out.first_col = j;

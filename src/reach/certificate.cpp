@@ -194,7 +194,7 @@ void check_format(const json& c) {
   }
   if (format != reach_certificate_format)
     throw std::invalid_argument("format \"" + format + "\" is not " + reach_certificate_format +
-                                (format == "attnrank-reach-certificate/1" ? " (written by an earlier attnrank: run reach --certificate again)" : ""));
+                                (format == "attnrank-reach-certificate/1" ? " (written by an earlier attnrank: ask reach for the certificate again)" : ""));
 }
 
 /// The digest, then the target: the checks before any mathematics (after
@@ -356,10 +356,10 @@ CertificateCheck check_reach_certificate(const Matrix<Rational>& A, const nlohma
   try {
     detail::check_format(c);
     if (c.contains("question") && c.at("question") == "embeddings")
-      return reject("this certificate is for fixed embeddings: check it with the same X (--x)");
+      return reject("this certificate is for fixed embeddings: check it with the same embeddings X");
     if (c.contains("question") && (c.at("question") == "masked" || c.at("question") == "masked_embeddings"))
       return reject("this certificate is for a masked head (mask " + (c.contains("mask") ? c.at("mask").dump() : std::string("?")) +
-                    "): check it with the same mask (--mask)");
+                    "): check it with the same mask");
     detail::require_fields(c, detail::free_required_fields, detail::free_optional_fields, "the certificate");
     if (detail::json_string(c.at("question"), "question") != "free") return reject("question must be \"free\"");
     detail::check_header(c, A);

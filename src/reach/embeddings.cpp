@@ -175,7 +175,7 @@ EmbeddingsReach reach_with_embeddings(const Matrix<Rational>& A, const Matrix<Ra
       r.verdict = Verdict::undecided;
       r.reason = "constraints " + out.constraints + ", " + std::to_string(r.floor.lower) + " <= rank(S) <= " +
                  std::to_string(r.floor.upper);
-      r.hint = hold_exact ? "raise --bits to raise the lower bound" : "exact constraints need rational structure in log A";
+      r.hint = hold_exact ? "raise the precision (bits) to raise the lower bound" : "exact constraints need rational structure in log A";
     }
   }
   // Witness weights: M = X^+ S X^+T (S from the free centering when undecided),

@@ -74,7 +74,7 @@ CertificateCheck check_embeddings_certificate(const Matrix<Rational>& A, const M
     check_format(c);
     if (c.contains("question") && c.at("question") == "masked_embeddings")
       return reject("this certificate is for a masked head (mask " + (c.contains("mask") ? c.at("mask").dump() : std::string("?")) +
-                    "): check it with the same mask (--mask)");
+                    "): check it with the same mask");
     if (!c.contains("question") || c.at("question") != "embeddings") return reject("not a certificate for fixed embeddings");
     const bool free_decides = !c.contains("constraints");
     const std::vector<const char*> optional = joined(free_decides ? free_optional_fields : std::vector<const char*>{"approximate"}, {"weights"});

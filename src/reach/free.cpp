@@ -224,8 +224,9 @@ ReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const ReachOptions
     res.has_zero_entry = true;
     res.zeros.assign(zeros.begin(), zeros.begin() + std::min<std::size_t>(zeros.size(), 8));
     res.verdict = Verdict::unreachable;
-    res.reason = "the target has a zero entry (row " + std::to_string(zeros[0].first + 1) + ", column " +
-                 std::to_string(zeros[0].second + 1) + "); softmax of finite scores is positive everywhere";
+    res.reason = "the target has a zero entry (" +
+                 entry_text("A", static_cast<long>(zeros[0].first), static_cast<long>(zeros[0].second)) +
+                 "); softmax of finite scores is positive everywhere";
   }
   const Matrix<Rational> replaced = zeros.empty() ? Matrix<Rational>() : zeros_replaced(A);
   const Matrix<Rational>& positive = zeros.empty() ? A : replaced;
@@ -261,7 +262,7 @@ ReachResult reach(const Matrix<Rational>& A, Eigen::Index dk, const ReachOptions
       res.verdict = Verdict::undecided;
       res.reason = std::to_string(res.floor.lower) + " <= floor <= " + std::to_string(res.floor.upper) +
                    " and d_k = " + std::to_string(dk) + " lies in between";
-      res.hint = "raise --bits (now " + std::to_string(res.floor.lower_bits) +
+      res.hint = "raise the precision, bits (now " + std::to_string(res.floor.lower_bits) +
                  ") to settle whether these entries, exactly as written, are produced: more precision can prove a "
                  "larger nonsingular minor (floor_lower), while floor_upper drops only with exact structure of the "
                  "target (rational entries whose logs share a kernel). That settles exact producibility only; how close "

@@ -299,7 +299,7 @@ void validate_masked_target(const Matrix<Rational>& A, const Mask& mask, const s
           for (Index c = 0; c < A.cols() && complement; ++c)
             complement = (mpq_sgn(A(r, c).backend().data()) != 0) != mask.allows(r, c);
         const std::string shown = exact_decimal_text(A(i, j));
-        throw input_error(source + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) + " is " +
+        throw input_error(entry_text(source, i, j) + " is " +
                               shown + " at a masked position; a masked head puts exactly 0 there" +
                               (complement ? std::string(". The pattern's weights are exactly where the mask blocks: ") +
                                                 inverted_mask_hint
@@ -345,8 +345,8 @@ MaskedReachResult reach(const Matrix<Rational>& A, Index dk, const Mask& mask, c
   if (!res.zeros.empty()) {
     res.has_zero_entry = true;
     res.verdict = Verdict::unreachable;
-    res.reason = "the target has a zero at an allowed position (row " + std::to_string(res.zeros[0].first + 1) +
-                 ", column " + std::to_string(res.zeros[0].second + 1) +
+    res.reason = "the target has a zero at an allowed position (" +
+                 entry_text("A", static_cast<long>(res.zeros[0].first), static_cast<long>(res.zeros[0].second)) +
                  "); softmax of finite scores over the allowed keys is positive there";
     if (res.zeros.size() > 8) res.zeros.resize(8);
   } else {
@@ -364,7 +364,7 @@ MaskedReachResult reach(const Matrix<Rational>& A, Index dk, const Mask& mask, c
       res.verdict = Verdict::undecided;
       res.reason = std::to_string(f.lower) + " <= floor <= " + std::to_string(f.upper) + " and d_k = " +
                    std::to_string(dk) + " lies in between";
-      res.hint = f.nested ? "raise --bits (now " + std::to_string(f.lower_bits) +
+      res.hint = f.nested ? "raise the precision, bits (now " + std::to_string(f.lower_bits) +
                                 "): more precision can prove larger minors in the blocks and overlaps; only exact "
                                 "structure of the target lowers the blocks' upper bounds"
                           : "the mask is not nested (its rows' allowed sets are not a chain), so only the rectangle "

@@ -275,9 +275,9 @@ CertificateCheck check_masked_reach_certificate(const Matrix<Rational>& A, const
   try {
     detail::check_format(c);
     if (c.contains("question") && c.at("question") == "masked_embeddings")
-      return reject("this certificate is for a masked head on fixed embeddings: check it with the same X (--x)");
+      return reject("this certificate is for a masked head on fixed embeddings: check it with the same embeddings X");
     if (c.contains("question") && c.at("question") != "masked")
-      return reject("this certificate is not for a masked head: check it without --mask");
+      return reject("this certificate is not for a masked head: check it without a mask");
     detail::require_fields(c, required_fields, optional_fields, "the certificate");
     check_masked_claims(A, mask, c, nullptr, A.rows(), true);
     return CertificateCheck{true, verified(mask, c, "witness error")};

@@ -174,7 +174,7 @@ TEST_CASE("attnrank::analyze_scan bad slices", "[unit]") {
     s.patterns[3](1, 2) = std::nan("");
     const std::string m = input_error_message([&] { analyze_scan(s, q); });
     CHECK(m.find("planted.npy[1,1]") != std::string::npos);
-    CHECK(m.find("row 2, column 3") != std::string::npos);
+    CHECK(m.find("[1, 2] (0-based)") != std::string::npos);
   }
   SECTION("a pattern that is not square") {
     s.patterns[1] = Eigen::MatrixXd::Constant(5, 4, 0.25);
@@ -190,10 +190,10 @@ TEST_CASE("attnrank::analyze_scan bad slices", "[unit]") {
     CHECK_FALSE(input_error_message([&] { analyze_scan(s, q); }).empty());
     q.mask.reset();
     q.dk = 6;
-    CHECK(input_error_message([&] { analyze_scan(s, q); }).find("--dk 6") != std::string::npos);
+    CHECK(input_error_message([&] { analyze_scan(s, q); }).find("d_k 6 is out of range") != std::string::npos);
     q.dk.reset();
     q.epsilon = 2;
-    CHECK(input_error_message([&] { analyze_scan(s, q); }).find("--epsilon") != std::string::npos);
+    CHECK(input_error_message([&] { analyze_scan(s, q); }).find("epsilon 2 is outside [0, 1]") == 0);
   }
   SECTION("a zero entry is reported, not refused: no finite scores produce it") {
     s.patterns[0](0, 1) = 0;
@@ -231,12 +231,12 @@ TEST_CASE("attnrank::analyze_scan notes", "[unit]") {
       CHECK(heads[t].smallest_weight == causal.patterns[t].cwiseMax(0).unaryExpr([](double x) {
         return x > 0 ? x : 2.0;
       }).minCoeff());
-      CHECK(heads[t].note.find("--mask causal") != std::string::npos);
+      CHECK(heads[t].note.find("the causal mask (mask = causal)") != std::string::npos);
       CHECK(to_json(heads[t])["note"] == heads[t].note);
     }
     const std::string text = scan_text(causal, q, heads);
     CHECK(text.find("note (2 heads: [0], [1]; 30 zero entries") != std::string::npos);
-    CHECK(text.find("--mask causal") == text.rfind("--mask causal"));  // said once
+    CHECK(text.find("mask = causal") == text.rfind("mask = causal"));  // said once
   }
   SECTION("with the causal mask there is nothing to say") {
     q.mask = Mask::causal(n);
@@ -262,7 +262,7 @@ TEST_CASE("attnrank::analyze_scan notes", "[unit]") {
     HeadStack s = planted_stack(1, 1, 3, {1}, 5, 1.0);
     s.patterns[0](1, 2) = -69.0775527954;
     const std::string m = input_error_message([&] { analyze_scan(s, q); });
-    CHECK(m.find("row 2, column 3: attention weights cannot be negative (-69.0775527954)") != std::string::npos);
+    CHECK(m.find("[1, 2] (0-based) is -69.0775527954: attention weights cannot be negative") != std::string::npos);
     CHECK(m.find("softmax first") != std::string::npos);
   }
   SECTION("a mask in PyTorch's convention (True: blocked) is named as such") {
@@ -277,7 +277,7 @@ TEST_CASE("attnrank::analyze_scan notes", "[unit]") {
     s.patterns.push_back(P);
     q.mask = Mask::from_matrix(M.cast<Rational>(), "mask.npy");
     const std::string m = input_error_message([&] { analyze_scan(s, q); });
-    CHECK(m.find("row 1, column 1 is 0.5 at a masked position") != std::string::npos);
+    CHECK(m.find("[0, 0] (0-based) is 0.5 at a masked position") != std::string::npos);
     CHECK(m.find("invert such a mask") != std::string::npos);
     // A mask whose blocked positions are not exactly the weights' support: no such guess.
     M(0, 0) = 1;

@@ -307,7 +307,7 @@ TEST_CASE("attnrank::certified_attention refuses bad shapes and values") {
   CHECK_THROWS_AS(certified_attention(Q, K, V, ScaleBounds::inverse_sqrt(2), &causal), input_error);
   Eigen::MatrixXd bad = Q;
   bad(1, 1) = std::numeric_limits<double>::quiet_NaN();
-  CHECK_THROWS_WITH(certified_attention(bad, K, V, ScaleBounds::inverse_sqrt(2)), Catch::Contains("Q row 2, column 2"));
+  CHECK_THROWS_WITH(certified_attention(bad, K, V, ScaleBounds::inverse_sqrt(2)), Catch::Contains("Q[1, 1] (0-based)"));
   CHECK_THROWS_AS(ScaleBounds::exactly(0), input_error);
   CHECK_THROWS_AS(ScaleBounds::exactly(std::numeric_limits<double>::infinity()), input_error);
   SECTION("1/sqrt(d) is exact for powers of 4 and a two-ulp enclosure otherwise") {

@@ -276,7 +276,7 @@ TEST_CASE("attnrank::Mask::window") {
     CHECK(Mask::window(5, 5, -1, 0) == Mask::causal(5));
     CHECK(Mask::window(5, 5, -1, 0, MaskAlignment::top_left) == Mask::causal(5));
     CHECK(Mask::window(3, 7, -1, -1).is_full());
-    CHECK_THROWS_WITH(Mask::window(9, 5, -1, 0), Catch::Contains("query row 1 allows no key"));
+    CHECK_THROWS_WITH(Mask::window(9, 5, -1, 0), Catch::Contains("query row 0 (0-based) allows no key"));
     CHECK_THROWS_WITH(Mask::window(3, 3, -2, 0), Catch::Contains("-1 for unbounded"));
     CHECK_NOTHROW(Mask::window(9, 5, -1, 0, MaskAlignment::top_left));
   }

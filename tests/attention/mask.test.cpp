@@ -73,9 +73,9 @@ TEST_CASE("attnrank::Mask") {
   SECTION("bad masks are input errors naming the file, row, column and value") {
     Matrix<Rational> M(2, 2);
     M << 1, Rational(1, 2), 1, 1;
-    CHECK(input_error_message([&] { Mask::from_matrix(M, "m.csv"); }).find("m.csv: mask row 1, column 2 is 1/2") == 0);
+    CHECK(input_error_message([&] { Mask::from_matrix(M, "m.csv"); }).find("m.csv[0, 1] (0-based) is 0.5") == 0);
     M << 1, 0, 0, 0;
-    CHECK(input_error_message([&] { Mask::from_matrix(M, "m.csv"); }).find("mask row 2 allows no key") != std::string::npos);
+    CHECK(input_error_message([&] { Mask::from_matrix(M, "m.csv"); }).find("[1, :] (0-based) allows no key") != std::string::npos);
     CHECK(input_error_message([&] { Mask::from_matrix(Matrix<Rational>::Ones(2, 3), "m.csv"); }).find("square") != std::string::npos);
     CHECK(input_error_message([&] { Mask::causal(0); }).find("n >= 1") != std::string::npos);
     CHECK(input_error_message([&] { Mask::causal(3).require_size(4, "X"); }).find("3 x 3 but X has 4 rows") != std::string::npos);

@@ -91,7 +91,7 @@ TEST_CASE("attnrank CLI: size limits are enforced early") {
     std::string column;
     for (int i = 0; i < 8193; ++i) column += "1\n";
     const std::string tall = file("tall.csv", column);
-    expect_input_error("rank " + tall, "tall.csv: line 8193: more than 8192 rows (the limit; attnrank --max-size raises it)");
+    expect_input_error("rank " + tall, "tall.csv: line 8193: more than 8192 rows (the size limit; max_size raises it)");
     const Run r = attnrank_cli("--max-size 9000 rank " + tall);
     CHECK(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("rank = 1"));

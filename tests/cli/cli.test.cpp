@@ -149,7 +149,7 @@ TEST_CASE("attnrank bad input: exit 2, a message naming the problem, nothing on 
   expect_input_error("reach diag:3:0.8 --dk 1 --epsilom 0.1", "did you mean --epsilon instead of --epsilom?");
   expect_input_error("help frobnicate", "unknown command 'frobnicate'");
   expect_input_error("layer --x " + file("big.csv", "1e999,0,0,0\n") + good + " --heads 2 --tier double",
-                     "X row 1, column 1 is not finite");
+                     "X[0, 0] (0-based) is not finite");
 }
 
 TEST_CASE("attnrank --help and --version exit 0 on stdout") {
@@ -265,7 +265,7 @@ TEST_CASE("attnrank rank") {
     j = nlohmann::json::parse(attnrank_cli("rank hilbert:24 --mode certified --bits 128 --json").out);
     CHECK(j["rank_lower"] == 24);
     CHECK(num(j["certificate"]["residual_bound"]) < 1);
-    CHECK_THAT(attnrank_cli("rank hilbert:24 --mode certified").out, Catch::Contains("Raise --bits"));
+    CHECK_THAT(attnrank_cli("rank hilbert:24 --mode certified").out, Catch::Contains("Raise the precision (bits)"));
     // Hilbert 14 (~1e19) is past one double stage, within two.
     j = nlohmann::json::parse(attnrank_cli("rank hilbert:14 --mode certified --json").out);
     CHECK(j["rank_lower"] == 14);
@@ -325,9 +325,9 @@ TEST_CASE("attnrank rank and det: bad input exits 2 with a precise message") {
   expect_input_error("rank diag:3", "must be diag:N:P");
   expect_input_error("rank hilbert:99999", "size '99999'");
   expect_input_error("rank hilbert:3 --mode fuzzy", "--mode");
-  expect_input_error("rank hilbert:3 --top 2", "--top and --tol belong to --mode numeric");
-  expect_input_error("rank hilbert:3 --mode numeric --top 5", "--top 5 needs top + 1 < min(rows, cols) = 3");
-  expect_input_error("det hilbert:3 --bits 128", "--bits belongs to --mode certified");
+  expect_input_error("rank hilbert:3 --top 2", "top and tol belong to the numeric mode");
+  expect_input_error("rank hilbert:3 --mode numeric --top 5", "top 5 needs top + 1 < min(rows, cols) = 3");
+  expect_input_error("det hilbert:3 --bits 128", "bits belongs to the certified mode");
   expect_input_error("det hilbert:3 --mode numeric", "--mode");
   expect_input_error("rank", "MATRIX is required");
 }
@@ -369,10 +369,10 @@ TEST_CASE("attnrank reach and sweep") {
     CHECK(j["possible_winners"] == nlohmann::json::array({1, 2}));
   }
   SECTION("bad input") {
-    expect_input_error("reach " + file("neg.csv", "0.5,0.5\n-0.1,1.1\n") + " --dk 1", "row 2, column 1: attention weights cannot be negative");
+    expect_input_error("reach " + file("neg.csv", "0.5,0.5\n-0.1,1.1\n") + " --dk 1", "neg.csv[1, 0] (0-based) is -0.1: attention weights cannot be negative");
     expect_input_error("reach " + file("nan2.csv", "0.5,nan\n0.5,0.5\n") + " --dk 1", "column 2");
     expect_input_error("reach " + file("rect.csv", "0.5,0.5,0\n0.5,0.5,0\n") + " --dk 1", "must be square");
-    expect_input_error("reach " + file("zrow.csv", "0,0\n0.5,0.5\n") + " --dk 1", "row 1 is all zeros");
+    expect_input_error("reach " + file("zrow.csv", "0,0\n0.5,0.5\n") + " --dk 1", "zrow.csv[0, :] (0-based) is all zeros");
     expect_input_error("reach diag:3:0.8 --dk 0", "d_k = 0 is out of range");
     expect_input_error("reach diag:3:0.8 --dk 4", "d_k = 4 is out of range");
     expect_input_error("reach diag:3:0.8", "--dk is required");
@@ -437,8 +437,8 @@ TEST_CASE("attnrank reach --epsilon, width and svd") {
       CHECK(fast["profile"][i]["error_lower"] == j["profile"][i]["error_lower"]);
     }
     CHECK_THAT(attnrank_cli("width diag:3:0.8 --epsilon 0.2 --no-search").out,
-               Catch::Contains("--no-search") || Catch::Contains("settle the bracket"));
-    expect_input_error("reach diag:3:0.8 --dk 1 --no-search --refine", "opposite things");
+               Catch::Contains("search off") || Catch::Contains("settle the bracket"));
+    expect_input_error("reach diag:3:0.8 --dk 1 --no-search --refine", "--refine excludes --no-search");
   }
   SECTION("svd: certified bounds as decimal strings, gaps when asked") {
     const auto j = nlohmann::json::parse(attnrank_cli("svd hilbert:4 --top 4 --gaps --json").out);
@@ -471,7 +471,7 @@ TEST_CASE("attnrank reach --x: certificates need the same X") {
   const std::string x = file("x31.csv", "1\n2\n3\n"), cert = (scratch() / "cert_x.json").string();
   REQUIRE(attnrank_cli("reach diag:3:0.8 --dk 1 --x " + x + " --certificate " + cert).code == 0);
   CHECK(attnrank_cli("reach --check " + cert + " diag:3:0.8 --x " + x).code == 0);
-  expect_input_error("reach --check " + cert + " diag:3:0.8", "check it with the same X (--x)");
+  expect_input_error("reach --check " + cert + " diag:3:0.8", "check it with the same embeddings X");
   expect_input_error("reach --check " + cert + " diag:3:0.8 --x " + file("x31b.csv", "1\n2\n4\n"), "different embeddings X");
 }
 
@@ -590,7 +590,7 @@ TEST_CASE("attnrank masks: layer, example and reach") {
   SECTION("without --mask a causal pattern answers as before, with a note pointing at --mask causal") {
     const Run r = attnrank_cli("reach " + causal4 + " --dk 2");
     CHECK(r.code == 0);
-    CHECK_THAT(r.out, Catch::Contains("verdict: unreachable") && Catch::Contains("--mask causal asks the decoder question"));
+    CHECK_THAT(r.out, Catch::Contains("verdict: unreachable") && Catch::Contains("with the causal mask (mask = causal) the question is the decoder's"));
     const auto j = nlohmann::json::parse(attnrank_cli("reach " + causal4 + " --dk 2 --json").out);
     CHECK(j["mask"] == "none");
     CHECK_THAT(j["note"].get<std::string>(), Catch::Contains("causal pattern"));
@@ -604,14 +604,14 @@ TEST_CASE("attnrank masks: layer, example and reach") {
   }
   SECTION("bad masks and targets: exit 2 naming file, row and column") {
     expect_input_error("reach " + causal4 + " --mask " + file("half.csv", "1,0,0,0\n1,0.5,0,0\n1,1,1,0\n1,1,1,1\n") + " --dk 1",
-                       "half.csv: mask row 2, column 2 is 1/2");
+                       "half.csv[1, 1] (0-based) is 0.5");
     expect_input_error("reach " + causal4 + " --mask " + file("empty_row.csv", "1,0,0,0\n0,0,0,0\n1,1,1,0\n1,1,1,1\n") + " --dk 1",
-                       "mask row 2 allows no key");
+                       "[1, :] (0-based) allows no key");
     expect_input_error("reach " + causal4 + " --mask " + file("small.csv", "1,0\n1,1\n") + " --dk 1", "the mask is 2 x 2");
-    expect_input_error("reach diag:4:0.7 --mask causal --dk 1", "row 1, column 2 is 0.1 at a masked position");
+    expect_input_error("reach diag:4:0.7 --mask causal --dk 1", "[0, 1] (0-based) is 0.1 at a masked position");
     expect_input_error("reach " + causal4 + " --mask causal --dk 1 --x " + file("x3rows.csv", "1,0\n0,1\n1,1\n"),
                        "x3rows.csv: the embeddings X have 3 rows");
-    expect_input_error("reach " + causal4 + " --mask causal --dk 1 --epsilon 2", "--epsilon 2.000000 is outside [0, 1]");
+    expect_input_error("reach " + causal4 + " --mask causal --dk 1 --epsilon 2", "epsilon 2 is outside [0, 1]");
     expect_input_error("reach " + causal4 + " --mask nosuchfile.csv --dk 1", "nosuchfile.csv");
   }
   SECTION("reach --mask: the certificate records the mask and checks; the figure; width with a mask") {
@@ -625,7 +625,7 @@ TEST_CASE("attnrank masks: layer, example and reach") {
     CHECK(c.contains("approximate"));
     CHECK_THAT(attnrank_cli("reach " + causal4 + " --mask causal --check " + cert).out,
                Catch::StartsWith("certificate valid") && Catch::Contains("mask causal"));
-    expect_input_error("reach " + causal4 + " --check " + cert, "check it with the same mask (--mask)");
+    expect_input_error("reach " + causal4 + " --check " + cert, "check it with the same mask");
     expect_input_error("reach " + causal4 + " --mask " + file("all_ones.csv", "1,1,1,1\n1,1,1,1\n1,1,1,1\n1,1,1,1\n") +
                            " --check " + cert,
                        "is for mask causal");
@@ -664,7 +664,7 @@ TEST_CASE("attnrank masks: layer, example and reach") {
     CHECK(check.code == 0);
     CHECK_THAT(check.out, Catch::Contains("re-proven from the target and X"));
     expect_input_error("reach " + causal4 + " --mask causal --x " + thin + " --check " + cert, "different embeddings X");
-    expect_input_error("reach " + causal4 + " --mask causal --check " + cert, "check it with the same X (--x)");
+    expect_input_error("reach " + causal4 + " --mask causal --check " + cert, "check it with the same embeddings X");
     CHECK_THAT(attnrank_cli("reach " + causal4 + " --mask causal --dk 2 --x " + full).out,
                Catch::Contains("verdict: reachable") && Catch::Contains("X has full row rank"));
   }
@@ -786,9 +786,9 @@ TEST_CASE("attnrank check-kernel") {
     CHECK(nlohmann::json::parse(one.out)["max_ratio_verdict"] == "within");
     const Run below = attnrank_cli(pair + " --max-ratio 0.5");
     CHECK(below.code == 3);
-    CHECK_THAT(below.out, Catch::Contains("--max-ratio 0.5: exceeded"));
-    expect_input_error(args + " --rtol 0.1", "--rtol needs --max-error");
-    expect_input_error(args + " --max-ratio 2", "--max-ratio needs a reference");
+    CHECK_THAT(below.out, Catch::Contains("max_ratio 0.5: exceeded"));
+    expect_input_error(args + " --rtol 0.1", "rtol needs max_error");
+    expect_input_error(args + " --max-ratio 2", "max_ratio needs a reference");
     expect_input_error(pair + " --max-ratio -1", "is not a non-negative number");
   }
   SECTION("a NaN or an infinity in an output is a finding: an infinite error at its place, not bad input") {
@@ -937,10 +937,10 @@ TEST_CASE("attnrank check-kernel: the backward pass") {
     CHECK(num(j["dv"]["candidate"]["max_abs_error_upper"]) < 1e-6);
   }
   SECTION("bad input: exit 2 naming it") {
-    expect_input_error(inputs.substr(0, inputs.find(" --dout")) + grads, "need --dout");
+    expect_input_error(inputs.substr(0, inputs.find(" --dout")) + grads, "need dout");
     expect_input_error(inputs + " --dq " + npy("bdk.npy", dk), "dq");
     expect_input_error(inputs, "nothing to check");
-    expect_input_error(inputs + grads + " --ratio-atol 0.1", "--ratio-atol needs --max-ratio");
+    expect_input_error(inputs + grads + " --ratio-atol 0.1", "ratio_atol needs max_ratio");
     expect_input_error(inputs + " --reference-dk " + npy("bdk.npy", dk), "needs the candidate's dk");
   }
 }
@@ -1045,7 +1045,7 @@ TEST_CASE("attnrank check-kernel: causal and sliding windows when N_q != N_k") {
     expect_input_error("check-kernel --q " + npy_f32("wk7.npy", {K}) + " --k " + npy_f32("wq4.npy", {Q}) + " --v " +
                            npy_f32("wv4.npy", {Eigen::MatrixXd::Ones(4, 2)}) + " --candidate " +
                            npy_f32("wo7.npy", {Eigen::MatrixXd::Ones(7, 2)}) + " --mask causal",
-                       "query row 1 allows no key");
+                       "query row 0 (0-based) allows no key");
     expect_input_error(bottom_right + " --window 2,0 --mask " + file("m47.csv", "1,1,1,1,0,0,0\n1,1,1,1,1,0,0\n1,1,1,1,1,1,0\n1,1,1,1,1,1,1\n"),
                        "not both");
     const Run file_mask = attnrank_cli(bottom_right + " --mask " + file("m47.csv", "1,1,1,1,0,0,0\n1,1,1,1,1,0,0\n1,1,1,1,1,1,0\n1,1,1,1,1,1,1\n") + " --json");
@@ -1070,7 +1070,7 @@ TEST_CASE("attnrank check-kernel: causal and sliding windows when N_q != N_k") {
                              " --v " + npy_f32("ev.npy", {Ve}) + " --mask causal";
     const std::string good = args + " --candidate " + npy_f32("eo.npy", {O}) + " --lse " + npy_f64_vector("else.npy",
                              std::vector<double>(lse.data(), lse.data() + 7), {1, 7});
-    expect_input_error(good, "query row 1 allows no key");
+    expect_input_error(good, "query row 0 (0-based) allows no key");
     const Run r = attnrank_cli(good + " --empty-rows zero --json");
     INFO(r.err);
     REQUIRE(r.code == 0);
@@ -1172,7 +1172,7 @@ TEST_CASE("attnrank check-kernel: softcap, ALiBi and sinks") {
     CHECK_THAT(planted.out, Catch::Contains("largest proven error at head 0 (0-based)"));
     expect_input_error(args + " --dout " + npy_f32("sdo.npy", {dO}) + " --dsinks " + npy_f64_vector("dz.npy", {exact}),
                        "dsinks needs the sinks");
-    expect_input_error(args + " --sinks 0.25 --dsinks " + npy_f64_vector("dz.npy", {exact}), "need --dout");
+    expect_input_error(args + " --sinks 0.25 --dsinks " + npy_f64_vector("dz.npy", {exact}), "need dout");
     expect_input_error(backward + " --dsinks " + npy_f64_vector("dz3.npy", {0.0, 0.0}),
                        "holds 2 values (shape (2,)) but Q (1, 3, 2) has H = 1");
   }
@@ -1225,9 +1225,9 @@ TEST_CASE("attnrank scan") {
 TEST_CASE("attnrank: the overflow audit's smaller findings") {
   const std::string inputs = ATTNRANK_SOURCE_DIR "/tests/cli/inputs/";
   SECTION("--max-dk 0 (and above n) is refused with the range, for width and scan") {
-    expect_input_error("width diag:4:0.7 --epsilon 0.1 --max-dk 0", "1 <= max d_k <= n = 4");
-    expect_input_error("width diag:4:0.7 --epsilon 0.1 --max-dk 5", "1 <= max d_k <= n = 4");
-    expect_input_error("scan " + inputs + "stack.npy --epsilon 0.1 --max-dk 0", "1 <= max d_k <= n");
+    expect_input_error("width diag:4:0.7 --epsilon 0.1 --max-dk 0", "1 <= max_dk <= n = 4");
+    expect_input_error("width diag:4:0.7 --epsilon 0.1 --max-dk 5", "1 <= max_dk <= n = 4");
+    expect_input_error("scan " + inputs + "stack.npy --epsilon 0.1 --max-dk 0", "1 <= max_dk <= n");
     const Run ok = attnrank_cli("width diag:4:0.7 --epsilon 0.1 --max-dk 4 --json");
     CHECK(ok.code == 0);
   }

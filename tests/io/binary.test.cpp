@@ -146,7 +146,7 @@ TEST_CASE("attnrank::parse_npy") {
     CHECK_THAT(error_of([&] { parse_npy(npy_bytes("<f8", false, {}, raw_bytes(0, 8)), "x.npy"); }),
                Catch::Contains("a scalar"));
     const std::string nan = npy_bytes("<f8", false, {1, 2}, raw_bytes(double_bits(1), 8) + raw_bytes(double_bits(NAN), 8));
-    CHECK_THAT(error_of([&] { parse_npy(nan, "x.npy"); }), Catch::Contains("x.npy[0, 1] is nan"));
+    CHECK_THAT(error_of([&] { parse_npy(nan, "x.npy"); }), Catch::Contains("x.npy[0, 1] (0-based) is nan"));
     std::string bad_version = good;
     bad_version[6] = 9;
     CHECK_THAT(error_of([&] { parse_npy(bad_version, "x.npy"); }), Catch::Contains("version 9"));
@@ -362,7 +362,7 @@ TEST_CASE("attnrank::read_double_tensor") {
   SECTION("text holds one matrix, and every entry must be a double") {
     CHECK(read_double_tensor(write("a.csv", "0.5,1\n2,3\n")).matrices.at(0)(0, 0) == 0.5);
     CHECK_THAT(error_of([&] { read_double_tensor(write("b.csv", "0.1,1\n")); }),
-               Catch::Contains("row 1, column 1") && Catch::Contains("not exactly a double"));
+               Catch::Contains("[0, 0] (0-based)") && Catch::Contains("not exactly a double"));
   }
   SECTION("too few or too many dimensions, NaN") {
     CHECK_THAT(error_of([&] { read_double_tensor(write("v.npy", npy_bytes("<f8", false, {2}, std::string(16, '\0')))); }),

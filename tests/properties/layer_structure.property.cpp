@@ -105,5 +105,5 @@ TEST_CASE("attnrank::MultiHeadAttention shape errors") {
   x(1, 2) = std::numeric_limits<double>::quiet_NaN();
   const MultiHeadAttention<double> dlayer(Matrix<double>::Zero(4, 4), Matrix<double>::Zero(4, 4),
                                           Matrix<double>::Zero(4, 4), Matrix<double>::Zero(4, 4), 2);
-  CHECK_THROWS_WITH(dlayer.forward(x), Catch::Contains("X row 2, column 3 is not finite"));
+  CHECK_THROWS_WITH(dlayer.forward(x), Catch::Contains("X[1, 2] (0-based) is not finite"));
 }

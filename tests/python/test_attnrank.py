@@ -6,6 +6,8 @@ prints in its header (conftest.py)."""
 import concurrent.futures
 import json
 import os
+import subprocess
+import tempfile
 import threading
 import time
 from fractions import Fraction
@@ -14,6 +16,15 @@ import numpy as np
 import pytest
 
 import attnrank
+
+CLI = os.environ.get("ATTNRANK_CLI")
+
+
+def _saved(array):
+    """``array`` written to a fresh .npy file (for the command line); its path."""
+    path = os.path.join(tempfile.mkdtemp(prefix="attnrank-py-"), "A.npy")
+    np.save(path, array)
+    return path
 
 SEED = int(os.environ.get("ATTNRANK_PY_SEED", "20261202"))
 SOURCE = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -338,15 +349,26 @@ def test_the_default_band_is_cheap_and_refine_only_narrows_it():
     middle = (lo + hi) / 2
     assert attnrank.reach(a, 2, epsilon=middle)["refinement"]["ran"]
     assert not attnrank.reach(a, 2, epsilon=middle, refine=False)["refinement"]["ran"]
-    w = attnrank.width(a, 0.05)
+    w = attnrank.width(a, 0.05, refine=False)
     assert not w["refinement"]["ran"]
+    # the default is the command line's: the optimiser only where the cheap bracket is open
+    default = attnrank.width(a, 0.05)
+    cli = json.loads(subprocess.run([CLI, "width", _saved(a), "--epsilon", "0.05", "--json"], capture_output=True,
+                                    text=True, check=True).stdout) if CLI else None
+    is_open = w["width_upper"] is None or w["width_upper"] > w["width_lower"]
+    if not is_open:
+        assert not default["refinement"]["ran"]
+    if cli is not None:
+        assert cli["refinement"]["reason"] == default["refinement"]["reason"]
     wr = attnrank.width(a, 0.05, refine=True, time_limit=None)
     assert wr["width_lower"] == w["width_lower"]
     if w["width_upper"] is not None:
         assert wr["width_upper"] <= w["width_upper"]
-    for bad in (0, -1, float("nan"), float("inf")):
-        with pytest.raises(ValueError, match="time_limit"):
+    for bad in (-1, float("nan")):
+        with pytest.raises(ValueError, match="^time limit .* is not a number of seconds >= 0"):
             attnrank.reach(a, 2, time_limit=bad)
+    for none in (0, None, float("inf")):  # no limit, as --time-limit 0
+        assert attnrank.reach(a, 2, epsilon=middle, time_limit=none)["refinement"]["time_limit"] is None
 
 
 def test_import_without_numpy_works_for_lists_and_fractions():

@@ -192,8 +192,8 @@ def test_integer_arguments_are_checked_before_the_binding():
     a = np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]])
     stack = np.stack([a, a])
     for call, match in ((lambda: attnrank.scan(stack, jobs=-1), "jobs: -1 is out of range"),
-                        (lambda: attnrank.scan(stack, epsilon=0.1, max_dk=0), "max d_k"),
-                        (lambda: attnrank.width(a, 0.1, max_dk=0), "max d_k"),
+                        (lambda: attnrank.scan(stack, epsilon=0.1, max_dk=0), "max_dk 0 is out of range"),
+                        (lambda: attnrank.width(a, 0.1, max_dk=0), "max_dk 0 is out of range"),
                         (lambda: attnrank.width(a, 0.1, max_dk=2.5), "max_dk: 2.5 is not an integer"),
                         (lambda: attnrank.reach(a, "2"), "d_k: '2' is not an integer"),
                         (lambda: attnrank.reach(a, 1, bits=-3), "bits: -3 is out of range"),

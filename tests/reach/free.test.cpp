@@ -84,7 +84,7 @@ TEST_CASE("attnrank::reach") {
     rect.setOnes();
     CHECK_THROWS_WITH(reach(neg, 1), Catch::Contains("cannot be negative"));
     CHECK_THROWS_WITH(reach(rect, 1), Catch::Contains("must be square"));
-    CHECK_THROWS_WITH(reach(zero_row, 1), Catch::Contains("row 1 is all zeros"));
+    CHECK_THROWS_WITH(reach(zero_row, 1), Catch::Contains("[0, :] (0-based) is all zeros"));
     CHECK_THROWS_WITH(reach(*builtin_matrix("diag:3:0.8"), 0), Catch::Contains("out of range"));
     CHECK_THROWS_WITH(reach(*builtin_matrix("diag:3:0.8"), 4), Catch::Contains("out of range"));
   }

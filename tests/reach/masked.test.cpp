@@ -159,7 +159,7 @@ TEST_CASE("attnrank::reach with a mask") {
     CHECK(r.has_zero_entry);
     CHECK(r.zeros.front() == std::pair<Eigen::Index, Eigen::Index>(2, 1));
     A(0, 2) = Rational(1, 5);
-    CHECK(input_error_message([&] { reach(A, 2, Mask::causal(3)); }).find("row 1, column 3 is 0.2 at a masked position") !=
+    CHECK(input_error_message([&] { reach(A, 2, Mask::causal(3)); }).find("[0, 2] (0-based) is 0.2 at a masked position") !=
           std::string::npos);
     CHECK(input_error_message([&] { reach(A, 2, Mask::causal(4)); }).find("the mask is 4 x 4") != std::string::npos);
     CHECK(input_error_message([&] { reach(A, 4, Mask::full(3)); }).find("d_k = 4 is out of range") != std::string::npos);

@@ -14,6 +14,9 @@
 
 namespace attnrank {
 
+/// "exact" -> false, "certified" -> true; input_error naming both otherwise.
+bool det_mode_is_certified(const std::string& mode);
+
 struct DetQuestion {
   bool certified = false;  ///< false: exact
   unsigned bits = 53;      ///< certified: working precision

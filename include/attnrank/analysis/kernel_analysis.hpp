@@ -85,7 +85,7 @@ struct KernelQuestion {
   /// FlashAttention's max_seqlen_q / max_seqlen_k: optional; refused when below a sequence's length.
   std::optional<std::size_t> max_seqlen_q, max_seqlen_k;
   std::optional<double> max_error;    ///< a CI gate: exceeded when proven larger
-  std::string max_error_text;         ///< max_error as the user wrote it (printed back)
+  std::string max_error_text;         ///< max_error as the user wrote it (printed back; empty: its shortest decimal)
   std::optional<double> rtol;         ///< with max_error: the tolerance max_error + rtol max |E|
   std::optional<double> max_ratio;    ///< candidate error <= max_ratio x reference error + ratio_atol (needs a reference)
   std::optional<double> ratio_atol;   ///< with max_ratio: FlashAttention's floor a (default 0)

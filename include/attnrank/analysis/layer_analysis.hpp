@@ -31,10 +31,13 @@ LayerTier parse_layer_tier(const std::string& name);
 /// computed -- fixed decimals would print every weight below 5e-7 as 0.
 DecimalFormat default_layer_format(bool for_json);
 
+/// The working precision of the mp and interval tiers by default, bits.
+inline constexpr unsigned default_layer_bits = 128;
+
 struct LayerQuestion {
   LayerTier tier = LayerTier::interval;
   std::optional<DecimalFormat> format;  ///< nullopt: default_layer_format(for_json)
-  unsigned bits = 128;       ///< working precision of mp and interval (interval raises it as needed)
+  unsigned bits = default_layer_bits;  ///< working precision of mp and interval (interval raises it as needed)
   std::vector<Mask> masks;   ///< as MultiHeadAttention::forward: none, one for every head, or one per head
   bool for_json = false;     ///< the trace is for a program (picks the default format)
 };

@@ -53,7 +53,7 @@ struct ReachQuestion {
 
 /// What reach and scan say of an unmasked pattern whose zeros are exactly causal.
 inline constexpr const char* causal_zeros_note =
-    "the zeros are exactly the causal pattern; --mask causal asks the decoder question";
+    "the zeros are exactly the causal pattern; with the causal mask (mask = causal) the question is the decoder's";
 
 /// The answer with its proofs. Exactly one of free / embeddings / masked /
 /// masked_embeddings holds the decision; the accessors read whichever it is.

@@ -11,7 +11,7 @@
 // Guarantee: refinement never weakens a bound. The refined band is the cheap one
 // intersected with the search's (the larger proven lower bound, the smaller
 // certified upper bound), so it lies inside the cheap band; every bound the
-// default leaves out is one flag away (--refine, --time-limit).
+// default leaves out is one option away (refine, the time limit).
 
 #include <attnrank/reach/approximate.hpp>
 
@@ -25,15 +25,18 @@ namespace attnrank {
 
 enum class RefinePolicy {
   automatic,  ///< only when the question needs it (reach: epsilon left undecided; width: the bracket open)
-  always,     ///< --refine
-  never,      ///< the cheap band only, whatever the question
+  always,     ///< asked for (the CLI's --refine, Python's refine=True)
+  never,      ///< the cheap band only, whatever the question (--no-search, refine=False)
 };
+
+/// Seconds the optimiser may run in all by default, for every adapter.
+inline constexpr double default_time_limit = 2.0;
 
 struct RefineOptions {
   RefinePolicy policy = RefinePolicy::automatic;
   /// Wall-clock seconds for all of an analysis' searches together (nullopt: none,
   /// the evaluation budget alone, and the result is reproducible from the seed).
-  std::optional<double> time_limit = 2.0;
+  std::optional<double> time_limit = default_time_limit;
   /// Progress while the search runs (the CLI prints it on stderr when that is a terminal).
   std::function<void(const SearchProgress&)> on_progress;
 };
@@ -56,6 +59,12 @@ ApproxOptions cheap_search(ApproxOptions options);
 
 /// input_error unless the time limit is positive and finite (or absent).
 void validate(const RefineOptions& options);
+
+/// The options a caller asks for, as every adapter spells them: `refine` nullopt
+/// is automatic, true always, false never; `seconds` is the time limit, where 0
+/// and nullopt mean no limit. input_error ("time limit ...") when the seconds
+/// are negative or not a number.
+RefineOptions refine_options(std::optional<bool> refine, std::optional<double> seconds);
 
 /// The cheap band and the refined one as one proven band: the larger error_lower
 /// (with its proof) and the smaller error_upper (with its witness).

@@ -89,6 +89,9 @@ std::string width_known(const HeadScan& h);
 /// when a pattern is not square, not finite, has a row that does not sum to a
 /// positive number, or does not fit the mask; nothing is computed then.
 void validate(const HeadStack& stack, const ScanQuestion& q);
+/// The question's options alone (epsilon, the refinement), as validate checks
+/// them: for a caller that sends the heads elsewhere (Python's Dask path).
+void validate(const ScanQuestion& q);
 
 /// Scans every head, `jobs` at a time; `on_head` is called (from the worker
 /// threads, one call at a time) as each head finishes, in completion order. The

@@ -60,6 +60,10 @@ struct OutputError {
 
 /// When to recompute with MPFI (see the header comment).
 enum class FallbackPolicy { automatic, never, always };
+/// "auto", "never", "always"; input_error naming them otherwise.
+FallbackPolicy fallback_policy_from_name(const std::string& name);
+/// The fallback precision's default, bits (MPFI).
+inline constexpr unsigned default_fallback_bits = 128;
 
 struct KernelCheckOptions {
   std::optional<double> scale;  ///< s (positive, finite); default 1 / sqrt(d) for d = columns of Q

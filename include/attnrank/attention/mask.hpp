@@ -35,6 +35,8 @@ inline constexpr const char* inverted_mask_hint =
 /// Where query 0 sits among the keys when N_q != N_k: FlashAttention's convention
 /// (bottom_right: query i at key position i + N_k - N_q) or PyTorch's is_causal (top_left: at i).
 enum class MaskAlignment { bottom_right, top_left };
+/// "bottom-right" (FlashAttention's), "top-left" (PyTorch's is_causal); input_error otherwise.
+MaskAlignment mask_alignment_from_name(const std::string& name);
 
 /// What a kernel check's query row that allows no key means: refused as input (softmax over
 /// no key has no value; the default), or FlashAttention's convention: output 0, logsumexp

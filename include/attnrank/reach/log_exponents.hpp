@@ -111,7 +111,7 @@ inline std::optional<LogDecomposition> decompose_log(const Matrix<Rational>& A, 
   for (Eigen::Index i = 0; i < A.rows(); ++i)
     for (Eigen::Index j = 0; j < A.cols(); ++j) {
       if (A(i, j) <= 0)
-        throw input_error("log of a non-positive entry at row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1),
+        throw input_error("log of a non-positive entry, " + entry_text("the target", static_cast<long>(i), static_cast<long>(j)),
                           "", static_cast<long>(i + 1), static_cast<long>(j + 1));
       for (const Integer& v : {Integer(numerator(A(i, j))), Integer(denominator(A(i, j)))}) {
         if (v <= 1) continue;

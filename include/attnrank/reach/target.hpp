@@ -90,15 +90,15 @@ inline void validate_target(const Matrix<Rational>& A, const std::string& source
       const int sign = mpq_sgn(A(i, j).backend().data());
       if (sign < 0) {
         const std::string shown = exact_decimal_text(A(i, j));
-        throw input_error(source + ": row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) +
-                              ": attention weights cannot be negative (" + shown +
-                              "); weights are probabilities, softmax outputs: scores or logits need a softmax first",
+        throw input_error(entry_text(source, static_cast<long>(i), static_cast<long>(j)) + " is " + shown +
+                              ": attention weights cannot be negative (" +
+                              "weights are probabilities, softmax outputs: scores or logits need a softmax first)",
                           source, static_cast<long>(i + 1), static_cast<long>(j + 1));
       }
       if (sign > 0) positive = true;
     }
     if (!positive)
-      throw input_error(source + ": row " + std::to_string(i + 1) + " is all zeros (a softmax row sums to 1)", source,
+      throw input_error(row_text(source, static_cast<long>(i)) + " is all zeros (a softmax row sums to 1)", source,
                         static_cast<long>(i + 1));
   }
 }

@@ -13,8 +13,7 @@ void require_finite(const Matrix<T>& m, const char* name) {
   for (Eigen::Index i = 0; i < m.rows(); ++i)
     for (Eigen::Index j = 0; j < m.cols(); ++j)
       if (!scalar_traits<T>::is_finite(m(i, j)))
-        throw input_error(std::string(name) + " row " + std::to_string(i + 1) + ", column " +
-                          std::to_string(j + 1) + " is not finite",
+        throw input_error(entry_text(name, static_cast<long>(i), static_cast<long>(j)) + " is not finite",
                           name, static_cast<long>(i + 1), static_cast<long>(j + 1));
 }
 
