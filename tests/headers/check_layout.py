@@ -9,7 +9,14 @@
   3. the command line (cli/) includes no detail header and names no detail::;
   4. no header, source or doc points outside the repository (to the parent
      directory's private notes, or design.md), and every docs/*.md or tests/...
-     path a header names exists.
+     path a header names exists;
+  5. the library speaks in its questions' words, not in command-line flags: no
+     string literal in src/ or include/ holds `--` followed by a letter (the CLI
+     and Python both show the library's messages; each spells its own options);
+  6. docs/architecture.md's tree names every header and source of the library
+     (by its stem, in its module's lines), and every src/ file it lists exists;
+  7. docs/performance.md and docs/reliability.md say what holds now: no dated
+     history (no YYYY-MM-DD; that goes to performance-log.md, reliability-log.md).
 
 usage: check_layout.py SOURCE_DIR     (exit 0 when every rule holds)
 """
@@ -28,6 +35,17 @@ def module_of(rel):
         return top
     name = rel[:-len('.hpp')]
     return name if name in RANK else 'base'  # numbers.hpp, ... belong to their module
+
+
+FLAG = re.compile(r'--[A-Za-z][A-Za-z0-9-]*')
+LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"|//[^\n]*|/\*.*?\*/|\'(?:[^\'\\\n]|\\.)*\'', re.S)
+
+
+def string_literals(code):
+    """(line, text) of every string literal in C++ code, comments skipped."""
+    for m in LITERAL.finditer(code):
+        if m.group(1) is not None:
+            yield code.count('\n', 0, m.start()) + 1, m.group(1)
 
 
 def main(src):
@@ -113,6 +131,43 @@ def main(src):
             for path in set(re.findall(r'\b((?:docs|tests)/[A-Za-z0-9_./-]*[A-Za-z0-9_])', text)):
                 if not os.path.exists(os.path.join(src, path)):
                     problems.append(f'{rel}: names {path}, which does not exist')
+
+    # 5. no command-line flag in a library string
+    for rel, text in scanned:
+        if rel.startswith(('include', 'src')):
+            for line_number, literal in string_literals(text):
+                flag = FLAG.search(literal)
+                if flag:
+                    problems.append(f'{rel}:{line_number}: the library names the command-line flag '
+                                    f'{flag.group(0)} in "{literal}": say it in the question\'s words')
+
+    # 6. architecture.md's tree against the files
+    with open(os.path.join(src, 'docs', 'architecture.md'), encoding='utf-8') as h:
+        arch = h.read()
+    start = arch.index('    include/attnrank/\n')
+    tree = arch[start:arch.index('\n    cli/', start)]
+    words = set(re.findall(r'[A-Za-z_][A-Za-z0-9_]*', tree))
+    for rel in sorted(headers):
+        stem = os.path.splitext(os.path.basename(rel))[0]
+        if stem not in words:
+            problems.append(f'docs/architecture.md: the tree does not name include/attnrank/{rel}')
+    for dirpath, _, files in os.walk(os.path.join(src, 'src')):
+        for f in sorted(files):
+            stem = os.path.splitext(f)[0]
+            if stem not in words:
+                problems.append(f'docs/architecture.md: the tree does not name {os.path.relpath(os.path.join(dirpath, f), src)}')
+    for module, names in re.findall(r'\b([a-z]+)/\{([^}]*)\}', tree):
+        for name in re.split(r'[,\s]+', names.strip()):
+            if name and not os.path.exists(os.path.join(src, 'src', module, name + '.cpp')):
+                problems.append(f'docs/architecture.md: the tree lists src/{module}/{name}.cpp, which does not exist')
+
+    # 7. the reference pages hold no dated history
+    for page in ('performance.md', 'reliability.md'):
+        with open(os.path.join(src, 'docs', page), encoding='utf-8') as h:
+            for n, line in enumerate(h, 1):
+                date = re.search(r'\b20\d\d-\d\d-\d\d\b', line)
+                if date:
+                    problems.append(f'docs/{page}:{n}: a date ({date.group(0)}): dated history belongs in the log')
 
     for p in problems:
         print(p)
