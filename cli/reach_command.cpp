@@ -6,51 +6,13 @@
 #include "svg.hpp"
 
 #include <attnrank/analysis/reach_analysis.hpp>
+#include <attnrank/analysis/reach_picture.hpp>
 #include <attnrank/reach/certificate.hpp>
 
 #include <filesystem>
 #include <memory>
 
 namespace attnrank::cli {
-namespace {
-
-/// The picture of a reach query: the target, the best head found (the
-/// optimised one when the error bounds ran), and a spectrum of the centred log
-/// (of the whole target, or of a masked target's largest fully allowed block;
-/// numeric: a picture, not a proof).
-std::string reach_svg(const Matrix<Rational>& A, const std::optional<Mask>& mask, const ReachAnalysis& r) {
-  const Eigen::Index n = A.rows();
-  const Eigen::MatrixXd target = approx_normalized_target(A);
-  const Witness* best = r.approx && !r.on_embeddings() && std::isfinite(r.approx->error_upper) && mask
-                            ? &r.approx->witness
-                            : r.witness();
-  std::optional<Eigen::MatrixXd> pattern;
-  if (best) pattern = mask ? approx_masked_witness_pattern(*best, *mask) : approx_witness_pattern(*best);
-  Eigen::VectorXd spectrum;
-  std::string title = "singular values of log(A) C (numeric, not certified)";
-  const Eigen::Index leading = std::min<Eigen::Index>(n - 1, 2 * r.dk + 16);
-  if (mask) {
-    const std::optional<AllowedBlock> block = r.has_zero_entry() ? std::nullopt : largest_allowed_block(*mask);
-    if (block) {
-      spectrum = approx_centered_log_spectrum(Matrix<Rational>(A(block->rows, block->cols)), leading);
-      title = "singular values of log(A) C on the largest fully allowed block, " + std::to_string(block->rows.size()) +
-              " x " + std::to_string(block->cols.size()) + " (numeric)";
-    } else {
-      title = "no spectrum: a zero at an allowed position";
-    }
-  } else if (!r.has_zero_entry()) {
-    spectrum = approx_centered_log_spectrum(A, leading);
-  }
-  const std::string floor = r.has_zero_entry() ? ""
-                            : " (floor " + std::to_string(r.floor_lower()) +
-                                  (r.floor_lower() == r.floor_upper() ? "" : ".." + std::to_string(r.floor_upper())) + ")";
-  const std::string caption = std::filesystem::path(r.target_name).filename().string() +
-                              (mask ? ", mask " + r.mask_name : "") + ": " + to_string(r.verdict()) + " at d_k = " +
-                              std::to_string(r.dk) + floor;
-  return reach_figure(target, pattern ? &*pattern : nullptr, spectrum, r.dk, caption, title);
-}
-
-}  // namespace
 
 void add_reach_command(CLI::App& app, Run& run) {
   auto* cmd = app.add_subcommand("reach", "Can a head of width d_k produce this attention pattern? Yes, no or undecided, with a certificate");
@@ -100,7 +62,11 @@ void add_reach_command(CLI::App& app, Run& run) {
     q.refine = refine_options(opt->refine, run, "refining error_upper");
     const ReachAnalysis r = analyze_reach(A, q);
     if (!opt->certificate.empty()) write_text_file(opt->certificate, r.certificate.dump(1) + "\n");
-    if (!opt->svg.empty()) write_text_file(opt->svg, reach_svg(A, q.mask, r));
+    if (!opt->svg.empty()) {
+      const ReachPicture p = reach_picture(A, q.mask, r);
+      write_text_file(opt->svg, reach_figure(p.target, p.pattern ? &*p.pattern : nullptr, p.spectrum, p.dk, p.caption,
+                                             p.spectrum_title));
+    }
     if (opt->json) run.print(to_json(r));
     else run.print(to_text(r));
   });

@@ -18,30 +18,6 @@
 #include <sstream>
 
 namespace attnrank::cli {
-namespace {
-
-/// The heads of every file, in order; several files add a leading file index.
-HeadStack read_stack(const std::vector<std::string>& arguments, const ParseLimits& limits) {
-  HeadStack stack;
-  stack.name = arguments.size() == 1 ? arguments.front() : arguments.front() + " (and " +
-                                                               std::to_string(arguments.size() - 1) + " more)";
-  for (std::size_t f = 0; f < arguments.size(); ++f) {
-    DoubleTensor t = read_matrix_stack(arguments[f], limits);
-    if (f == 0) {
-      stack.shape = t.shape;
-      if (arguments.size() > 1) stack.shape.insert(stack.shape.begin(), arguments.size());
-    }
-    for (std::size_t k = 0; k < t.matrices.size(); ++k) {
-      std::vector<std::size_t> index = t.leading_index(k);
-      if (arguments.size() > 1) index.insert(index.begin(), f);
-      stack.index.push_back(std::move(index));
-      stack.patterns.push_back(std::move(t.matrices[k]));
-    }
-  }
-  return stack;
-}
-
-}  // namespace
 
 /// The heads of every attention layer of a state dict on its input (--state-dict, --x, --heads).
 template <class Options>
@@ -105,7 +81,7 @@ void add_scan_command(CLI::App& app, Run& run) {
       throw input_error("scan needs attention patterns (TENSOR ...) or a model (--state-dict F.safetensors --x X --heads H)");
     if (opt->state_dict.empty() && (!opt->x.empty() || opt->heads != 0))
       throw input_error("--x and --heads go with --state-dict (the patterns of a model's layers)");
-    const HeadStack stack = opt->state_dict.empty() ? read_stack(opt->tensors, run.limits) : model_stack(*opt, run);
+    const HeadStack stack = opt->state_dict.empty() ? read_head_stack(opt->tensors, run.limits) : model_stack(*opt, run);
     ScanQuestion q;
     if (dk->count() > 0) q.dk = opt->dk;
     if (epsilon->count() > 0) q.epsilon = opt->epsilon;

@@ -169,6 +169,28 @@ std::string width_known(const HeadScan& h) {
   return *h.width_lower == 1 ? "upper" : "range";
 }
 
+HeadStack read_head_stack(const std::vector<std::string>& arguments, const ParseLimits& limits) {
+  if (arguments.empty()) throw input_error("no attention patterns to read");
+  HeadStack stack;
+  stack.name = arguments.size() == 1 ? arguments.front() : arguments.front() + " (and " +
+                                                               std::to_string(arguments.size() - 1) + " more)";
+  for (std::size_t f = 0; f < arguments.size(); ++f) {
+    DoubleTensor t = read_matrix_stack(arguments[f], limits);
+    if (f == 0) {
+      stack.shape = t.shape;
+      if (arguments.size() > 1) stack.shape.insert(stack.shape.begin(), arguments.size());
+    }
+    for (std::size_t k = 0; k < t.matrices.size(); ++k) {
+      std::vector<std::size_t> index = t.leading_index(k);
+      if (arguments.size() > 1) index.insert(index.begin(), f);
+      stack.index.push_back(std::move(index));
+      stack.patterns.push_back(std::move(t.matrices[k]));
+    }
+  }
+  return stack;
+}
+
+
 void validate(const ScanQuestion& q) {
   if (q.epsilon && !(*q.epsilon >= 0 && *q.epsilon <= 1))
     throw input_error("epsilon " + shortest_decimal(*q.epsilon) + " is outside [0, 1] (attention weights lie in [0, 1])");

@@ -377,7 +377,7 @@ TEST_CASE("attnrank reach and sweep") {
     expect_input_error("reach diag:3:0.8 --dk 4", "d_k = 4 is out of range");
     expect_input_error("reach diag:3:0.8", "--dk is required");
     expect_input_error("sweep --q 1:2:0", "step must not be 0");
-    expect_input_error("sweep --keys 1,x", "--keys");
+    expect_input_error("sweep --keys 1,x", "keys: 'x' is not a number");
   }
 }
 
@@ -691,8 +691,8 @@ TEST_CASE("attnrank masks: layer, example and reach") {
     CHECK(j["rows"][0]["weights"][0] == "0.8808");
     CHECK(j["possible_winners"] == nlohmann::json::array({1, 2}));
     CHECK(j["causal_possible_winners"] == nlohmann::json::array({1, 2}));
-    expect_input_error("sweep --mask causal --position 4", "--position 4 is outside 1..3");
-    expect_input_error("sweep --position 2", "--position needs --mask causal");
+    expect_input_error("sweep --mask causal --position 4", "position 4 is outside 1..3");
+    expect_input_error("sweep --position 2", "a position needs the causal mask");
   }
 }
 

@@ -85,6 +85,11 @@ struct HeadScan {
 /// apart), "lower" (no witness within epsilon up to max_dk). Empty without epsilon.
 std::string width_known(const HeadScan& h);
 
+/// The heads of every argument (a .npy of shape (..., n, n), F.safetensors:NAME, a
+/// matrix file), in order, read into doubles; several arguments add a leading file
+/// index. input_error for an argument that cannot be read, or none.
+HeadStack read_head_stack(const std::vector<std::string>& arguments, const ParseLimits& limits = {});
+
 /// The heads of `stack` read as above: input_error naming the slice (its index)
 /// when a pattern is not square, not finite, has a row that does not sum to a
 /// positive number, or does not fit the mask; nothing is computed then.

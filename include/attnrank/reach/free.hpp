@@ -23,6 +23,7 @@
 #include <attnrank/linalg/certified_rank.hpp>
 #include <attnrank/reach/log_exponents.hpp>
 #include <attnrank/reach/target.hpp>
+#include <attnrank/reach/verdict.hpp>
 
 #include <optional>
 #include <string>
@@ -31,16 +32,6 @@
 namespace attnrank {
 
 class Mask;  // attention/mask.hpp
-
-enum class Verdict { reachable, unreachable, undecided };
-
-inline const char* to_string(Verdict v) {
-  switch (v) {
-    case Verdict::reachable: return "reachable";
-    case Verdict::unreachable: return "unreachable";
-    default: return "undecided";
-  }
-}
 
 struct ReachOptions {
   /// Precision of the floor's lower bound: 53 uses doubles with directed
@@ -73,18 +64,6 @@ struct FloorBounds {
   std::vector<Integer> bases;
   Matrix<Integer> kernel;
   std::string upper_reason;  ///< "C 1 = 0", "exact kernel", or why no exact bound
-};
-
-struct Witness {
-  Eigen::MatrixXd Q, K;        ///< n x d_k; scores Q K^T / sqrt(d_k)
-  double max_abs_error = 0;    ///< certified: max |softmax(Q K^T / sqrt(d_k)) - Â| <= this
-  /// With bits > 53 (and n <= high_precision_witness_size): the witness computed
-  /// in MPFR, as the exact dyadic rationals it holds; Q and K above are then
-  /// only its doubles, and max_abs_error is certified for these exact values.
-  Matrix<Rational> Q_exact, K_exact;
-  unsigned bits = 53;
-  /// The MPFI precision max_abs_error was computed at (a checker recomputes it there).
-  unsigned error_bits = 64;
 };
 
 struct ReachResult {

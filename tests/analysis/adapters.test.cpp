@@ -1,0 +1,152 @@
+// What the adapters (the CLI, Python) take from the library instead of deciding
+// themselves, tested here directly: the refinement options and their defaults,
+// the enum parsers, the message conventions (entry_text, row_text), the sweep
+// question, reading several files into one head stack, and the picture of a
+// reach question. The CLI tests then only check parsing and printing.
+#include "array_support.hpp"
+#include "support.hpp"
+
+#include <attnrank/analysis.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+using namespace attnrank;
+using attnrank::test::input_error_message;
+
+TEST_CASE("attnrank::refine_options", "[unit]") {
+  SECTION("refine: nullopt is automatic, true always, false never") {
+    CHECK(refine_options(std::nullopt, 2.0).policy == RefinePolicy::automatic);
+    CHECK(refine_options(true, 2.0).policy == RefinePolicy::always);
+    CHECK(refine_options(false, 2.0).policy == RefinePolicy::never);
+  }
+  SECTION("seconds: positive is the limit; 0, infinity and nullopt are no limit") {
+    CHECK(refine_options(std::nullopt, 0.5).time_limit == 0.5);
+    CHECK_FALSE(refine_options(std::nullopt, 0.0).time_limit);
+    CHECK_FALSE(refine_options(std::nullopt, std::numeric_limits<double>::infinity()).time_limit);
+    CHECK_FALSE(refine_options(std::nullopt, std::nullopt).time_limit);
+    CHECK(RefineOptions{}.time_limit == default_time_limit);
+  }
+  SECTION("negative or NaN seconds are refused in the question's words") {
+    for (double bad : {-1.0, -0.0001, std::nan("")}) {
+      const std::string m = input_error_message([&] { refine_options(std::nullopt, bad); });
+      CHECK(m.rfind("time limit ", 0) == 0);
+      CHECK(m.find("--") == std::string::npos);
+    }
+    CHECK(input_error_message([&] { refine_options(std::nullopt, -2.5); }).find("-2.5") != std::string::npos);
+  }
+}
+
+TEST_CASE("attnrank enum parsers", "[unit]") {
+  CHECK(fallback_policy_from_name("auto") == FallbackPolicy::automatic);
+  CHECK(fallback_policy_from_name("never") == FallbackPolicy::never);
+  CHECK(fallback_policy_from_name("always") == FallbackPolicy::always);
+  CHECK(input_error_message([] { fallback_policy_from_name("sometimes"); }).find("'sometimes'") != std::string::npos);
+  CHECK(mask_alignment_from_name("bottom-right") == MaskAlignment::bottom_right);
+  CHECK(mask_alignment_from_name("top-left") == MaskAlignment::top_left);
+  CHECK_FALSE(input_error_message([] { mask_alignment_from_name("centre"); }).empty());
+  CHECK_FALSE(det_mode_is_certified("exact"));
+  CHECK(det_mode_is_certified("certified"));
+  CHECK(input_error_message([] { det_mode_is_certified("numeric"); }).find("'numeric'") != std::string::npos);
+  CHECK(parse_rank_mode("numeric") == RankMode::numeric);
+}
+
+TEST_CASE("attnrank::entry_text", "[unit]") {
+  CHECK(entry_text("A", 1, 2) == "A[1, 2] (0-based)");
+  CHECK(row_text("x.npy[3]", 0) == "x.npy[3][0, :] (0-based)");
+  SECTION("a target's bad entry is named 0-based, its value in decimal") {
+    Matrix<Rational> A(2, 2);
+    A << Rational(1, 2), Rational(1, 2), Rational(-9054133, 131072), Rational(1);
+    const std::string m = input_error_message([&] { validate_target(A, "A"); });
+    CHECK(m.rfind("A[1, 0] (0-based) is -69.07755279541016", 0) == 0);
+    CHECK(m.find("/131072") == std::string::npos);
+  }
+}
+
+TEST_CASE("attnrank::analyze_sweep", "[unit]") {
+  SECTION("the tutorial's keys: only argmax and argmin k ever win, rows are probabilities") {
+    const SweepAnalysis s = analyze_sweep(SweepQuestion{});
+    const nlohmann::json j = to_json(s);
+    CHECK(j["schema"] == "attnrank/sweep/1");
+    CHECK(j["possible_winners"] == nlohmann::json({1, 2}));
+    CHECK(j["rows"].size() == 5);
+    for (const nlohmann::json& row : j["rows"]) {
+      double sum = 0;
+      for (const nlohmann::json& w : row["weights"]) sum += std::stod(w.get<std::string>());
+      CHECK(std::abs(sum - 1) < 3e-4);  // each weight certified to 4 decimals
+    }
+    CHECK(j["rows"][2]["top"].empty());  // q = 0: the flat row
+    CHECK(to_text(s).find("token 1, token 2") != std::string::npos);
+  }
+  SECTION("the causal mask at a position sees only the keys up to it") {
+    SweepQuestion q;
+    q.causal = true;
+    q.position = 2;
+    const nlohmann::json j = to_json(analyze_sweep(q));
+    CHECK(j["position"] == 2);
+    CHECK(j["rows"][0]["weights"][2] == "0.0000");
+  }
+  SECTION("bad questions, in the question's words") {
+    SweepQuestion q;
+    q.position = 2;
+    CHECK(input_error_message([&] { analyze_sweep(q); }).rfind("a position needs the causal mask", 0) == 0);
+    q.causal = true;
+    q.position = 4;
+    CHECK(input_error_message([&] { analyze_sweep(q); }).rfind("position 4 is outside 1..3", 0) == 0);
+    SweepQuestion r;
+    r.queries = "0:1:0";
+    CHECK(input_error_message([&] { analyze_sweep(r); }).find("the step must not be 0") != std::string::npos);
+    r.queries = "0:20001:1";
+    CHECK(input_error_message([&] { analyze_sweep(r); }).find("more than 10001 values") != std::string::npos);
+    r.queries = "1:0:1";
+    CHECK(input_error_message([&] { analyze_sweep(r); }).find("goes away from TO") != std::string::npos);
+    SweepQuestion k;
+    k.keys = "1,x";
+    CHECK(input_error_message([&] { analyze_sweep(k); }).rfind("keys: 'x'", 0) == 0);
+  }
+}
+
+TEST_CASE("attnrank::read_head_stack", "[unit]") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "attnrank-head-stack-test";
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const std::string& name, std::size_t heads) {
+    std::string data;
+    for (std::size_t h = 0; h < heads; ++h)
+      for (double v : {0.75, 0.25, 0.5, 0.5}) {
+        std::uint64_t bits;
+        std::memcpy(&bits, &v, 8);
+        data += attnrank::test::raw_bytes(bits, 8);
+      }
+    const std::string path = (dir / name).string();
+    std::ofstream(path, std::ios::binary) << attnrank::test::npy_bytes("<f8", false, {heads, 2, 2}, data);
+    return path;
+  };
+  const std::string a = write("a.npy", 3), b = write("b.npy", 3);
+  const HeadStack one = read_head_stack({a});
+  CHECK(one.patterns.size() == 3);
+  CHECK(one.shape == std::vector<std::size_t>{3, 2, 2});
+  const HeadStack two = read_head_stack({a, b});
+  CHECK(two.patterns.size() == 6);
+  CHECK(two.shape == std::vector<std::size_t>{2, 3, 2, 2});
+  CHECK(two.index[4] == std::vector<std::size_t>{1, 1});
+  CHECK_FALSE(input_error_message([] { read_head_stack({}); }).empty());
+}
+
+TEST_CASE("attnrank::reach_picture", "[unit]") {
+  const Matrix<Rational> A = *builtin_matrix("diag:5:0.6");
+  ReachQuestion q;
+  q.dk = 2;
+  const ReachAnalysis r = analyze_reach(A, q);
+  const ReachPicture p = reach_picture(A, std::nullopt, r);
+  CHECK(p.dk == 2);
+  REQUIRE(p.pattern);
+  CHECK(p.pattern->rows() == 5);
+  // the quoted head's pattern is a softmax: rows of probabilities
+  CHECK((p.pattern->rowwise().sum().array() - 1).abs().maxCoeff() < 1e-12);
+  CHECK(p.caption.find(to_string(r.verdict())) != std::string::npos);
+  CHECK(p.spectrum.size() > 0);
+}
