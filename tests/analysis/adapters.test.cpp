@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -149,4 +150,53 @@ TEST_CASE("attnrank::reach_picture", "[unit]") {
   CHECK((p.pattern->rowwise().sum().array() - 1).abs().maxCoeff() < 1e-12);
   CHECK(p.caption.find(to_string(r.verdict())) != std::string::npos);
   CHECK(p.spectrum.size() > 0);
+}
+
+TEST_CASE("attnrank::analyze_det", "[unit]") {
+  Matrix<Rational> M(2, 2);
+  M << Rational(1, 3), Rational(2), Rational(-1), Rational(5, 7);
+  const Rational exact = M(0, 0) * M(1, 1) - M(0, 1) * M(1, 0);  // 47/21
+  const DetAnalysis e = analyze_det(M, DetQuestion{false, 53, 17, "M"});
+  REQUIRE(e.exact);
+  CHECK(*e.exact == exact);
+  CHECK(to_json(e)["det"] == "47/21");
+  const DetAnalysis c = analyze_det(M, DetQuestion{true, 53, 17, "M"});
+  const nlohmann::json j = to_json(c);
+  CHECK(std::stod(j["det_lower"].get<std::string>()) <= exact.convert_to<double>());
+  CHECK(std::stod(j["det_upper"].get<std::string>()) >= exact.convert_to<double>());
+  CHECK(input_error_message([&] { analyze_det(Matrix<Rational>(M.topRows(1)), DetQuestion{}); })
+            .find("needs a square matrix") != std::string::npos);
+  CHECK(input_error_message([&] { analyze_det(M, DetQuestion{false, 128, 17, "M"}); }) ==
+        "bits belongs to the certified mode");
+}
+
+TEST_CASE("attnrank::analyze_layer", "[unit]") {
+  // One head of width 1 on two tokens: softmax rows of the exact scores, in the double tier.
+  Matrix<Rational> X(2, 1), W(1, 1);
+  X << Rational(1), Rational(-1);
+  W << Rational(1);
+  const MultiHeadAttention<Rational> layer(W, W, W, W, 1);
+  LayerQuestion q;
+  q.tier = LayerTier::double_precision;
+  q.for_json = true;
+  const nlohmann::json j = to_json(analyze_layer(layer, X, q));
+  CHECK(j["schema"] == "attnrank/layer/1");
+  const double e2 = std::exp(2.0);  // token 0: scores (1, -1), weights e / (e + 1/e)
+  CHECK(std::abs(std::stod(j["A"][0][0][0].get<std::string>()) - e2 / (e2 + 1)) < 1e-15);
+}
+
+TEST_CASE("attnrank::upper_bound_json", "[unit]") {
+  for (double x : {1.0 / 3, 2.0 / 3, 1e-300, 5e-324, 1.7976931348623157e308, 0.1}) {
+    // strtod, not stod: a subnormal bound reads back with ERANGE, which stod throws on
+    CHECK(std::strtod(upper_bound_json(x).get<std::string>().c_str(), nullptr) >= x);
+    CHECK(std::strtod(lower_bound_json(x).get<std::string>().c_str(), nullptr) <= x);
+  }
+  CHECK(upper_bound_json(INFINITY).is_null());
+  CHECK(lower_bound_json(-INFINITY).is_null());
+}
+
+TEST_CASE("attnrank::render_table", "[unit]") {
+  const TextMatrix m{{"1", "-0.25"}, {"10", "3"}};
+  CHECK(render_table(m, {"a", "bb"}, 1) == " a    1  -0.25\n bb  10      3\n");  // right-aligned columns
+  CHECK(text_matrix_json(m) == nlohmann::json::array({nlohmann::json::array({"1", "-0.25"}), nlohmann::json::array({"10", "3"})}));
 }

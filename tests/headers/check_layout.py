@@ -16,7 +16,9 @@
   6. docs/architecture.md's tree names every header and source of the library
      (by its stem, in its module's lines), and every src/ file it lists exists;
   7. docs/performance.md and docs/reliability.md say what holds now: no dated
-     history (no YYYY-MM-DD; that goes to performance-log.md, reliability-log.md).
+     history (no YYYY-MM-DD; that goes to performance-log.md, reliability-log.md);
+  8. every public header has its test file (tests/<module>/<name>.test.cpp) or a
+     row in architecture.md's "Where each public header is tested", whose files exist.
 
 usage: check_layout.py SOURCE_DIR     (exit 0 when every rule holds)
 """
@@ -168,6 +170,29 @@ def main(src):
                 date = re.search(r'\b20\d\d-\d\d-\d\d\b', line)
                 if date:
                     problems.append(f'docs/{page}:{n}: a date ({date.group(0)}): dated history belongs in the log')
+
+    # 8. every public header is tested: its own file, or a row saying where
+    table = arch[arch.index('## Where each public header is tested'):]
+    table = table[:table.index('\n## ', 1)]
+    elsewhere = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip('|').split('|')]
+        if len(cells) == 3 and '/' in cells[0] and not cells[0].startswith('-'):
+            elsewhere[cells[0]] = [f.strip() for f in cells[1].split(',')]
+    for rel in sorted(headers):
+        if '/detail/' in rel or '/' not in rel:
+            continue
+        stem = rel[:-len('.hpp')]
+        own = os.path.join(src, 'tests', stem + '.test.cpp')
+        if os.path.exists(own):
+            continue
+        if stem not in elsewhere:
+            problems.append(f'include/attnrank/{rel}: no tests/{stem}.test.cpp and no row in architecture.md\'s '
+                            '"Where each public header is tested"')
+            continue
+        for f in elsewhere[stem]:
+            if not os.path.exists(os.path.join(src, f)):
+                problems.append(f'docs/architecture.md: {stem} is tested in {f}, which does not exist')
 
     for p in problems:
         print(p)
