@@ -5,6 +5,8 @@
 // Depends on nothing else in attnrank but error.hpp.
 #include <attnrank/error.hpp>
 #include <attnrank/numbers/tiers.hpp>
+#include <attnrank/numbers/precision.hpp>
+#include <attnrank/numbers/rounding_mode.hpp>
 #include <attnrank/numbers/scalar_traits.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 #include <attnrank/numbers/balls.hpp>

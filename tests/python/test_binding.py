@@ -1,0 +1,86 @@
+"""The Python binding says what the library and the command line say.
+
+- The typing stubs (attnrank/__init__.pyi) are checked against the functions: the same
+  parameters, in the same order, of the same kind (positional or keyword-only), with a
+  default exactly where the function has one; and every public function has a stub.
+- Defaults that are the library's (the time limit, the layer's and the fallback's bits)
+  are read from the library in Python and shown by the command line's --help: the same
+  number in both.
+"""
+import ast
+import inspect
+import os
+import re
+import subprocess
+
+import pytest
+
+import attnrank
+from attnrank import _attnrank as core
+
+STUBS = os.path.join(os.path.dirname(attnrank.__file__), "__init__.pyi")
+CLI = os.environ.get("ATTNRANK_CLI")
+
+
+def _stub_functions():
+    if not os.path.exists(STUBS):  # the build tree copies it next to the module; a source checkout has it beside __init__
+        pytest.skip(f"no stubs at {STUBS}")
+    with open(STUBS) as f:
+        tree = ast.parse(f.read())
+    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+def _stub_parameters(node):
+    a = node.args
+    positional = a.posonlyargs + a.args
+    first_default = len(positional) - len(a.defaults)
+    out = [(p.arg, "positional", i >= first_default) for i, p in enumerate(positional)]
+    if a.vararg:
+        out.append((a.vararg.arg, "var_positional", False))
+    out += [(p.arg, "keyword_only", d is not None) for p, d in zip(a.kwonlyargs, a.kw_defaults)]
+    if a.kwarg:
+        out.append((a.kwarg.arg, "var_keyword", False))
+    return out
+
+
+def _parameters(function):
+    kinds = {inspect.Parameter.POSITIONAL_ONLY: "positional", inspect.Parameter.POSITIONAL_OR_KEYWORD: "positional",
+             inspect.Parameter.KEYWORD_ONLY: "keyword_only", inspect.Parameter.VAR_POSITIONAL: "var_positional",
+             inspect.Parameter.VAR_KEYWORD: "var_keyword"}
+    return [(p.name, kinds[p.kind], p.default is not inspect.Parameter.empty)
+            for p in inspect.signature(function).parameters.values()]
+
+
+def _public_functions():
+    return {name: f for name, f in vars(attnrank).items()
+            if not name.startswith("_") and inspect.isfunction(f) and f.__module__.startswith("attnrank")}
+
+
+def test_every_public_function_has_a_stub_with_its_signature():
+    stubs = _stub_functions()
+    functions = _public_functions()
+    assert functions, "no public functions found"
+    missing = sorted(set(functions) - set(stubs))
+    assert not missing, f"public functions without a stub in __init__.pyi: {missing}"
+    for name, function in functions.items():
+        assert _stub_parameters(stubs[name]) == _parameters(function), name
+
+
+def test_the_library_defaults_are_the_functions_defaults():
+    assert inspect.signature(attnrank.reach).parameters["time_limit"].default == core.default_time_limit
+    assert inspect.signature(attnrank.width).parameters["time_limit"].default == core.default_time_limit
+    assert inspect.signature(attnrank.scan).parameters["time_limit"].default == core.default_time_limit
+    # width's refinement default is the command line's: automatic (None), not "never"
+    assert inspect.signature(attnrank.width).parameters["refine"].default is None
+
+
+@pytest.mark.skipif(not CLI, reason="ATTNRANK_CLI (the attnrank binary) is not set")
+def test_the_command_line_shows_the_same_defaults():
+    def help_of(command):
+        return subprocess.run([CLI, command, "--help"], capture_output=True, text=True, check=True).stdout
+
+    for command in ("reach", "width", "scan"):
+        shown = re.search(r"--time-limit SECONDS=([0-9.]+)", help_of(command))
+        assert shown and float(shown.group(1)) == core.default_time_limit, command
+    assert f"(default {core.default_layer_bits})" in help_of("layer")
+    assert f"(default {core.default_fallback_bits})" in help_of("check-kernel")
