@@ -11,6 +11,8 @@ import json
 import math
 import struct
 
+from . import _is_torch  # one test for a torch tensor, the package's
+
 __all__ = ["attention_patterns", "scan_model", "save_safetensors"]
 
 _DTYPES = {  # NumPy dtype name -> safetensors dtype
@@ -22,10 +24,6 @@ _DTYPES = {  # NumPy dtype name -> safetensors dtype
 def _np():
     import numpy
     return numpy
-
-
-def _is_torch(value):
-    return type(value).__module__.startswith("torch")
 
 
 def _is_module(value):
