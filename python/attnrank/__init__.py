@@ -151,6 +151,11 @@ def _optional_integer(name, value, bounds, allowed=None):
     return None if value is None else _integer(name, value, bounds, allowed)
 
 
+def _seconds(value):
+    """A time limit as a float (the library decides what it means: 0 or None is no limit)."""
+    return None if value is None else float(value)
+
+
 def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floor=False, refine=None, time_limit=_core.default_time_limit):
     """Can a head of width ``d_k`` produce the attention pattern ``A`` exactly?
 
@@ -172,7 +177,7 @@ def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floo
     return _core.reach(a, _integer("d_k", d_k, _INDEX), None if epsilon is None else float(epsilon),
                        _mask(mask, a.shape[0]), None if x is None else exact_matrix(x, "x"),
                        _integer("bits", bits, _UNSIGNED), _integer("seed", seed, _SEED), bool(full_floor),
-                       None if refine is None else bool(refine), time_limit)
+                       None if refine is None else bool(refine), _seconds(time_limit))
 
 
 def check_certificate(A, certificate, *, mask=None, x=None):
@@ -203,7 +208,7 @@ def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=None, time_limit
         refine = bool(search)
     a = exact_matrix(A, "A")
     return _core.width(a, float(epsilon), _optional_integer("max_dk", max_dk, _INDEX), _mask(mask, a.shape[0]),
-                       _integer("seed", seed, _SEED), None if refine is None else bool(refine), time_limit)
+                       _integer("seed", seed, _SEED), None if refine is None else bool(refine), _seconds(time_limit))
 
 
 def rank(M, mode="exact", *, bits=53, tol=None, top=None):
@@ -496,7 +501,7 @@ def _scan_heads(heads, index, shape, d_k, epsilon, mask, max_dk, jobs, seed, ref
                       None if epsilon is None else float(epsilon), _mask(mask, n),
                       _optional_integer("max_dk", max_dk, _INDEX),
                       _jobs(jobs), _integer("seed", seed, _SEED), None if refine is None else bool(refine),
-                      time_limit, "tensor")
+                      _seconds(time_limit), "tensor")
 
 
 def _jobs(jobs):
@@ -521,7 +526,7 @@ def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, m
     ``reach``'s."""
     heads, index, shape = _head_stack(tensor)
     _core.check_scan_options(None if epsilon is None else float(epsilon), None if refine is None else bool(refine),
-                             time_limit)  # the library's checks, before anything is sent
+                             _seconds(time_limit))  # the library's checks, before anything is sent
     _optional_integer("d_k", d_k, _INDEX)
     _optional_integer("max_dk", max_dk, _INDEX)
     _jobs(jobs)

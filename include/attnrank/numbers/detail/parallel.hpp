@@ -13,7 +13,7 @@
 // and each worker frees its caches before it ends. Boost's default precision is
 // one global value, read by the workers: a worker of a caller inside a
 // PrecisionScope belongs to that caller's share of the precision gate
-// (numbers/tiers.hpp), so its own scopes do not wait for the caller.
+// (numbers/precision.hpp), so its own scopes do not wait for the caller.
 //
 // Every thread the library starts starts here (a test counts them), so
 // ATTNRANK_THREADS=k (environment) caps every parallel part at k threads, a
@@ -134,7 +134,9 @@ void run_side_by_side(const Beside& beside, const Here& here) {
 /// Runs task(t) for every t in [0, tasks) on task_threads(requested, tasks)
 /// threads (the caller's among them), each taking the next task when it is free.
 /// After a task throws, no new task starts; the first exception is rethrown
-/// after every thread has joined.
+/// after every thread has joined. The tasks are independent questions (a scan's
+/// heads), each taking the precision gate for its own scopes: call it outside a
+/// PrecisionScope, or a task at another precision would wait for the caller.
 template <class Task>
 void for_each_task(std::size_t tasks, unsigned requested, const Task& task) {
   const unsigned threads = task_threads(requested, tasks);
@@ -154,10 +156,8 @@ void for_each_task(std::size_t tasks, unsigned requested, const Task& task) {
     }
   };
   std::vector<std::thread> pool;
-  const bool inside_scope = !precision_stack.empty() || precision_worker;
   for (unsigned k = 1; k < threads; ++k)
-    pool.emplace_back([&work, inside_scope] {
-      precision_worker = inside_scope;
+    pool.emplace_back([&work] {
       work();
       mpfr_free_cache();  // this thread's constant caches, or they leak with it
     });
