@@ -203,8 +203,8 @@ def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=None, time_limit
     ``search`` is the old name of ``refine`` (deprecated)."""
     if search is not None:
         import warnings
-        warnings.warn("width(search=...) is now width(refine=...); the default is the starts' bracket",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn("width(search=...) is now width(refine=...); the default is the command line's "
+                      "(the cheap band, then the optimiser where the bracket is open)", DeprecationWarning, stacklevel=2)
         refine = bool(search)
     a = exact_matrix(A, "A")
     return _core.width(a, float(epsilon), _optional_integer("max_dk", max_dk, _INDEX), _mask(mask, a.shape[0]),
