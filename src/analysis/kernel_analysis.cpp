@@ -137,6 +137,11 @@ KernelAnalysis analyze_kernel(KernelQuestion&& q) { return analyze(q, &q); }
 
 namespace {
 
+/// max_error as the user wrote it (the CLI keeps the text), else its shortest decimal (Python's float).
+std::string max_error_text(const KernelQuestion& q) {
+  return !q.max_error_text.empty() || !q.max_error ? q.max_error_text : shortest_decimal(*q.max_error);
+}
+
 /// analyze_kernel; `movable`: the same question, given up (see analyze_kernel(KernelQuestion&&)).
 KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
   for (const NamedTensor* t : {&q.q, &q.k, &q.v})
@@ -162,7 +167,7 @@ KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
   if ((q.dq || q.dk || q.dv || q.dsinks) && !q.dout)
     throw input_error("dq, dk, dv and dsinks need dout (the upstream gradient the backward pass was run with)");
   if (q.max_error && !(std::isfinite(*q.max_error) && *q.max_error >= 0))
-    throw input_error("max_error '" + q.max_error_text + "' is not a non-negative number");
+    throw input_error("max_error '" + max_error_text(q) + "' is not a non-negative number");
   require_tolerance_value(q.rtol, "rtol");
   if (q.rtol && !q.max_error) throw input_error("rtol needs max_error (the tolerance is max_error + rtol max |exact|)");
   require_tolerance_value(q.max_ratio, "max_ratio");
@@ -272,7 +277,7 @@ KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
   if (!in.options.alibi_slopes.empty())
     out.alibi_alignment = in.options.alignment == MaskAlignment::bottom_right ? "bottom-right" : "top-left";
   out.max_error = q.max_error;
-  out.max_error_text = !q.max_error_text.empty() || !q.max_error ? q.max_error_text : shortest_decimal(*q.max_error);
+  out.max_error_text = max_error_text(q);
   out.rtol = q.rtol;
   out.max_ratio = q.max_ratio;
   if (q.max_ratio) out.ratio_atol = ratio_atol;

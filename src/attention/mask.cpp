@@ -38,7 +38,7 @@ Mask Mask::window(Eigen::Index rows, Eigen::Index cols, long left, long right, M
                         std::to_string(rows) + " queries and " + std::to_string(cols) + " keys, aligned " +
                         (alignment == MaskAlignment::bottom_right ? "bottom-right" : "top-left") + ": query row " +
                         std::to_string(i) + " (0-based) allows no key (softmax over it has no value, so attnrank refuses " +
-                        "it; FlashAttention gives such a row the output 0: empty_rows = zero)");
+                        "it; FlashAttention gives such a row the output 0: the empty-rows option 'zero')");
   }
   return Mask(rows, std::move(allowed), cols);
 }
@@ -48,7 +48,7 @@ Mask Mask::checked(Eigen::Index rows, Eigen::Index cols, std::vector<unsigned ch
   Mask m(rows, std::move(allowed), cols);
   if (const Eigen::Index i = m.first_empty_row(); i >= 0 && empty_rows == EmptyRows::refuse)
     throw input_error(source + ": query row " + std::to_string(i) + " (0-based) allows no key (softmax over it has "
-                      "no value, so attnrank refuses it; FlashAttention gives it the output 0: empty_rows = zero)");
+                      "no value, so attnrank refuses it; FlashAttention gives it the output 0: the empty-rows option 'zero')");
   return m;
 }
 

@@ -1,6 +1,8 @@
 // Positive scale factors and scaling by them (attnrank/numbers/scaling.hpp).
 #include <attnrank/numbers/scaling.hpp>
 
+#include <attnrank/numbers/decimal.hpp>
+
 #include <attnrank/error.hpp>
 
 #include <cfenv>
@@ -13,7 +15,7 @@ using Eigen::Index;
 
 ScaleBounds ScaleBounds::exactly(double s) {
   if (!(std::isfinite(s) && s > 0))
-    throw input_error("the scale must be a positive finite number (got " + std::to_string(s) + ")");
+    throw input_error("the scale must be a positive finite number (got " + shortest_decimal(s) + ")");
   return {s, s};
 }
 
