@@ -45,6 +45,22 @@ std::vector<Rational> parse_queries(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+std::vector<long> numbered_from_one(const std::vector<Eigen::Index>& tokens) {
+  std::vector<long> v;
+  for (const Eigen::Index t : tokens) v.push_back(static_cast<long>(t) + 1);
+  return v;
+}
+
+std::string token_list(const std::vector<long>& v) {
+  std::string text;
+  for (std::size_t t = 0; t < v.size(); ++t) text += (t ? ", token " : "token ") + std::to_string(v[t]);
+  return text.empty() ? std::string("none (the keys are all equal: every row is flat)") : text;
+}
+
+}  // namespace
+
 SweepAnalysis analyze_sweep(const SweepQuestion& q) {
   const std::vector<Rational> keys = parse_list(q.keys, "keys");
   if (keys.size() > 10000) throw input_error("keys: more than 10000 values");
@@ -58,64 +74,64 @@ SweepAnalysis analyze_sweep(const SweepQuestion& q) {
   const PrecisionScope scope(bits_for_decimals(q.digits));
   const Matrix<Interval> W = causal ? certified_single_key_sweep(keys, qs, position) : certified_single_key_sweep(keys, qs);
   const std::vector<Rational> seen(keys.begin(), keys.begin() + (causal ? position : n));
-  nlohmann::json rows = nlohmann::json::array();
+  SweepAnalysis out;
+  out.question = q;
+  out.position = position;
+  for (std::size_t r = 0; r < qs.size(); ++r) {
+    SweepAnalysis::Row row{qs[r], {}, numbered_from_one(top_tokens(seen, qs[r]))};
+    for (std::size_t j = 0; j < keys.size(); ++j)
+      row.weights.push_back(
+          certified_or_enclosure(W(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(j)), q.digits));
+    out.rows.push_back(std::move(row));
+  }
+  out.possible_winners = numbered_from_one(possible_winners(seen));
+  if (causal) out.causal_possible_winners = numbered_from_one(causal_possible_winners(keys));
+  return out;
+}
+
+std::string to_text(const SweepAnalysis& t) {
+  const SweepQuestion& q = t.question;
   std::ostringstream s;
   s << "d_k = 1 head, keys k = (" << q.keys << "): row weights softmax(q k), certified to " << q.digits << " decimals";
-  if (causal) s << "; causal mask, the query at position " << position << " sees keys 1.." << position;
+  if (q.causal) s << "; causal mask, the query at position " << t.position << " sees keys 1.." << t.position;
   s << "\n";
   // Labels carry every digit the queries have (at least two decimals, as the
   // tutorial prints them); a query without a terminating decimal shows as p/q.
   int label_decimals = 2;
-  for (const Rational& x : qs)
-    if (const auto d = terminating_decimals(x)) label_decimals = std::max(label_decimals, std::min(*d, most_label_decimals));
+  for (const SweepAnalysis::Row& row : t.rows)
+    if (const auto d = terminating_decimals(row.query))
+      label_decimals = std::max(label_decimals, std::min(*d, most_label_decimals));
   const auto label = [&](const Rational& x) { return terminating_decimals(x) ? format_fixed(x, label_decimals) : x.str(); };
-  for (std::size_t r = 0; r < qs.size(); ++r) {
-    nlohmann::json weights = nlohmann::json::array();
-    s << "  q = " << label(qs[r]) << ":";
-    for (std::size_t j = 0; j < keys.size(); ++j) {
-      const Interval& w = W(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(j));
-      const std::string text = certified_or_enclosure(w, q.digits);
-      weights.push_back(text);
-      s << " " << text;
-    }
-    std::vector<Eigen::Index> top = top_tokens(seen, qs[r]);
-    for (auto& t : top) ++t;
+  for (const SweepAnalysis::Row& row : t.rows) {
+    s << "  q = " << label(row.query) << ":";
+    for (const std::string& w : row.weights) s << " " << w;
     s << "   top: ";
-    if (top.empty()) s << "none (flat row)";
-    for (std::size_t t = 0; t < top.size(); ++t) s << (t ? ", " : "") << "token " << top[t];
+    if (row.top.empty()) s << "none (flat row)";
+    for (std::size_t k = 0; k < row.top.size(); ++k) s << (k ? ", " : "") << "token " << row.top[k];
     s << "\n";
-    rows.push_back({{"q", qs[r].str()}, {"weights", weights}, {"top", top}});
   }
-  const auto numbered_from_one = [](std::vector<Eigen::Index> v) {
-    for (auto& t : v) ++t;
-    return v;
-  };
-  const auto list = [](const std::vector<Eigen::Index>& v) {
-    std::string text;
-    for (std::size_t t = 0; t < v.size(); ++t) text += (t ? ", token " : "token ") + std::to_string(v[t]);
-    return text.empty() ? std::string("none (the keys are all equal: every row is flat)") : text;
-  };
-  const std::vector<Eigen::Index> winners = numbered_from_one(possible_winners(seen));
-  s << "tokens that can ever take the top weight" << (causal ? " at position " + std::to_string(position) : std::string())
-    << ": " << list(winners) << " (argmax k for q > 0, argmin k for q < 0" << (causal ? ", over keys 1..position" : "") << ")\n";
-  nlohmann::json j{{"keys", q.keys}, {"rows", rows}, {"possible_winners", winners}, {"mask", causal ? "causal" : "none"}};
-  if (causal) {
-    const std::vector<Eigen::Index> anywhere = numbered_from_one(causal_possible_winners(keys));
-    s << "at any position: " << list(anywhere)
+  s << "tokens that can ever take the top weight" << (q.causal ? " at position " + std::to_string(t.position) : std::string())
+    << ": " << token_list(t.possible_winners) << " (argmax k for q > 0, argmin k for q < 0"
+    << (q.causal ? ", over keys 1..position" : "") << ")\n";
+  if (q.causal)
+    s << "at any position: " << token_list(t.causal_possible_winners)
       << " (the running records: a key at least every earlier key, or at most every earlier one)\n";
-    j["position"] = position;
-    j["causal_possible_winners"] = anywhere;
-  }
-  SweepAnalysis out;
-  out.question = q;
-  out.position = position;
-  out.document = json_document(j, "sweep");
-  out.text = s.str();
-  return out;
+  return s.str();
 }
 
-std::string to_text(const SweepAnalysis& s) { return s.text; }
-
-nlohmann::json to_json(const SweepAnalysis& s) { return s.document; }
+nlohmann::json to_json(const SweepAnalysis& t) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const SweepAnalysis::Row& row : t.rows)
+    rows.push_back({{"q", row.query.str()}, {"weights", row.weights}, {"top", row.top}});
+  nlohmann::json j{{"keys", t.question.keys},
+                   {"rows", rows},
+                   {"possible_winners", t.possible_winners},
+                   {"mask", t.question.causal ? "causal" : "none"}};
+  if (t.question.causal) {
+    j["position"] = t.position;
+    j["causal_possible_winners"] = t.causal_possible_winners;
+  }
+  return json_document(j, "sweep");
+}
 
 }  // namespace attnrank

@@ -26,10 +26,16 @@ struct SweepQuestion {
 };
 
 struct SweepAnalysis {
+  struct Row {
+    Rational query;
+    std::vector<std::string> weights;  ///< each certified to the digits asked, or its enclosure "[lo, hi]"
+    std::vector<long> top;             ///< the tokens (1-based) with the top weight; empty: a flat row
+  };
   SweepQuestion question;
-  long position = 0;  ///< resolved: 1..n with causal, n without
-  nlohmann::json document;
-  std::string text;
+  long position = 0;                   ///< resolved: 1..n with causal, n without
+  std::vector<Row> rows;               ///< one per query, in order
+  std::vector<long> possible_winners;  ///< tokens (1-based) that top some row (at `position` with causal)
+  std::vector<long> causal_possible_winners;  ///< with causal: tokens that top a row at some position
 };
 
 /// input_error for keys or queries that are not exact numbers, too many of them,
