@@ -108,8 +108,8 @@ tsan: deps
 	scripts/install-deps --hardening
 	CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1" -DATTNRANK_SANITIZE=thread -DATTNRANK_BUILD_EXAMPLES=OFF \
 	  -DATTNRANK_NATIVE=OFF
-	cmake --build $(TSAN_BUILD) -j$(JOBS) --target threads_test
-	cd $(TSAN_BUILD) && ctest --output-on-failure -R '^threads_test$$'
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target properties_threads_test
+	cd $(TSAN_BUILD) && ctest --output-on-failure -R '^properties_threads_test$$'
 
 # The mutation check (docs/testing.md): about 30 minutes, so not part of make test.
 mutation: build

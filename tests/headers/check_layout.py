@@ -18,7 +18,10 @@
   7. docs/performance.md and docs/reliability.md say what holds now: no dated
      history (no YYYY-MM-DD; that goes to performance-log.md, reliability-log.md);
   8. every public header has its test file (tests/<module>/<name>.test.cpp) or a
-     row in architecture.md's "Where each public header is tested", whose files exist.
+     row in architecture.md's "Where each public header is tested", whose files exist;
+  9. each test program is named after the folder its sources live in: <folder>_test,
+     or <folder>_<part>_test when a folder's tests run as several programs
+     (tests/CMakeLists.txt); a program's sources all live in that one folder.
 
 usage: check_layout.py SOURCE_DIR     (exit 0 when every rule holds)
 """
@@ -193,6 +196,21 @@ def main(src):
         for f in elsewhere[stem]:
             if not os.path.exists(os.path.join(src, f)):
                 problems.append(f'docs/architecture.md: {stem} is tested in {f}, which does not exist')
+
+    # 9. test programs are named after their folders
+    with open(os.path.join(src, 'tests', 'CMakeLists.txt'), encoding='utf-8') as h:
+        cmake = h.read()
+    programs = re.findall(r'(?m)^\s*attnrank_test\(\s*(\w+)\s+LABELS[^)]*?SOURCES([^)]*)\)', cmake)
+    if not programs:
+        problems.append('tests/CMakeLists.txt: no attnrank_test(...) program found (the rule reads them)')
+    for name, sources in programs:
+        folders = {f.split('/')[0] for f in sources.split()}
+        if len(folders) != 1:
+            problems.append(f'tests/CMakeLists.txt: {name} takes sources from {len(folders)} folders ({", ".join(sorted(folders))})')
+            continue
+        folder = folders.pop()
+        if not re.fullmatch(re.escape(folder) + r'(_[a-z0-9]+)?_test', name):
+            problems.append(f'tests/CMakeLists.txt: {name} tests {folder}/: name it {folder}_test or {folder}_<part>_test')
 
     for p in problems:
         print(p)
