@@ -7,13 +7,12 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 namespace attnrank::cli {
 
 void add_check_kernel_command(CLI::App& app, Run& run) {
-  auto* cmd = app.add_subcommand(
-      "check-kernel",
-      "Certified error of an attention kernel's output O = softmax(s Q K^T) V, its gradients and logsumexp");
+  auto* cmd = add_question_command(app, "check-kernel", "check_kernel");
   struct Options {
     std::string q, k, v, candidate, reference, mask, fallback = "auto";
     std::string from, reference_from, dout, dq, dk, dv, lse, dsinks, reference_dq, reference_dk, reference_dv,
@@ -33,88 +32,56 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
-  const std::string arrays = " (.npy or F.safetensors:NAME; shape (N, d), (H, N, d) or (B, H, N, d); any float dtype)";
-  cmd->add_option("--q", opt->q, "Queries Q" + arrays);
-  cmd->add_option("--k", opt->k, "Keys K, (..., N_k, d)");
-  cmd->add_option("--v", opt->v, "Values V, (..., N_k, d_v)");
-  cmd->add_option("--candidate", opt->candidate, "The kernel's output O, (..., N, d_v)");
-  cmd->add_option("--reference", opt->reference, "A reference output (float32 or float64 attention, say) to compare with");
-  cmd->add_option("--dout", opt->dout, "The upstream gradient dO the backward pass ran with, (..., N, d_v)");
-  cmd->add_option("--dq", opt->dq, "The kernel's dQ, (..., N, d)");
-  cmd->add_option("--dk", opt->dk, "The kernel's dK, (..., N_k, d)");
-  cmd->add_option("--dv", opt->dv, "The kernel's dV, (..., N_k, d_v)");
-  cmd->add_option("--lse", opt->lse, "The kernel's logsumexp of the scaled scores (natural log), (..., N)");
-  cmd->add_option("--dsinks", opt->dsinks,
-                  "The kernel's gradient of the sink logits, (H,): each head's summed over batches and sequences "
-                  "(needs --sinks)");
-  cmd->add_option("--reference-dq", opt->reference_dq, "A reference's dQ");
-  cmd->add_option("--reference-dk", opt->reference_dk, "A reference's dK");
-  cmd->add_option("--reference-dv", opt->reference_dv, "A reference's dV");
-  cmd->add_option("--reference-lse", opt->reference_lse, "A reference's logsumexp");
-  cmd->add_option("--reference-dsinks", opt->reference_dsinks, "A reference's gradient of the sink logits");
+  // Each flag's text is the library's (option_help), with where the command line reads it from.
+  const auto h = [](const char* option) { return help_of("check_kernel", option); };
+  const std::string file = " (.npy or F.safetensors:NAME)";
+  const std::string list = " (comma-separated, or an array file)";
+  cmd->add_option("--q", opt->q, h("q") + file);
+  cmd->add_option("--k", opt->k, h("k") + file);
+  cmd->add_option("--v", opt->v, h("v") + file);
+  cmd->add_option("--candidate", opt->candidate, h("candidate") + file);
+  cmd->add_option("--reference", opt->reference, h("reference") + file);
+  cmd->add_option("--dout", opt->dout, h("dout") + file);
+  cmd->add_option("--dq", opt->dq, h("dq") + file);
+  cmd->add_option("--dk", opt->dk, h("dk") + file);
+  cmd->add_option("--dv", opt->dv, h("dv") + file);
+  cmd->add_option("--lse", opt->lse, h("lse") + file);
+  cmd->add_option("--dsinks", opt->dsinks, h("dsinks") + file);
+  cmd->add_option("--reference-dq", opt->reference_dq, h("reference_dq") + file);
+  cmd->add_option("--reference-dk", opt->reference_dk, h("reference_dk") + file);
+  cmd->add_option("--reference-dv", opt->reference_dv, h("reference_dv") + file);
+  cmd->add_option("--reference-lse", opt->reference_lse, h("reference_lse") + file);
+  cmd->add_option("--reference-dsinks", opt->reference_dsinks, h("reference_dsinks") + file);
   cmd->add_option("--from", opt->from,
                   "A safetensors file holding any of q, k, v, out, dout, dq, dk, dv, lse, dsinks (a flag given wins)");
   cmd->add_option("--reference-from", opt->reference_from,
                   "A safetensors file holding a reference's out, dq, dk, dv, lse, dsinks (a flag given wins)");
-  cmd->add_option("--mask", opt->mask,
-                  "causal, none, an N_q x N_k file of 0s and 1s (1: the query may attend) for every head, or an "
-                  ".npy / safetensors array of shape (H, N_q, N_k) or (B, H, N_q, N_k): one mask per head");
-  cmd->add_option("--window", opt->window,
-                  "FlashAttention's window_size LEFT,RIGHT: query i sees keys p - LEFT .. p + RIGHT (-1: unbounded), "
-                  "p = i + N_k - N_q (see --align); with --mask causal, RIGHT is 0")
+  cmd->add_option("--mask", opt->mask, h("mask") + " (a matrix file, or an .npy / safetensors array per head)");
+  cmd->add_option("--window", opt->window, h("window_size"))
       ->delimiter(',')
       ->expected(2)
       ->type_name("LEFT,RIGHT");
-  cmd->add_option("--align", opt->align,
-                  "Where queries sit among the keys when N_q != N_k, for --mask causal and --window: bottom-right "
-                  "(FlashAttention, default) or top-left (PyTorch's is_causal)")
-      ->check(CLI::IsMember({"bottom-right", "top-left"}));
-  cmd->add_option("--empty-rows", opt->empty_rows,
-                  "A query row whose mask allows no key: refuse (exit 2, default) or zero (FlashAttention's output 0, "
-                  "logsumexp +inf, gradients 0)")
-      ->check(CLI::IsMember({"refuse", "zero"}));
-  cmd->add_option("--softcap", opt->softcap,
-                  "FlashAttention's softcap c > 0: scores become c tanh(s q.k / c), before ALiBi and the mask "
-                  "(default 0: none)");
-  cmd->add_option("--alibi-slopes", opt->alibi_slopes,
-                  "ALiBi: a slope per head, comma-separated (shape (H,)) or an array of shape (H,) or (B, H); "
-                  "scores get -slope |i + N_k - N_q - j| (--align top-left: -slope |i - j|)")
-      ->type_name("LIST|FILE");
-  cmd->add_option("--sinks", opt->sinks,
-                  "Attention sinks: a logit per head, comma-separated or an array of shape (H,); exp(sink) joins "
-                  "each row's softmax denominator (lse includes it)")
-      ->type_name("LIST|FILE");
-  cmd->add_option("--bias", opt->bias,
-                  "An additive bias (PyTorch's float attn_mask) of shape (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, "
-                  "N_k), added to the scores after --softcap; -inf entries mask their keys");
-  cmd->add_option("--fp8", opt->fp8,
-                  "Read uint8 Q, K, V arrays as FP8 codes of this format: e4m3 (float8_e4m3fn) or e5m2 (float8_e5m2); "
-                  "safetensors F8_E4M3 / F8_E5M2 tensors need no flag")
+  cmd->add_option("--align", opt->align, h("alignment"))->check(CLI::IsMember({"bottom-right", "top-left"}));
+  cmd->add_option("--empty-rows", opt->empty_rows, h("empty_rows"))->check(CLI::IsMember({"refuse", "zero"}));
+  cmd->add_option("--softcap", opt->softcap, h("softcap"));
+  cmd->add_option("--alibi-slopes", opt->alibi_slopes, h("alibi_slopes") + list)->type_name("LIST|FILE");
+  cmd->add_option("--sinks", opt->sinks, h("sinks") + list)->type_name("LIST|FILE");
+  cmd->add_option("--bias", opt->bias, h("attn_bias") + file);
+  cmd->add_option("--fp8", opt->fp8, h("fp8_format") + "; safetensors F8_E4M3 / F8_E5M2 tensors need no flag")
       ->check(CLI::IsMember({"e4m3", "e5m2"}));
-  for (auto [flag, field] : {std::pair{"--q-descale", &Options::q_descale}, std::pair{"--k-descale", &Options::k_descale},
-                             std::pair{"--v-descale", &Options::v_descale}})
-    cmd->add_option(flag, (*opt).*field,
-                    std::string("FlashAttention-3's ") + (flag + 2) + " factors, shape (B, H_kv) or (H_kv,): a list or a "
-                    "file; each multiplies its heads exactly")
-        ->type_name("LIST|FILE");
-  cmd->add_option("--dropout-mask", opt->dropout_mask,
-                  "Dropout: the kernel's keep-mask (1: kept) of shape (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, N_k); "
-                  "O = (P o Z) V / (1 - p), FlashAttention's");
-  cmd->add_option("--dropout-p", opt->dropout_p, "Dropout's probability p, 0 <= p < 1 (with --dropout-mask)");
-  cmd->add_option("--cu-seqlens-q", opt->cu_seqlens_q,
-                  "Packed sequences (FlashAttention's varlen): B + 1 offsets of each sequence's queries, a list or "
-                  "a file; Q, the output, dout and dQ are (total_q, H, d), lse (H, total_q)")
-      ->type_name("LIST|FILE");
-  cmd->add_option("--cu-seqlens-k", opt->cu_seqlens_k,
-                  "With --cu-seqlens-q: the offsets of each sequence's keys; K, V, dK, dV are (total_k, H_kv, d). "
-                  "Masks, bias and dropout masks come padded to (B, H, max_seqlen_q, max_seqlen_k)")
-      ->type_name("LIST|FILE");
-  cmd->add_option("--max-seqlen-q", opt->max_seqlen_q,
-                  "FlashAttention's max_seqlen_q, checked against the offsets (optional)");
-  cmd->add_option("--max-seqlen-k", opt->max_seqlen_k,
-                  "FlashAttention's max_seqlen_k, checked against the offsets (optional)");
+  for (auto [flag, field, option] :
+       {std::tuple{"--q-descale", &Options::q_descale, "q_descale"},
+        std::tuple{"--k-descale", &Options::k_descale, "k_descale"},
+        std::tuple{"--v-descale", &Options::v_descale, "v_descale"}})
+    cmd->add_option(flag, (*opt).*field, h(option) + list)->type_name("LIST|FILE");
+  cmd->add_option("--dropout-mask", opt->dropout_mask, h("dropout_mask") + file);
+  cmd->add_option("--dropout-p", opt->dropout_p, h("dropout_p"));
+  cmd->add_option("--cu-seqlens-q", opt->cu_seqlens_q, h("cu_seqlens_q") + list)->type_name("LIST|FILE");
+  cmd->add_option("--cu-seqlens-k", opt->cu_seqlens_k, h("cu_seqlens_k") + list)->type_name("LIST|FILE");
+  cmd->add_option("--max-seqlen-q", opt->max_seqlen_q, h("max_seqlen_q"));
+  cmd->add_option("--max-seqlen-k", opt->max_seqlen_k, h("max_seqlen_k"));
   cmd->add_option("--scale", opt->scale,
-                  "Softmax scale s (default 1/sqrt(d)); the double nearest to it, as Python's float() reads it")
+                  h("scale"))
       ->type_name("FLOAT")  // a decimal, checked as every numeric option is (run.cpp); kept as text to round once
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
@@ -124,13 +91,12 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
           },
           "", "positive number"));
   cmd->add_option("--fallback", opt->fallback,
-                  "Recompute with MPFI when the double enclosures are too wide: auto (default: when affordable), "
-                  "never, always")
+                  h("fallback"))
       ->check(CLI::IsMember({"auto", "never", "always"}));
-  cmd->add_option("--bits", opt->bits, "Precision of the MPFI fallback in bits (default 128)")
+  cmd->add_option("--bits", opt->bits, h("bits"))
       ->check(CLI::Range(53u, max_precision_bits));
   cmd->add_option("--max-error", opt->max_error,
-                  "Exit 3 when the candidate's certified max |O - exact| lower bound exceeds this (for CI)")
+                  h("max_error") + " (exit 3 when exceeded, for CI)")
       ->type_name("FLOAT");
   const CLI::Validator non_negative(
       [](std::string& v) -> std::string {
@@ -140,16 +106,15 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
       },
       "", "non-negative number");
   cmd->add_option("--rtol", opt->rtol,
-                  "With --max-error: the tolerance is max_error + rtol max |exact| (torch.testing's form, on the max)")
+                  h("rtol"))
       ->type_name("FLOAT")
       ->check(non_negative);
   cmd->add_option("--max-ratio", opt->max_ratio,
-                  "Exit 3 when the candidate's error is proven above this multiple of the reference's "
-                  "plus --ratio-atol (FlashAttention's rule: 2 or 3)")
+                  h("max_ratio") + " (exit 3 when exceeded)")
       ->type_name("FLOAT")
       ->check(non_negative);
   cmd->add_option("--ratio-atol", opt->ratio_atol,
-                  "With --max-ratio: the floor a of the rule err <= max_ratio err(reference) + a (default 0)")
+                  h("ratio_atol"))
       ->type_name("FLOAT")
       ->check(non_negative);
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");

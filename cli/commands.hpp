@@ -5,9 +5,12 @@
 
 #include "run.hpp"
 
+#include <attnrank/analysis/option_help.hpp>
+
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace attnrank::cli {
 
@@ -23,22 +26,31 @@ void add_appendix_command(CLI::App& app, Run& run);
 void add_check_kernel_command(CLI::App& app, Run& run);
 void add_scan_command(CLI::App& app, Run& run);
 
+/// The subcommand of a library question: its title as the description and what a
+/// result proves as the help's footer (analysis/option_help.hpp: Python prints the same).
+CLI::App* add_question_command(CLI::App& app, const std::string& command, std::string_view question);
+
+/// The library's text of an option (option_help), for its flag's description.
+inline std::string help_of(std::string_view question, std::string_view option) {
+  return option_help(question, option);
+}
+
 /// --refine and --time-limit S (0: none) on a command.
 struct RefineFlags {
   bool refine = false;
   bool no_search = false;
   double time_limit = default_time_limit;
 };
-void add_refine_options(CLI::App* cmd, RefineFlags& flags);
+void add_refine_options(CLI::App* cmd, RefineFlags& flags, std::string_view question);
 /// The options the flags ask for (--refine: always, --no-search: never, else automatic), with
 /// progress on the run's progress stream.
 RefineOptions refine_options(const RefineFlags& flags, Run& run, const std::string& what);
 
 /// Shared option limits (docs/cli.md).
-inline constexpr int max_digits = 1000;
+inline constexpr int max_digits = max_printed_digits;
 
-/// The help of every MATRIX argument.
-inline constexpr const char* matrix_help =
-    "Matrix file (text, .npy[i,j], F.safetensors:NAME, - for stdin) or a spec: diag:N:P, hilbert:N";
+/// Where a MATRIX or TARGET argument comes from, after the library's text of it.
+inline constexpr const char* matrix_source =
+    ": a matrix file (text, .npy[i,j], F.safetensors:NAME, - for stdin) or a spec: diag:N:P, hilbert:N";
 
 }  // namespace attnrank::cli

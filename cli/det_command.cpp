@@ -8,19 +8,19 @@
 namespace attnrank::cli {
 
 void add_det_command(CLI::App& app, Run& run) {
-  auto* cmd = app.add_subcommand("det", "Determinant of a square matrix: exact, or a certified enclosure");
+  auto* cmd = add_question_command(app, "det", "det");
   struct Options {
     std::string matrix, mode = "exact";
     DetQuestion question;
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("MATRIX", opt->matrix, matrix_help)->required();
-  cmd->add_option("--mode", opt->mode, "exact (default) or certified")->check(CLI::IsMember({"exact", "certified"}));
-  cmd->add_option("--bits", opt->question.bits, "Certified mode: working precision in bits (default 53: doubles)")
+  cmd->add_option("MATRIX", opt->matrix, help_of("det", "M") + matrix_source)->required();
+  cmd->add_option("--mode", opt->mode, help_of("det", "mode"))->check(CLI::IsMember({"exact", "certified"}));
+  cmd->add_option("--bits", opt->question.bits, help_of("det", "bits"))
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
   cmd->add_option("--digits", opt->question.digits,
-                  "Significant digits to print, of the exact value and of the enclosure (default 17)")
+                  help_of("det", "digits"))
       ->check(CLI::Range(1, max_digits));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &run] {

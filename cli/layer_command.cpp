@@ -27,7 +27,7 @@ namespace {
 }  // namespace
 
 void add_layer_command(CLI::App& app, Run& run) {
-  auto* cmd = app.add_subcommand("layer", "Multi-head attention on your matrices (text, .npy, safetensors), with every step");
+  auto* cmd = add_question_command(app, "layer", "layer");
   struct Options {
     std::string x, wq, wk, wv, wo, state_dict, tier = "interval";
     bool torch_layout = false;
@@ -38,11 +38,11 @@ void add_layer_command(CLI::App& app, Run& run) {
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("--x", opt->x, "Embeddings X, n x d_model (a matrix file: text, .npy, F.safetensors:NAME)")->required();
-  auto* wq = cmd->add_option("--wq", opt->wq, "W^Q, d_model x h d_k (Q = X W^Q)");
-  auto* wk = cmd->add_option("--wk", opt->wk, "W^K, d_model x h d_k");
-  auto* wv = cmd->add_option("--wv", opt->wv, "W^V, d_model x h d_v");
-  auto* wo = cmd->add_option("--wo", opt->wo, "W^O, h d_v x d_model");
+  cmd->add_option("--x", opt->x, help_of("layer", "x") + " (a matrix file: text, .npy, F.safetensors:NAME)")->required();
+  auto* wq = cmd->add_option("--wq", opt->wq, help_of("layer", "wq"));
+  auto* wk = cmd->add_option("--wk", opt->wk, help_of("layer", "wk"));
+  auto* wv = cmd->add_option("--wv", opt->wv, help_of("layer", "wv"));
+  auto* wo = cmd->add_option("--wo", opt->wo, help_of("layer", "wo"));
   cmd->add_flag("--torch-layout", opt->torch_layout,
                 "--wq, --wk, --wv, --wo are PyTorch's out x in (nn.Linear.weight): each is transposed on reading");
   cmd->add_option("--state-dict", opt->state_dict,
@@ -53,23 +53,21 @@ void add_layer_command(CLI::App& app, Run& run) {
       ->excludes(wv)
       ->excludes(wo)
       ->excludes("--torch-layout");  // a state dict is always in PyTorch's layout
-  cmd->add_option("--heads", opt->heads, "Number of heads h")->required()->check(CLI::Range(1L, 1L << 20));
+  cmd->add_option("--heads", opt->heads, help_of("layer", "heads"))->required()->check(CLI::Range(1L, 1L << 20));
   cmd->add_option("--tier", opt->tier,
-                  "interval (default: exact projections, then certified), certified-double (certified, in doubles; "
-                  "hands over to interval when a digit is not certain), mp (MPFR, uncertified) or double")
+                  help_of("layer", "tier"))
       ->check(CLI::IsMember({"double", "certified-double", "mp", "interval"}));
   auto* digits = cmd->add_option("--digits", opt->digits,
-                                 "Decimals after the point (default: 6 for text; --json: 17 significant digits)")
+                                 help_of("layer", "digits"))
                      ->check(CLI::Range(0, max_digits));
   cmd->add_option("--significant", opt->significant,
-                  "Significant digits instead (scientific notation: small weights keep their digits)")
+                  help_of("layer", "significant"))
       ->check(CLI::Range(1, max_digits))
       ->excludes(digits);
-  cmd->add_option("--bits", opt->bits, "Working precision in bits for mp and interval (default 128)")
+  cmd->add_option("--bits", opt->bits, help_of("layer", "bits"))
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
   cmd->add_option("--mask", opt->masks,
-                  "causal, none, or a file of 0s and 1s (1: the query may attend): masked scores are -inf; once for "
-                  "every head, or once per head in head order");
+                  help_of("layer", "mask") + " (a matrix file; the flag repeated per head)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &run] {
     const ParseLimits& limits = run.limits;
@@ -89,12 +87,7 @@ void add_layer_command(CLI::App& app, Run& run) {
         for (Matrix<Rational>* m : {&w.wq, &w.wk, &w.wv, &w.wo}) *m = from_torch_layout(*m);
     }
     const Matrix<Rational>&wq = w.wq, &wk = w.wk, &wv = w.wv, &wo = w.wo;
-    if (opt->masks.size() > 1 && static_cast<long>(opt->masks.size()) != opt->heads)
-      throw input_error(std::to_string(opt->masks.size()) + " --mask options for " + std::to_string(opt->heads) +
-                        " heads: give --mask once for every head, or once per head");
-    LayerQuestion q{parse_layer_tier(opt->tier), std::nullopt, opt->bits, {}, opt->json};
-    if (opt->digits) q.format = DecimalFormat::decimals(*opt->digits);
-    if (opt->significant) q.format = DecimalFormat::significant(*opt->significant);
+    LayerQuestion q{parse_layer_tier(opt->tier), layer_format(opt->digits, opt->significant), opt->bits, {}, opt->json};
     for (const std::string& m : opt->masks)
       if (auto mask = run.read_mask(m, X.rows(), opt->x + " (X)")) q.masks.push_back(std::move(*mask));
       else if (opt->masks.size() > 1) q.masks.push_back(Mask::full(X.rows()));

@@ -9,7 +9,7 @@
 namespace attnrank::cli {
 
 void add_rank_command(CLI::App& app, Run& run) {
-  auto* cmd = app.add_subcommand("rank", "Rank of a matrix: exact, certified bounds, or numeric (SVD)");
+  auto* cmd = add_question_command(app, "rank", "rank");
   struct Options {
     std::string matrix, mode = "exact";
     unsigned bits = 53;
@@ -18,14 +18,14 @@ void add_rank_command(CLI::App& app, Run& run) {
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("MATRIX", opt->matrix, matrix_help)->required();
-  cmd->add_option("--mode", opt->mode, "exact (default), certified or numeric")
+  cmd->add_option("MATRIX", opt->matrix, help_of("rank", "M") + matrix_source)->required();
+  cmd->add_option("--mode", opt->mode, help_of("rank", "mode"))
       ->check(CLI::IsMember({"exact", "certified", "numeric"}));
-  cmd->add_option("--bits", opt->bits, "Certified mode: working precision in bits (default 53: doubles)")
+  cmd->add_option("--bits", opt->bits, help_of("rank", "bits"))
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
-  cmd->add_option("--tol", opt->tol, "Numeric mode: singular values above it count (default sigma_max max(m,n) eps)")
+  cmd->add_option("--tol", opt->tol, help_of("rank", "tol"))
       ->check(CLI::Range(0.0, 1e308));
-  cmd->add_option("--top", opt->top, "Numeric mode: only the K largest singular values (Lanczos), and the distance to rank K")
+  cmd->add_option("--top", opt->top, help_of("rank", "top"))
       ->check(CLI::Range(1L, max_spec_size));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &run] {

@@ -15,7 +15,7 @@
 namespace attnrank::cli {
 
 void add_reach_command(CLI::App& app, Run& run) {
-  auto* cmd = app.add_subcommand("reach", "Can a head of width d_k produce this attention pattern? Yes, no or undecided, with a certificate");
+  auto* cmd = add_question_command(app, "reach", "reach");
   struct Options {
     std::string target, certificate, check, x, svg, mask = "none";
     ReachQuestion question;
@@ -25,21 +25,22 @@ void add_reach_command(CLI::App& app, Run& run) {
   };
   auto opt = std::make_shared<Options>();
   ReachQuestion& q = opt->question;
-  cmd->add_option("TARGET", opt->target, "Target attention matrix: a matrix file (text, .npy[i,j], F.safetensors:NAME, - for stdin) or diag:N:P")->required();
-  CLI::Option* dk_option = cmd->add_option("--dk", q.dk, "Head width d_k (1 <= d_k <= n); REQUIRED unless --check");
-  cmd->add_option("--bits", q.bits, "Precision of the floor's lower bound (53: doubles; more: MPFI)")
+  cmd->add_option("TARGET", opt->target, help_of("reach", "A") + matrix_source)->required();
+  CLI::Option* dk_option = cmd->add_option("--dk", q.dk, help_of("reach", "d_k") + "; REQUIRED unless --check");
+  cmd->add_option("--bits", q.bits, help_of("reach", "bits"))
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
-  cmd->add_option("--x", opt->x, "Fixed embeddings X (n x d_model, a matrix file): decide for scores X M X^T instead of free scores");
+  cmd->add_option("--x", opt->x, help_of("reach", "x") + " (a matrix file)");
   CLI::Option* epsilon_option =
-      cmd->add_option("--epsilon", opt->epsilon, "Also decide whether some head of width d_k comes within this max entrywise error, in [0, 1]");
-  cmd->add_option("--seed", q.seed, "Seed of the optimiser's restarts for the error bounds (printed)");
+      cmd->add_option("--epsilon", opt->epsilon, help_of("reach", "epsilon"));
+  cmd->add_option("--seed", q.seed, help_of("reach", "seed"));
   cmd->add_option("--mask", opt->mask,
-                  "causal, none, or a file of 0s and 1s (1: the query may attend): decide for a masked head, whose "
-                  "masked scores are -inf (the target must be 0 exactly there)");
-  add_refine_options(cmd, opt->refine);
-  cmd->add_flag("--full-floor", q.full_floor, "Always bound the whole floor, not only what the verdict needs");
+                  help_of("reach", "mask") + " (a matrix file)");
+  add_refine_options(cmd, opt->refine, "reach");
+  cmd->add_flag("--full-floor", q.full_floor, help_of("reach", "full_floor"));
   cmd->add_option("--certificate", opt->certificate, "Also write the certificate (JSON) to this file");
-  cmd->add_option("--check", opt->check, "Re-verify a certificate file against TARGET (with the --x X and --mask M it was made for) instead of deciding");
+  cmd->add_option("--check", opt->check,
+                  "Instead of deciding: a certificate file. " + help_of("check_certificate", "certificate") +
+                      " (--x, --mask)");
   cmd->add_option("--svg", opt->svg, "Also draw the target, the best width-d_k head and the spectrum of log(A) C (SVG file)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, dk_option, epsilon_option, &run] {

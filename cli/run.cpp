@@ -189,18 +189,21 @@ std::function<void(const SearchProgress&)> Run::search_progress(const std::strin
   };
 }
 
-void add_refine_options(CLI::App* cmd, RefineFlags& flags) {
-  CLI::Option* refine = cmd->add_flag("--refine", flags.refine,
-                "Run the optimiser (L-BFGS restarts) to sharpen the upper bounds, within --time-limit (default: only "
-                "where the cheap band leaves the question open: reach's --epsilon undecided, width's bracket)");
-  cmd->add_flag("--no-search", flags.no_search,
-                "The cheap band only (the starts and a short search of fixed work): never the optimiser, so the "
-                "answer is reproducible and quick")
+CLI::App* add_question_command(CLI::App& app, const std::string& command, std::string_view question) {
+  const QuestionHelp& h = question_help(question);
+  CLI::App* cmd = app.add_subcommand(command, h.title);
+  cmd->footer(h.details);
+  return cmd;
+}
+
+void add_refine_options(CLI::App* cmd, RefineFlags& flags, std::string_view question) {
+  // One library text says what refine means; the command line spells its three
+  // values as two flags (neither: the default).
+  CLI::Option* refine = cmd->add_flag("--refine", flags.refine, "Yes. " + help_of(question, "refine"));
+  cmd->add_flag("--no-search", flags.no_search, "No: the cheap band only")
       ->excludes(refine);
-  cmd->add_option("--time-limit", flags.time_limit,
-                  "Seconds the optimiser may run in all (0: no limit; the result is then reproducible from --seed)")
-      ->type_name("SECONDS")
-      ->capture_default_str();
+  cmd->add_option("--time-limit", flags.time_limit, help_of(question, "time_limit"))
+      ->type_name("SECONDS");
 }
 
 RefineOptions refine_options(const RefineFlags& flags, Run& run, const std::string& what) {

@@ -38,7 +38,7 @@ HeadStack model_stack(const Options& opt, Run& run) {
 }
 
 void add_scan_command(CLI::App& app, Run& run) {
-  auto* cmd = app.add_subcommand("scan", "Every head of an attention tensor (..., n, n): floors, verdicts, error and width bands");
+  auto* cmd = add_question_command(app, "scan", "scan");
   struct Options {
     std::vector<std::string> tensors;
     std::string mask = "none", svg, state_dict, x;
@@ -53,7 +53,7 @@ void add_scan_command(CLI::App& app, Run& run) {
   auto opt = std::make_shared<Options>();
   auto* tensors = cmd->add_option(
       "TENSOR", opt->tensors,
-      "Attention patterns: .npy of shape (..., n, n), F.safetensors:NAME, or several files (a leading file index)");
+      help_of("scan", "tensor") + ": .npy, F.safetensors:NAME, or several files (a leading file index)");
   auto* state_dict = cmd->add_option(
       "--state-dict", opt->state_dict,
       "FILE.safetensors[:PREFIX]: scan the heads of every nn.MultiheadAttention under PREFIX instead of TENSOR "
@@ -63,15 +63,15 @@ void add_scan_command(CLI::App& app, Run& run) {
                   "With --state-dict: each layer's input, n x d_model for every layer, or a (layers, n, d_model) "
                   ".npy / F.safetensors:NAME with each layer's own");
   cmd->add_option("--heads", opt->heads, "With --state-dict: heads per layer (a state dict does not record it)");
-  CLI::Option* dk = cmd->add_option("--dk", opt->dk, "Also the verdict and the certified error band at this head width");
+  CLI::Option* dk = cmd->add_option("--dk", opt->dk, help_of("scan", "d_k"));
   CLI::Option* epsilon =
-      cmd->add_option("--epsilon", opt->epsilon, "Also the certified band on the smallest width within this max error");
+      cmd->add_option("--epsilon", opt->epsilon, help_of("scan", "epsilon"));
   CLI::Option* max_dk =
-      cmd->add_option("--max-dk", opt->max_dk, "Largest width tried for --epsilon, 1 <= D <= n (default: min(n, 16))");
-  cmd->add_option("--mask", opt->mask, "causal, none, or a 0/1 file: every head is masked so");
-  cmd->add_option("--jobs", opt->jobs, "Heads computed at once (default: every core)");
-  cmd->add_option("--seed", opt->seed, "Seed of the optimiser's restarts (printed)");
-  add_refine_options(cmd, opt->refine);
+      cmd->add_option("--max-dk", opt->max_dk, help_of("scan", "max_dk"));
+  cmd->add_option("--mask", opt->mask, help_of("scan", "mask") + " (a matrix file)");
+  cmd->add_option("--jobs", opt->jobs, help_of("scan", "jobs"));
+  cmd->add_option("--seed", opt->seed, help_of("scan", "seed"));
+  add_refine_options(cmd, opt->refine, "scan");
   cmd->add_option("--svg", opt->svg, "Also draw a heatmap (rows: leading indices, columns: heads) of the minimal width or E*");
   auto* json = cmd->add_flag("--json", opt->json, "Print one JSON document");
   cmd->add_flag("--jsonl", opt->jsonl, "Print one JSON line per head as it finishes (a long scan can be followed)")

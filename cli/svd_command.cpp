@@ -8,16 +8,16 @@
 namespace attnrank::cli {
 
 void add_svd_command(CLI::App& app, Run& run) {
-  auto* cmd = app.add_subcommand("svd", "Certified bounds on the k largest singular values of a matrix");
+  auto* cmd = add_question_command(app, "svd", "svd");
   struct Options {
     std::string matrix;
     long top = 0;
     bool gaps = false, json = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("MATRIX", opt->matrix, matrix_help)->required();
-  CLI::Option* top = cmd->add_option("--top", opt->top, "How many singular values, largest first (1 <= K <= min(rows, cols); default all)");
-  cmd->add_flag("--gaps", opt->gaps, "Also report certified separations sigma_i - sigma_(i+1) >= gap");
+  cmd->add_option("MATRIX", opt->matrix, help_of("svd", "M") + matrix_source)->required();
+  CLI::Option* top = cmd->add_option("--top", opt->top, help_of("svd", "top"));
+  cmd->add_flag("--gaps", opt->gaps, help_of("svd", "gaps"));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, top, &run] {
     SvdQuestion q{std::nullopt, opt->gaps, opt->matrix};

@@ -48,7 +48,7 @@ std::string width_svg(const WidthResult& w, const std::string& name) {
 }  // namespace
 
 void add_width_command(CLI::App& app, Run& run) {
-  auto* cmd = app.add_subcommand("width", "The smallest head width within epsilon of a target, with certified bounds");
+  auto* cmd = add_question_command(app, "width", "width");
   struct Options {
     std::string target, svg, mask = "none";
     WidthQuestion question;
@@ -58,14 +58,13 @@ void add_width_command(CLI::App& app, Run& run) {
   };
   auto opt = std::make_shared<Options>();
   opt->question.epsilon = -1;
-  cmd->add_option("TARGET", opt->target, "Target attention matrix: a matrix file (text, .npy[i,j], F.safetensors:NAME, - for stdin) or diag:N:P")->required();
-  cmd->add_option("--epsilon", opt->question.epsilon, "Largest acceptable max |softmax(Q K^T / sqrt(d_k)) - A| entry, in [0, 1]")->required();
-  CLI::Option* max_dk = cmd->add_option("--max-dk", opt->max_dk, "Largest width to try, 1 <= D <= n (default: min(n, 16))");
-  cmd->add_option("--seed", opt->question.seed, "Seed of the optimiser's restarts (printed)");
-  add_refine_options(cmd, opt->refine);
+  cmd->add_option("TARGET", opt->target, help_of("width", "A") + matrix_source)->required();
+  cmd->add_option("--epsilon", opt->question.epsilon, help_of("width", "epsilon"))->required();
+  CLI::Option* max_dk = cmd->add_option("--max-dk", opt->max_dk, help_of("width", "max_dk"));
+  cmd->add_option("--seed", opt->question.seed, help_of("width", "seed"));
+  add_refine_options(cmd, opt->refine, "width");
   cmd->add_option("--mask", opt->mask,
-                  "causal, none, or a file of 0s and 1s (1: the query may attend): widths of a masked head (the target "
-                  "must be 0 exactly at the masked positions)");
+                  help_of("width", "mask") + " (a matrix file)");
   cmd->add_option("--svg", opt->svg, "Also draw the certified error band against d_k (SVG file)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, max_dk, &run] {

@@ -221,6 +221,42 @@ py::object released(Analyse&& analyse) {
   return to_python(document);
 }
 
+/// `text` broken into lines of at most 88 columns, each indented by `indent`.
+std::string wrapped(const std::string& text, std::size_t indent) {
+  std::string out, line;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && indent + line.size() + 1 + word.size() > 88) {
+      out += std::string(indent, ' ') + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  if (!line.empty()) out += std::string(indent, ' ') + line + "\n";
+  return out;
+}
+
+/// A question's docstring, from the library's help (analysis/option_help.hpp), which
+/// the command line's --help prints too: the title, what a result proves, and each
+/// option's text under its name.
+std::string docstring(std::string_view question) {
+  const QuestionHelp& h = question_help(question);
+  std::string s = h.title + ".\n\n" + wrapped(h.details, 0) + "\nParameters\n----------\n";
+  for (const OptionHelp& o : h.options) s += o.name + "\n" + wrapped(o.text, 4);
+  return s;
+}
+
+/// docstring(question), kept for the life of the module (pybind11 keeps the pointer).
+const char* doc_of(std::string_view question) {
+  static std::map<std::string, std::string, std::less<>> docs;
+  auto it = docs.find(question);
+  if (it == docs.end()) it = docs.emplace(std::string(question), docstring(question)).first;
+  return it->second.c_str();
+}
 
 }  // namespace
 
@@ -256,6 +292,7 @@ PYBIND11_MODULE(_attnrank, m) {
       .def_property_readonly("size", &Mask::size)
       .def_property_readonly("name", &Mask::name);
   m.def("causal_mask", &Mask::causal, py::arg("n"), "The causal mask on n tokens");
+  m.def("named_mask", &named_mask, py::arg("name"), py::arg("n"), "The mask 'none' (None) or 'causal' names, on n tokens");
   m.def("full_mask", &Mask::full, py::arg("n"), "The mask that allows every key (for one head of a per-head list)");
   m.def(
       "mask_from_matrix",
@@ -271,6 +308,10 @@ PYBIND11_MODULE(_attnrank, m) {
   m.def("tensor_from_array", &tensor_from_array, py::arg("array"), py::arg("name"), py::arg("keep_nonfinite") = false,
         py::arg("dtype") = std::nullopt);
 
+  // The questions' docstrings are the library's help alone (the public wrappers in
+  // __init__.py take them over; their signatures are the wrappers' own).
+  py::options question_docs;
+  question_docs.disable_function_signatures();
   m.def(
       "reach",
       [](const Matrix<Rational>& A, Eigen::Index dk, std::optional<double> epsilon, std::optional<Mask> mask,
@@ -289,7 +330,7 @@ PYBIND11_MODULE(_attnrank, m) {
         q.x_name = "x";
         return released([&] { return to_json(analyze_reach(A, q)); });
       },
-      py::arg("A"), py::arg("d_k"), py::arg("epsilon"), py::arg("mask"), py::arg("x"), py::arg("bits"), py::arg("seed"),
+      doc_of("reach"), py::arg("A"), py::arg("d_k"), py::arg("epsilon"), py::arg("mask"), py::arg("x"), py::arg("bits"), py::arg("seed"),
       py::arg("full_floor"), py::arg("refine"), py::arg("time_limit"));
   m.def(
       "check_certificate",
@@ -298,7 +339,7 @@ PYBIND11_MODULE(_attnrank, m) {
         const json c = from_python(certificate);
         return released([&] { return to_json(analyze_certificate(A, c, mask, x, "certificate", "A")); });
       },
-      py::arg("A"), py::arg("certificate"), py::arg("mask"), py::arg("x"));
+      doc_of("check_certificate"), py::arg("A"), py::arg("certificate"), py::arg("mask"), py::arg("x"));
   m.def(
       "width",
       [](const Matrix<Rational>& A, double epsilon, std::optional<Eigen::Index> max_dk, std::optional<Mask> mask, std::uint64_t seed,
@@ -306,7 +347,7 @@ PYBIND11_MODULE(_attnrank, m) {
         WidthQuestion q{epsilon, max_dk, std::move(mask), seed, refine_options(refine, time_limit), "A"};
         return released([&] { return to_json(analyze_width(A, q)); });
       },
-      py::arg("A"), py::arg("epsilon"), py::arg("max_dk"), py::arg("mask"), py::arg("seed"), py::arg("refine"),
+      doc_of("width"), py::arg("A"), py::arg("epsilon"), py::arg("max_dk"), py::arg("mask"), py::arg("seed"), py::arg("refine"),
       py::arg("time_limit"));
   m.def(
       "rank",
@@ -314,7 +355,7 @@ PYBIND11_MODULE(_attnrank, m) {
         RankQuestion q{parse_rank_mode(mode), bits, tol, top, "M"};
         return released([&] { return to_json(analyze_rank(M, q)); });
       },
-      py::arg("M"), py::arg("mode"), py::arg("bits"), py::arg("tol"), py::arg("top"));
+      doc_of("rank"), py::arg("M"), py::arg("mode"), py::arg("bits"), py::arg("tol"), py::arg("top"));
   m.def(
       "rank_doubles",
       [](const py::array& M, const std::string& mode, unsigned bits, std::optional<double> tol, Eigen::Index top) {
@@ -338,31 +379,40 @@ PYBIND11_MODULE(_attnrank, m) {
         DetQuestion q{det_mode_is_certified(mode), bits, digits, "M"};
         return released([&] { return to_json(analyze_det(M, q)); });
       },
-      py::arg("M"), py::arg("mode"), py::arg("bits"), py::arg("digits"));
+      doc_of("det"), py::arg("M"), py::arg("mode"), py::arg("bits"), py::arg("digits"));
   m.def(
       "svd",
       [](const Matrix<Rational>& M, std::optional<Eigen::Index> top, bool gaps) {
         SvdQuestion q{top, gaps, "M"};
         return released([&] { return to_json(analyze_svd(M, q)); });
       },
-      py::arg("M"), py::arg("top"), py::arg("gaps"));
+      doc_of("svd"), py::arg("M"), py::arg("top"), py::arg("gaps"));
   m.def(
       "layer",
       [](const Matrix<Rational>& x, const Matrix<Rational>& wq, const Matrix<Rational>& wk, const Matrix<Rational>& wv,
          const Matrix<Rational>& wo, Eigen::Index heads, const std::string& tier, std::optional<int> digits,
          std::optional<int> significant, unsigned bits, std::vector<Mask> masks) {
-        if (heads < 1) throw input_error("heads = " + std::to_string(heads) + ": a layer has at least one head");
-        if (digits && significant) throw input_error("give digits (decimals) or significant digits, not both");
-        LayerQuestion q{parse_layer_tier(tier), std::nullopt, bits, std::move(masks), true};
-        if (digits) q.format = DecimalFormat::decimals(*digits);
-        if (significant) q.format = DecimalFormat::significant(*significant);
+        LayerQuestion q{parse_layer_tier(tier), layer_format(digits, significant), bits, std::move(masks), true};
         return released([&] { return to_json(analyze_layer(MultiHeadAttention<Rational>(wq, wk, wv, wo, heads), x, q)); });
       },
-      py::arg("x"), py::arg("wq"), py::arg("wk"), py::arg("wv"), py::arg("wo"), py::arg("heads"), py::arg("tier"),
+      doc_of("layer"), py::arg("x"), py::arg("wq"), py::arg("wk"), py::arg("wv"), py::arg("wo"), py::arg("heads"), py::arg("tier"),
       py::arg("digits"), py::arg("significant"), py::arg("bits"), py::arg("masks"));
   m.attr("default_time_limit") = default_time_limit;
   m.attr("default_layer_bits") = default_layer_bits;
   m.attr("default_fallback_bits") = default_fallback_bits;
+  m.def(
+      "question_helps",
+      [] {
+        py::list all;
+        for (const QuestionHelp& h : question_helps()) {
+          py::list options;
+          for (const OptionHelp& o : h.options) options.append(py::make_tuple(o.name, o.text));
+          all.append(py::dict(py::arg("name") = h.name, py::arg("title") = h.title, py::arg("details") = h.details,
+                              py::arg("options") = options));
+        }
+        return all;
+      },
+      "Every question's help (name, title, details, options as (name, text)): what --help and the docstrings print");
   m.def(
       "check_scan_options",
       [](std::optional<double> epsilon, std::optional<bool> refine, std::optional<double> time_limit) {
@@ -406,7 +456,7 @@ PYBIND11_MODULE(_attnrank, m) {
           return list;
         });
       },
-      py::arg("heads"), py::arg("index"), py::arg("shape"), py::arg("d_k"), py::arg("epsilon"), py::arg("mask"),
+      doc_of("scan"), py::arg("heads"), py::arg("index"), py::arg("shape"), py::arg("d_k"), py::arg("epsilon"), py::arg("mask"),
       py::arg("max_dk"), py::arg("jobs"), py::arg("seed"), py::arg("refine"), py::arg("time_limit"), py::arg("name"));
   m.def(
       "check_kernel",
@@ -472,7 +522,7 @@ PYBIND11_MODULE(_attnrank, m) {
         kq.options.fallback_bits = bits;
         return released([&] { return to_json(analyze_kernel(std::move(kq))); });
       },
-      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("candidate"), py::arg("reference"), py::arg("dout"),
+      doc_of("check_kernel"), py::arg("q"), py::arg("k"), py::arg("v"), py::arg("candidate"), py::arg("reference"), py::arg("dout"),
       py::arg("gradients"), py::arg("reference_gradients"), py::arg("mask"), py::arg("scale"), py::arg("fallback"),
       py::arg("bits"), py::arg("max_error"), py::arg("rtol"), py::arg("max_ratio"), py::arg("ratio_atol"),
       py::arg("causal"), py::arg("window"), py::arg("alignment"), py::arg("softcap"), py::arg("alibi_slopes"),

@@ -11,6 +11,7 @@
 #include <attnrank/analysis/document.hpp>
 #include <attnrank/analysis/kernel_analysis.hpp>
 #include <attnrank/analysis/layer_analysis.hpp>
+#include <attnrank/analysis/option_help.hpp>
 #include <attnrank/analysis/rank_analysis.hpp>
 #include <attnrank/analysis/reach_analysis.hpp>
 #include <attnrank/analysis/reach_picture.hpp>

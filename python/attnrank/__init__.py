@@ -22,6 +22,7 @@ back as lists of floats.
 
 from fractions import Fraction as _Fraction
 import operator as _operator
+import textwrap as _textwrap
 import sys as _sys
 
 from . import _attnrank as _core
@@ -120,17 +121,14 @@ def _mask(mask, n):
     if mask is None:
         return None
     if isinstance(mask, str):
-        if mask == "none":
-            return None
-        if mask == "causal":
-            return _core.causal_mask(n)
-        raise ValueError(f"mask: '{mask}' is not 'causal' or 'none' (or pass a 0/1 array)")
+        return _core.named_mask(mask, n)
     return _core.mask_from_matrix(exact_matrix(mask, "mask"))
 
 
 _INDEX = (-(1 << 63), (1 << 63) - 1)  # the C++ side's Eigen::Index
 _UNSIGNED = (0, (1 << 32) - 1)
 _SEED = (0, (1 << 64) - 1)
+_INT = (-(1 << 31), (1 << 31) - 1)  # a C++ int: the library checks the range it takes
 
 
 def _integer(name, value, bounds, allowed=None):
@@ -151,28 +149,27 @@ def _optional_integer(name, value, bounds, allowed=None):
     return None if value is None else _integer(name, value, bounds, allowed)
 
 
+def _documented(binding, extra=None):
+    """Gives the public function the binding's docstring (the library's help, which the
+    command line's --help prints too), then what is Python's own (``extra``)."""
+    def apply(function):
+        doc = binding.__doc__ or ""
+        if extra:
+            doc += "\n" + _textwrap.fill(extra, 88) + "\n"
+        function.__doc__ = doc
+        return function
+    return apply
+
+
 def _seconds(value):
     """A time limit as a float (the library decides what it means: 0 or None is no limit)."""
     return None if value is None else float(value)
 
 
+@_documented(_core.reach,
+             'Returns the document of ``attnrank reach --json`` as a dict (witness_Q and witness_K as NumPy '
+             'arrays).')
 def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floor=False, refine=None, time_limit=_core.default_time_limit):
-    """Can a head of width ``d_k`` produce the attention pattern ``A`` exactly?
-
-    Returns ``attnrank reach --json`` as a dict. ``verdict`` is "reachable" or
-    "unreachable" only with a proof (``floor_lower`` / ``floor_upper`` bound the floor
-    rank(log(A) C), proven; ``certificate`` re-checks with ``check_certificate``), and
-    "undecided" otherwise, with a ``hint``. ``max_abs_error`` is a certified upper bound
-    on the error of the witness head (``witness_Q``, ``witness_K``, NumPy arrays).
-    ``error_lower <= E* <= error_upper`` (proven both ways) bound the best error of any
-    head of width d_k, computed up to n = 512 or when ``epsilon`` asks, which also gives
-    ``epsilon_verdict`` ("within", "not_within", "undecided"). By default they are the
-    cheap band (error_upper from the log-domain start); the optimiser sharpens
-    error_upper when ``refine=True``, or when ``epsilon`` is left undecided (``refine=None``,
-    the default), within ``time_limit`` seconds (None or 0: no limit, reproducible
-    from ``seed``); ``refine=False`` never runs it. ``refinement`` says what ran. ``mask``
-    ("causal", "none" or a 0/1 array) asks the masked question; ``x`` fixes the
-    embeddings (Q = x W^Q). ``bits`` is the precision of the floor's lower bound."""
     a = exact_matrix(A, "A")
     return _core.reach(a, _integer("d_k", d_k, _INDEX), None if epsilon is None else float(epsilon),
                        _mask(mask, a.shape[0]), None if x is None else exact_matrix(x, "x"),
@@ -180,27 +177,18 @@ def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floo
                        None if refine is None else bool(refine), _seconds(time_limit))
 
 
+@_documented(_core.check_certificate,
+             'Returns ``{"valid": True, "reason": ...}``; a rejected certificate raises ValueError with the '
+             'reason.')
 def check_certificate(A, certificate, *, mask=None, x=None):
-    """Re-verifies a reach certificate (the dict ``reach`` returned, or one read from a file
-    with ``json.load``) against ``A`` with the mask and embeddings it was made for, in the
-    library's own interval arithmetic. Returns ``{"valid": True, "reason": ...}``; a rejected
-    certificate raises ValueError with the reason."""
     a = exact_matrix(A, "A")
     return _core.check_certificate(a, certificate, _mask(mask, a.shape[0]), None if x is None else exact_matrix(x, "x"))
 
 
+@_documented(_core.width,
+             'Returns the document of ``attnrank width --json`` as a dict. ``search`` is the old name of '
+             '``refine`` (deprecated).')
 def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=None, time_limit=_core.default_time_limit, search=None):
-    """The smallest head width whose best head comes within ``epsilon`` of ``A``:
-    ``width_lower <= w* <= width_upper``, proven (every width below width_lower misses
-    epsilon; at width_upper a certified witness is within it; ``width_upper`` is None
-    when no width up to ``max_dk``, default min(n, 16), has one). ``profile`` lists each
-    width's proven band on E*. By default, as the command line's ``width``: the cheap
-    band (the starts, then a short search of fixed work on the open widths), then the
-    optimiser where the bracket is still open (``refine=None``), within ``time_limit``
-    seconds (None or 0: no limit, reproducible from ``seed``); ``refine=False`` is the
-    cheap band only (``width --no-search``: reproducible and quick), ``refine=True``
-    asks for the optimiser. ``refinement`` says what ran.
-    ``search`` is the old name of ``refine`` (deprecated)."""
     if search is not None:
         import warnings
         warnings.warn("width(search=...) is now width(refine=...); the default is the command line's "
@@ -211,11 +199,8 @@ def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=None, time_limit
                        _integer("seed", seed, _SEED), None if refine is None else bool(refine), _seconds(time_limit))
 
 
+@_documented(_core.rank)
 def rank(M, mode="exact", *, bits=53, tol=None, top=None):
-    """The rank of ``M``. mode "exact": rational arithmetic, ``rank_lower == rank_upper``.
-    "certified": ``rank_lower <= rank <= rank_upper`` proven in floating-point arithmetic
-    at ``bits``. "numeric": an SVD with tolerance ``tol`` (or the ``top`` largest singular
-    values), not proven, so its counts are named ``approx_rank_lower`` / ``approx_rank_upper``."""
     options = (str(mode), _integer("bits", bits, _UNSIGNED), None if tol is None else float(tol),
                0 if top is None else _integer("top", top, (1, _INDEX[1]), "an integer >= 1, or None"))
     floats = _float_matrix(M)
@@ -224,18 +209,14 @@ def rank(M, mode="exact", *, bits=53, tol=None, top=None):
     return _core.rank(exact_matrix(M, "M"), *options)
 
 
+@_documented(_core.det)
 def det(M, mode="exact", *, bits=53, digits=17):
-    """The determinant of ``M``: exact (``det`` as "p/q") or, with mode "certified", an
-    enclosure ``det_lower <= det <= det_upper`` (decimal strings rounded outward)."""
     return _core.det(exact_matrix(M, "M"), str(mode), _integer("bits", bits, _UNSIGNED),
                      _integer("digits", digits, (1, 1 << 20), "an integer >= 1"))
 
 
+@_documented(_core.svd)
 def svd(M, top=None, *, gaps=False):
-    """Certified bounds ``lower <= sigma_i <= upper`` on the ``top`` largest singular values
-    of ``M`` (all of them when ``top`` is None); with ``gaps``, proven separations
-    sigma_i - sigma_(i+1) >= gap (None: not separated). A bound that could not be proven
-    finite is None."""
     options = (_optional_integer("top", top, _INDEX), bool(gaps))
     floats = _float_matrix(M)
     if floats is not None:
@@ -267,15 +248,10 @@ def _as_arrays(node):
     return node
 
 
+@_documented(_core.layer,
+             'Matrices come back as float64 NumPy arrays for tier "double" (the tier\'s own doubles) and as '
+             'decimal strings otherwise. ``mask`` is one mask for every head or a list with one per head.')
 def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, significant=None, mask=None, bits=None):
-    """Multi-head attention on ``x`` with weights in attnrank's layout (``Q = x wq``; see
-    ``from_torch`` for PyTorch's), with every intermediate. ``tier`` is "double", "mp"
-    (MPFR), "certified-double" or "interval" (certified: every printed digit proven).
-    Matrices come back as NumPy arrays for "double" (the tier's own doubles) and as
-    decimal strings otherwise: ``significant`` significant digits or ``digits`` decimals
-    after the point; by default 17 significant digits, which read back as the doubles
-    computed (fixed decimals would turn small weights into 0). ``mask`` is one mask for
-    every head ("causal", "none" or a 0/1 array) or a list with one per head."""
     xm = exact_matrix(x, "x")
     n = xm.shape[0]
     if isinstance(mask, (list, tuple)) and mask and not isinstance(mask[0], (int, float, list, tuple) + _numpy_types("number")):
@@ -287,9 +263,7 @@ def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, significant=N
         bits = _core.default_layer_bits
     result = _core.layer(xm, exact_matrix(wq, "wq"), exact_matrix(wk, "wk"), exact_matrix(wv, "wv"),
                          exact_matrix(wo, "wo"), _integer("heads", heads, _INDEX), str(tier),
-                         None if digits is None else _integer("digits", digits, (0, 1 << 20), "an integer >= 0"),
-                         None if significant is None else _integer("significant", significant, (1, 1 << 20),
-                                                                    "an integer >= 1"),
+                         _optional_integer("digits", digits, _INT), _optional_integer("significant", significant, _INT),
                          _integer("bits", bits, _UNSIGNED), masks)
     return _as_arrays(result) if tier == "double" else result
 
@@ -320,6 +294,9 @@ def _row_tensor(value, name, shapes="(N,), (H, N) or (B, H, N)", most=3):
     return _core.tensor_from_array(array[..., None], name, True, dtype)
 
 
+@_documented(_core.check_kernel,
+             'Arrays are NumPy arrays or torch tensors (bfloat16 and float8 too), read exactly; '
+             '``window_size`` is a pair. For tests, see ``attnrank.testing``.')
 def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None, dk=None, dv=None, lse=None,
                  dsinks=None, reference_dq=None, reference_dk=None, reference_dv=None, reference_lse=None,
                  reference_dsinks=None, mask=None,
@@ -328,66 +305,6 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                  dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
                  max_seqlen_k=None, empty_rows="refuse", scale=None, fallback="auto", bits=None, max_error=None,
                  rtol=None, max_ratio=None, ratio_atol=None):
-    """The certified error of an attention kernel's output ``candidate`` (and of ``reference``)
-    against the exact ``softmax(scale q k^T) v``, and of its backward pass, as ``attnrank
-    check-kernel --json``: per tensor, ``max_abs_error_lower <= max |O - exact| <= max_abs_error_upper``
-    (decimal strings rounded outward), the relative bounds, the mean absolute and RMS error bands
-    and the worst entry; with a reference, ``ratio_lower`` / ``ratio_upper`` enclose candidate
-    error / reference error. Arrays are NumPy arrays or torch tensors of shape (N, d), (H, N, d)
-    or (B, H, N, d), any float dtype (bfloat16 too), read exactly; k and v may have fewer heads
-    than q when their number divides q's (grouped-query and multi-query attention: query head h
-    reads K/V head h / (H / H_kv); dk and dv then have k's heads). ``mask`` is "causal", "none",
-    an N_q x N_k 0/1 array for every head, or one of shape (H, N_q, N_k) or (B, H, N_q, N_k):
-    a mask per head (PyTorch's boolean attn_mask convention, True: may attend); ``window_size=(left, right)`` is FlashAttention's sliding window
-    (-1: unbounded; with mask="causal", right is 0); when N_q != N_k, "causal" and the window
-    are aligned ``alignment="bottom-right"`` (FlashAttention: query i at key i + N_k - N_q) or
-    "top-left" (PyTorch's is_causal). A query row left without a key raises ValueError, unless
-    ``empty_rows="zero"``: FlashAttention's convention, output 0, lse +inf (the sink with one),
-    gradients 0, each checked exactly ("empty_rows" in the result counts such rows).
-    ``scale`` defaults to 1/sqrt(d).
-
-    Variants, with FlashAttention's names and definitions: ``softcap=c`` (> 0) caps the scaled
-    scores at c tanh(x / c); ``alibi_slopes`` (shape (H,) or (B, H)) subtracts slope |i + N_k -
-    N_q - j| (|i - j| with alignment="top-left") after the softcap; ``sinks`` (shape (H,), one
-    logit per head) adds exp(sink) to every row's softmax denominator (rows then sum to less
-    than 1, and lse includes it); ``attn_bias`` (shape (N_q, N_k), (H, N_q, N_k) or (B, H, N_q,
-    N_k): PyTorch's float attn_mask) is added after the softcap, its -inf entries masking their
-    keys. Each applies to the forward and the backward check.
-
-    FP8 inputs: with ``fp8_format="e4m3"`` (float8_e4m3fn) or ``"e5m2"`` (float8_e5m2), uint8
-    q, k, v arrays are read as FP8 codes, exactly (torch float8 tensors are such codes); the
-    descale factors ``q_descale``, ``k_descale``, ``v_descale`` (shape (B, H_kv) or (H_kv,),
-    FlashAttention-3's) multiply their heads exactly before the check. Dropout: ``dropout_mask``
-    (the kernel's keep-mask, 1 kept, shape (N_q, N_k), (H, ...) or (B, H, ...)) and ``dropout_p``
-    give O = (P o Z) V / (1 - p), FlashAttention's, and its gradients; lse is before dropout.
-
-    Packed sequences, FlashAttention's varlen functions: with ``cu_seqlens_q`` and ``cu_seqlens_k``
-    (B + 1 offsets each, int32 as FlashAttention takes them), q, candidate, dout and dq are
-    (total_q, H, d), k, v, dk and dv (total_k, H_kv, d), lse (H, total_q); sequence b is rows
-    cu_seqlens_q[b]:cu_seqlens_q[b + 1] of the queries and cu_seqlens_k[b]:cu_seqlens_k[b + 1] of
-    the keys, its own attention (causal and windows aligned within it; ALiBi slopes and descales
-    may be (B, H)). A mask, ``attn_bias`` or ``dropout_mask`` array is padded, (B, H, max_seqlen_q,
-    max_seqlen_k), (H, ...) or (max_seqlen_q, max_seqlen_k), each sequence reading its top-left
-    block. ``max_seqlen_q`` / ``max_seqlen_k`` are optional and checked against the offsets; the
-    worst entries name the packed "token" and its "sequence".
-
-    The backward pass: ``dq``, ``dk``, ``dv`` (any subset; they need ``dout``, the upstream gradient
-    the kernel's backward ran with) are checked against the exact gradients of that attention
-    contracted with ``dout``, and ``lse`` (shape (N,), (H, N) or (B, H, N): FlashAttention's
-    softmax_lse, natural log) against the exact logsumexp of the scaled scores; with ``sinks``,
-    ``dsinks`` (shape (H,): each head's sink gradient summed over batches and sequences, what
-    autograd gives a learnable (H,) sink) against the exact -sum_i p_i,sink rowsum(dout o O)_i
-    (needs ``dout``). Each result is under its own key ("dq", "dk", "dv", "lse", "dsinks", whose
-    worst entry names its "head") with the output's band names, a reference's
-    (``reference_dq``, ...) under "reference" there; "backward" says how they were enclosed.
-
-    NaN or infinite entries of a kernel's result are reported (``nonfinite``, an infinite error,
-    ``worst`` at the first in C order); in q, k, v or dout they raise ValueError. With
-    ``max_error`` (and ``rtol``: the tolerance max_error + rtol max |exact|), every tensor's
-    ``max_error_verdict`` is "within" or "exceeded" only when proven, "undecided" otherwise;
-    ``max_ratio`` (needs a reference) judges FlashAttention's rule candidate error <= max_ratio x
-    reference error + ``ratio_atol`` (default 0) the same way (``max_ratio_verdict``); ``exceeded``
-    lists every tensor proven outside a tolerance. For tests, see ``attnrank.testing``."""
     tq = _tensor(q, "q")
     causal = isinstance(mask, str) and mask == "causal"
     masks = None
@@ -398,9 +315,9 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
         masks, mask = _tensor(mask, "mask"), None
     elif mask is not None and not isinstance(mask, str):
         mask = _core.mask_from_matrix(exact_matrix(mask, "mask"), True, str(empty_rows))
-    elif mask not in (None, "none", "causal"):
-        raise ValueError(f"mask: '{mask}' is not 'causal' or 'none' (or pass a 0/1 array)")
     else:
+        if mask is not None:
+            _core.named_mask(mask, 1)  # the library's check of the name; "causal" is the flag above
         mask = None
     window = None
     if window_size is not None:
@@ -509,21 +426,14 @@ def _jobs(jobs):
     return 0 if jobs is None else _integer("jobs", jobs, (1, _UNSIGNED[1]), "a number of threads >= 1, or None for every core")
 
 
+@_documented(_core.scan,
+             "Returns one dict per head in index order, with the keys of ``attnrank scan --json``'s heads "
+             '("index" holds the leading indices). Without ``client`` the heads run on ``jobs`` threads here, '
+             'with the GIL released. With ``client`` a ``dask.distributed.Client``, the heads are submitted to'
+             ' its cluster, ``heads_per_task`` per task (each worker imports attnrank and computes its heads),'
+             ' and gathered in index order; the library itself never needs Dask.')
 def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, max_dk=None, seed=1, refine=None,
          time_limit=_core.default_time_limit, heads_per_task=1):
-    """Every head of ``tensor`` (NumPy array or torch tensor of shape (..., n, n): layers,
-    heads, prompts...), each asked what ``attnrank scan`` asks: the floor bounds, with
-    ``d_k`` the verdict and the certified band error_lower <= E* <= error_upper at that
-    width, with ``epsilon`` the certified band width_lower <= w* <= width_upper on the
-    smallest width within epsilon. Returns one dict per head in index order, with the
-    keys of ``attnrank scan --json``'s heads ("index" holds the leading indices).
-
-    Without ``client`` the heads run on ``jobs`` threads here (default: every core),
-    with the GIL released. With ``client`` a ``dask.distributed.Client``, the heads are
-    submitted to its cluster, ``heads_per_task`` per task (each worker imports attnrank
-    and computes its heads), and gathered in index order; the library itself never
-    needs Dask. ``refine`` and ``time_limit`` (seconds per question of a head) are
-    ``reach``'s."""
     heads, index, shape = _head_stack(tensor)
     _core.check_scan_options(None if epsilon is None else float(epsilon), None if refine is None else bool(refine),
                              _seconds(time_limit))  # the library's checks, before anything is sent

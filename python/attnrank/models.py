@@ -11,6 +11,7 @@ import json
 import math
 import struct
 
+from . import _attnrank as _core
 from . import _is_torch  # one test for a torch tensor, the package's
 
 __all__ = ["attention_patterns", "scan_model", "save_safetensors"]
@@ -102,8 +103,7 @@ def _mask_array(mask, n, m):
     if mask is None or (isinstance(mask, str) and mask == "none"):
         return None
     if isinstance(mask, str):
-        if mask != "causal":
-            raise ValueError(f"mask {mask!r}: expected 'causal', 'none' or a 0/1 array (1: the query may attend)")
+        _core.named_mask(mask, 1)  # the library's check of the name (and its message)
         return np.tril(np.ones((n, m), dtype=bool))
     array = np.asarray(mask)
     if array.shape != (n, m):

@@ -103,6 +103,18 @@ LayerTier parse_layer_tier(const std::string& name) {
   throw input_error("unknown tier '" + name + "' (expected double, certified-double, mp or interval)");
 }
 
+std::optional<DecimalFormat> layer_format(std::optional<int> digits, std::optional<int> significant) {
+  if (digits && significant) throw input_error("give digits (decimals) or significant digits, not both");
+  const std::string most = std::to_string(max_printed_digits);
+  if (digits && (*digits < 0 || *digits > max_printed_digits))
+    throw input_error("digits " + std::to_string(*digits) + " is outside [0, " + most + "]");
+  if (significant && (*significant < 1 || *significant > max_printed_digits))
+    throw input_error("significant " + std::to_string(*significant) + " is outside [1, " + most + "]");
+  if (digits) return DecimalFormat::decimals(*digits);
+  if (significant) return DecimalFormat::significant(*significant);
+  return std::nullopt;
+}
+
 DecimalFormat default_layer_format(bool for_json) {
   return for_json ? DecimalFormat::significant(17) : DecimalFormat::decimals(6);
 }

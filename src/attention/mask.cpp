@@ -157,6 +157,12 @@ void Mask::require_shape(Eigen::Index rows, Eigen::Index cols, const std::string
                       std::to_string(rows) + " queries and " + std::to_string(cols) + " keys; they must match");
 }
 
+std::optional<Mask> named_mask(std::string_view name, Eigen::Index n) {
+  if (name == "none") return std::nullopt;
+  if (name == "causal") return Mask::causal(n);
+  throw input_error("mask '" + std::string(name) + "' is not 'causal' or 'none' (or give a 0/1 matrix)");
+}
+
 std::optional<Mask> read_mask_argument(const std::string& argument, Eigen::Index n, const std::string& what,
                                        const ParseLimits& limits, Eigen::Index cols, EmptyRows empty_rows) {
   if (argument == "none") return std::nullopt;

@@ -183,6 +183,31 @@ TEST_CASE("attnrank::analyze_layer", "[unit]") {
   CHECK(j["schema"] == "attnrank/layer/1");
   const double e2 = std::exp(2.0);  // token 0: scores (1, -1), weights e / (e + 1/e)
   CHECK(std::abs(std::stod(j["A"][0][0][0].get<std::string>()) - e2 / (e2 + 1)) < 1e-15);
+  SECTION("three masks for two heads, or zero heads, are the library's errors") {
+    const MultiHeadAttention<Rational> two(Matrix<Rational>::Identity(2, 2), Matrix<Rational>::Identity(2, 2),
+                                           Matrix<Rational>::Identity(2, 2), Matrix<Rational>::Identity(2, 2), 2);
+    Matrix<Rational> X2 = Matrix<Rational>::Identity(2, 2);
+    LayerQuestion three = q;
+    three.masks.assign(3, Mask::causal(2));
+    CHECK(input_error_message([&] { analyze_layer(two, X2, three); }) ==
+          "3 masks for 2 heads: give one mask for every head, or one per head");
+    CHECK(input_error_message([&] { MultiHeadAttention<Rational>(W, W, W, W, 0); })
+              .find("the number of heads h must be at least 1 (got 0)") != std::string::npos);
+  }
+}
+
+TEST_CASE("attnrank::layer_format", "[unit]") {
+  CHECK_FALSE(layer_format(std::nullopt, std::nullopt));
+  CHECK(layer_format(3, std::nullopt)->kind == DecimalFormat::Kind::decimals);
+  CHECK(layer_format(3, std::nullopt)->count == 3);
+  CHECK(layer_format(std::nullopt, 17)->kind == DecimalFormat::Kind::significant);
+  CHECK(layer_format(0, std::nullopt)->count == 0);
+  CHECK(layer_format(std::nullopt, max_printed_digits)->count == max_printed_digits);
+  CHECK(input_error_message([] { layer_format(3, 4); }) == "give digits (decimals) or significant digits, not both");
+  CHECK(input_error_message([] { layer_format(-1, std::nullopt); }) == "digits -1 is outside [0, 1000]");
+  CHECK(input_error_message([] { layer_format(std::nullopt, 0); }) == "significant 0 is outside [1, 1000]");
+  CHECK(input_error_message([] { layer_format(max_printed_digits + 1, std::nullopt); }) ==
+        "digits 1001 is outside [0, 1000]");
 }
 
 TEST_CASE("attnrank::upper_bound_json", "[unit]") {

@@ -42,6 +42,19 @@ std::pair<Matrix<T>, std::vector<Eigen::Index>> allowed_part(const Matrix<T>& S,
 
 }  // namespace
 
+TEST_CASE("attnrank::named_mask", "[unit]") {
+  CHECK_FALSE(named_mask("none", 5));
+  const std::optional<Mask> causal = named_mask("causal", 5);
+  REQUIRE(causal);
+  CHECK(causal->is_causal());
+  CHECK(causal->size() == 5);
+  for (const char* bad : {"Causal", "", "causal ", "full", "tril"}) {
+    INFO(bad);
+    CHECK(input_error_message([&] { named_mask(bad, 5); }) ==
+          "mask '" + std::string(bad) + "' is not 'causal' or 'none' (or give a 0/1 matrix)");
+  }
+}
+
 TEST_CASE("attnrank::Mask") {
   SECTION("causal allows j <= i: n (n + 1) / 2 positions, row i allows i + 1 keys") {
     for (Eigen::Index n : {1, 2, 7}) {

@@ -683,7 +683,7 @@ TEST_CASE("attnrank masks: layer, example and reach") {
     CHECK(two["head_masks"] == nlohmann::json::array({"causal", "none"}));
     CHECK(two["scaled_scores"][1][0][1] != "masked");
     expect_input_error("layer " + worked_example_args() + " --heads 2 --mask causal --mask causal --mask causal",
-                       "3 --mask options for 2 heads");
+                       "3 masks for 2 heads: give one mask for every head, or one per head");
   }
   SECTION("sweep --mask causal: the query at a position sees the keys up to it; the running records win") {
     const auto j = nlohmann::json::parse(attnrank_cli("sweep --mask causal --position 2 --q 1 --json").out);

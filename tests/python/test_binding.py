@@ -6,6 +6,10 @@
 - Defaults that are the library's (the time limit, the layer's and the fallback's bits)
   are read from the library in Python and shown by the command line's --help: the same
   number in both.
+- Each question's help is the library's (analysis/option_help.hpp): help(attnrank.f)
+  and `attnrank COMMAND --help` both carry its title, what its result proves and every
+  option's text, and the Python function takes exactly the options the library
+  describes (plus what is Python's own: Dask's client).
 """
 import ast
 import inspect
@@ -80,7 +84,44 @@ def test_the_command_line_shows_the_same_defaults():
         return subprocess.run([CLI, command, "--help"], capture_output=True, text=True, check=True).stdout
 
     for command in ("reach", "width", "scan"):
-        shown = re.search(r"--time-limit SECONDS=([0-9.]+)", help_of(command))
+        shown = re.search(r"--time-limit SECONDS\s+Seconds the optimiser may run in all \(default ([0-9.]+)",
+                          help_of(command))
         assert shown and float(shown.group(1)) == core.default_time_limit, command
-    assert f"(default {core.default_layer_bits})" in help_of("layer")
+    assert f"(default {core.default_layer_bits};" in help_of("layer")
     assert f"(default {core.default_fallback_bits})" in help_of("check-kernel")
+
+
+# Parameters a Python function has that the library's question does not: Python's own.
+PYTHON_ONLY = {"scan": {"client", "heads_per_task"}, "width": {"search"}}
+# The command whose --help shows a question (check_certificate is reach --check).
+COMMAND = {"check_kernel": "check-kernel", "check_certificate": "reach"}
+
+
+def _words(text):
+    return " ".join(text.split())
+
+
+def test_every_question_has_the_library_help_in_its_docstring():
+    helps = core.question_helps()
+    assert {h["name"] for h in helps} >= {"reach", "width", "rank", "det", "svd", "layer", "scan", "check_kernel"}
+    for h in helps:
+        function = getattr(attnrank, h["name"])
+        doc = _words(function.__doc__ or "")
+        assert doc.startswith(_words(h["title"])), h["name"]
+        assert _words(h["details"]) in doc, h["name"]
+        for name, text in h["options"]:
+            assert _words(f"{name} {text}") in doc, (h["name"], name)
+        parameters = set(inspect.signature(function).parameters)
+        options = {name for name, _ in h["options"]}
+        assert parameters - PYTHON_ONLY.get(h["name"], set()) == options, h["name"]
+
+
+@pytest.mark.skipif(not CLI, reason="ATTNRANK_CLI (the attnrank binary) is not set")
+def test_the_command_line_help_says_the_same_of_every_option():
+    for h in core.question_helps():
+        command = COMMAND.get(h["name"], h["name"])
+        shown = _words(subprocess.run([CLI, command, "--help"], capture_output=True, text=True, check=True).stdout)
+        if command == h["name"]:  # a question that is a command of its own: its title and what it proves
+            assert _words(h["title"]) in shown and _words(h["details"]) in shown, command
+        for name, text in h["options"]:
+            assert _words(text) in shown, (command, name)

@@ -31,6 +31,12 @@ LayerTier parse_layer_tier(const std::string& name);
 /// computed -- fixed decimals would print every weight below 5e-7 as 0.
 DecimalFormat default_layer_format(bool for_json);
 
+/// The format asked for by `digits` (decimals after the point) or `significant`
+/// (significant digits); nullopt when neither is given (default_layer_format).
+/// input_error when both are, or a count is out of range (decimals 0 ..
+/// max_printed_digits, significant digits 1 .. max_printed_digits).
+std::optional<DecimalFormat> layer_format(std::optional<int> digits, std::optional<int> significant);
+
 /// The working precision of the mp and interval tiers by default, bits.
 inline constexpr unsigned default_layer_bits = 128;
 

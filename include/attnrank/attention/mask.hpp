@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attnrank {
@@ -125,6 +126,10 @@ class Mask {
   std::vector<unsigned char> allowed_;   // row-major, 0 or 1
   std::vector<Eigen::Index> row_counts_;
 };
+
+/// The mask a name gives for n tokens: nullopt for "none" (every key allowed),
+/// the causal mask for "causal"; input_error for any other name.
+std::optional<Mask> named_mask(std::string_view name, Eigen::Index n);
 
 /// The mask an argument names, for n tokens: "causal", "none" (no mask), or a
 /// file of 0s and 1s in any matrix format read_matrix_argument reads. Throws

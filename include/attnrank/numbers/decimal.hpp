@@ -157,6 +157,9 @@ inline std::pair<std::string, std::string> enclosure_scientific(const Interval& 
   return {format_scientific(lower_bound(x), significant, false), format_scientific(upper_bound(x), significant, true)};
 }
 
+/// The most digits a result is printed with (decimals or significant digits).
+inline constexpr int max_printed_digits = 1000;
+
 /// How numbers are written: `count` digits after the point (fixed point, for
 /// people: "0.123457"), or `count` significant digits (scientific notation, for
 /// programs: a weight of 3.1e-9 stays 3.1e-9 instead of becoming 0.000000; 17
