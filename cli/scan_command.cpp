@@ -90,12 +90,10 @@ void add_scan_command(CLI::App& app, Run& run) {
     q.seed = opt->seed;
     q.refine = refine_options(opt->refine, run, "refining");
     q.refine.on_progress = {};  // one progress line per scan (heads done), not per search
-    if (!stack.patterns.empty())
-      q.mask = run.read_mask(opt->mask, stack.patterns.front().rows(), stack.name);
-    validate(stack, q);
+    if (stack.size() > 0) q.mask = run.read_mask(opt->mask, stack.pattern(0).rows(), stack.name);
     const auto start = std::chrono::steady_clock::now();
     std::size_t done = 0;
-    const std::size_t total = stack.patterns.size();
+    const std::size_t total = stack.size();
     const auto on_head = [&](const HeadScan& h) {
       ++done;
       if (opt->jsonl && run.stream) *run.stream << to_json(h).dump() << "\n" << std::flush;

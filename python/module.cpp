@@ -204,10 +204,15 @@ PYBIND11_MODULE(_attnrank, m) {
         stack.shape = shape;
         stack.index = index;
         const auto count = static_cast<std::size_t>(heads.shape(0));
+        if (index.size() != count)
+          throw input_error(name + ": " + std::to_string(index.size()) + " indices for " + std::to_string(count) + " heads");
+        // Each head copied out of the array when the scan reads it (`heads` outlives the scan).
         const Eigen::Index rows = heads.shape(1), cols = heads.shape(2);
-        using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-        for (std::size_t t = 0; t < count; ++t)
-          stack.patterns.emplace_back(Eigen::Map<const RowMajor>(heads.data(static_cast<py::ssize_t>(t), 0, 0), rows, cols));
+        const double* base = heads.data();
+        stack.read = [base, rows, cols](std::size_t t) -> Eigen::MatrixXd {
+          using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+          return Eigen::Map<const RowMajor>(base + static_cast<Eigen::Index>(t) * rows * cols, rows, cols);
+        };
         ScanQuestion q;
         q.dk = dk;
         q.epsilon = epsilon;

@@ -138,11 +138,12 @@ ReachAnalysis analyze_reach(const Matrix<Rational>& A, const ReachQuestion& q) {
         run_bounds([&](const ApproxOptions& o) { return approx_error_bounds(A, *q.x, q.dk, mask, o); });
         return 0;
       });
-      out.certificate = make_masked_embeddings_certificate(A, *q.x, mask, *out.masked_embeddings, approx, q.epsilon);
+      if (q.certificate)
+        out.certificate = make_masked_embeddings_certificate(A, *q.x, mask, *out.masked_embeddings, approx, q.epsilon);
     } else {
       out.masked = reach(A, q.dk, mask, o);
       run_bounds([&](const ApproxOptions& o) { return approx_error_bounds(A, q.dk, mask, o); });
-      out.certificate = make_masked_reach_certificate(A, mask, *out.masked, approx, q.epsilon);
+      if (q.certificate) out.certificate = make_masked_reach_certificate(A, mask, *out.masked, approx, q.epsilon);
     }
   } else {
     out.zeros_causal = zeros_are_causal(A);
@@ -152,11 +153,11 @@ ReachAnalysis analyze_reach(const Matrix<Rational>& A, const ReachQuestion& q) {
         run_bounds([&](const ApproxOptions& o) { return approx_error_bounds(A, *q.x, q.dk, o); });
         return 0;
       });
-      out.certificate = make_embeddings_certificate(A, *q.x, *out.embeddings, approx, q.epsilon);
+      if (q.certificate) out.certificate = make_embeddings_certificate(A, *q.x, *out.embeddings, approx, q.epsilon);
     } else {
       out.free = reach(A, q.dk, o);
       run_bounds([&](const ApproxOptions& o) { return approx_error_bounds(A, q.dk, o); });
-      out.certificate = make_reach_certificate(A, *out.free, approx, q.epsilon);
+      if (q.certificate) out.certificate = make_reach_certificate(A, *out.free, approx, q.epsilon);
     }
   }
 

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <sstream>
 
@@ -38,14 +39,17 @@ std::string slice_name(const HeadStack& stack, std::size_t t) {
   return name;
 }
 
-/// The rationals a slice's doubles denote; input_error (naming the slice) on a
-/// shape that is not square or an entry that is not finite.
-Matrix<Rational> exact_slice(const HeadStack& stack, std::size_t t) {
-  const Eigen::MatrixXd& P = stack.patterns[t];
-  const std::string name = slice_name(stack, t);
+/// input_error (naming the slice) when a pattern is not square.
+void require_square(const Eigen::MatrixXd& P, const std::string& name) {
   if (P.rows() != P.cols())
     throw input_error(name + ": the pattern is " + std::to_string(P.rows()) + " x " + std::to_string(P.cols()) +
                       ", not square (a scan asks about n x n attention patterns: the last two dimensions)");
+}
+
+/// The rationals a slice's doubles denote; input_error (naming the slice) on a
+/// shape that is not square or an entry that is not finite.
+Matrix<Rational> exact_slice(const Eigen::MatrixXd& P, const std::string& name) {
+  require_square(P, name);
   return exact_of_doubles(P, name);
 }
 
@@ -58,8 +62,9 @@ std::string zero_entry_note(bool zeros_causal) {
 
 HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q) {
   const auto start = std::chrono::steady_clock::now();
-  const Matrix<Rational> A = exact_slice(stack, t);
   const std::string name = slice_name(stack, t);
+  const Eigen::MatrixXd P = stack.pattern(t);
+  const Matrix<Rational> A = exact_slice(P, name);
   HeadScan h;
   h.index = stack.index[t];
   h.n = A.rows();
@@ -67,6 +72,7 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
   rq.dk = std::min<Eigen::Index>(q.dk.value_or(1), h.n);
   rq.mask = q.mask;
   rq.full_floor = true;  // the floor itself, not only what one width needs
+  rq.certificate = false;  // a scan prints none
   rq.seed = q.seed;
   rq.refine = q.refine;
   rq.error_bounds = q.dk ? ErrorBoundsPolicy::automatic : ErrorBoundsPolicy::never;
@@ -74,7 +80,6 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
   rq.target_name = name;
   const ReachAnalysis r = analyze_reach(A, rq);
   h.zero_entry = r.has_zero_entry();
-  const Eigen::MatrixXd& P = stack.patterns[t];
   h.smallest_weight = P.maxCoeff();
   for (Eigen::Index i = 0; i < h.n; ++i)
     for (Eigen::Index j = 0; j < h.n; ++j) {
@@ -174,22 +179,26 @@ HeadStack read_head_stack(const std::vector<std::string>& arguments, const Parse
   HeadStack stack;
   stack.name = arguments.size() == 1 ? arguments.front() : arguments.front() + " (and " +
                                                                std::to_string(arguments.size() - 1) + " more)";
+  // Head t is matrix `local` of file `file`.
+  std::vector<std::shared_ptr<const MatrixStackFile>> files;
+  std::vector<std::pair<std::size_t, std::size_t>> where;
   for (std::size_t f = 0; f < arguments.size(); ++f) {
-    DoubleTensor t = read_matrix_stack(arguments[f], limits);
+    files.push_back(std::make_shared<const MatrixStackFile>(arguments[f], limits));
+    const MatrixStackFile& file = *files.back();
     if (f == 0) {
-      stack.shape = t.shape;
+      stack.shape = file.shape();
       if (arguments.size() > 1) stack.shape.insert(stack.shape.begin(), arguments.size());
     }
-    for (std::size_t k = 0; k < t.matrices.size(); ++k) {
-      std::vector<std::size_t> index = t.leading_index(k);
+    for (std::size_t k = 0; k < file.size(); ++k) {
+      std::vector<std::size_t> index = file.leading_index(k);
       if (arguments.size() > 1) index.insert(index.begin(), f);
       stack.index.push_back(std::move(index));
-      stack.patterns.push_back(std::move(t.matrices[k]));
+      where.emplace_back(f, k);
     }
   }
+  stack.read = [files, where](std::size_t t) { return files[where.at(t).first]->matrix(where[t].second); };
   return stack;
 }
-
 
 void validate(const ScanQuestion& q) {
   if (q.epsilon && !(*q.epsilon >= 0 && *q.epsilon <= 1))
@@ -199,13 +208,15 @@ void validate(const ScanQuestion& q) {
 
 void validate(const HeadStack& stack, const ScanQuestion& q) {
   validate(q);
-  if (stack.patterns.empty()) throw input_error(stack.name + ": no heads to scan");
-  if (stack.index.size() != stack.patterns.size())
+  if (stack.size() == 0) throw input_error(stack.name + ": no heads to scan");
+  if (stack.index.size() != stack.size())
     throw input_error(stack.name + ": " + std::to_string(stack.index.size()) + " indices for " +
-                      std::to_string(stack.patterns.size()) + " heads");
-  for (std::size_t t = 0; t < stack.patterns.size(); ++t) {
-    const Matrix<Rational> A = exact_slice(stack, t);
+                      std::to_string(stack.size()) + " heads");
+  // On the doubles themselves (the exact values they store): no rationals made.
+  for (std::size_t t = 0; t < stack.size(); ++t) {
+    const Eigen::MatrixXd A = stack.pattern(t);
     const std::string name = slice_name(stack, t);
+    require_square(A, name);
     validate_target(A, name);
     if (q.mask) validate_masked_target(A, *q.mask, name);
     if (q.dk && (*q.dk < 1 || *q.dk > A.rows()))
@@ -220,7 +231,7 @@ void validate(const HeadStack& stack, const ScanQuestion& q) {
 std::vector<HeadScan> analyze_scan(const HeadStack& stack, const ScanQuestion& q,
                                    const std::function<void(const HeadScan&)>& on_head) {
   validate(stack, q);
-  const std::size_t count = stack.patterns.size();
+  const std::size_t count = stack.size();
   std::vector<HeadScan> out(count);
   std::mutex report;  // guards on_head
   detail::for_each_task(count, q.jobs, [&](std::size_t t) {

@@ -10,8 +10,50 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace attnrank {
 namespace {
+
+/// How many matrices a stack of `shape` holds, after the size checks a reader that
+/// holds the whole array makes (`whole`: the cells cap on the whole array; else each
+/// matrix is checked as it is decoded).
+std::size_t stack_count(const std::vector<std::size_t>& shape, const std::string& source, const ParseLimits& limits,
+                        bool whole = true) {
+  std::size_t count = 1, cells = 1;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] == 0) throw input_error(source + ": the array is empty (shape " + shape_text(shape) + ")");
+    if (k + 2 < shape.size()) count *= shape[k];
+    if (whole && cells > limits.max_cells / shape[k])
+      throw input_error(source + ": shape " + shape_text(shape) + " has more than " + std::to_string(limits.max_cells) +
+                        " entries (the size limit; max_size raises it)");
+    cells *= shape[k];
+  }
+  return count;
+}
+
+/// input_error unless an array of `shape` is a stack of matrices of 2 to `max_dims` dimensions.
+void require_stack_dimensions(const std::vector<std::size_t>& shape, const std::string& source, std::size_t max_dims) {
+  if (shape.size() < 2 || shape.size() > max_dims)
+    throw input_error(source + ": shape " + shape_text(shape) + " has " + std::to_string(shape.size()) +
+                      (max_dims == 4 ? " dimensions; an attention tensor has 2 to 4: (N, d), (H, N, d) or (B, H, N, d)"
+                                     : " dimensions; a stack of matrices has 2 to " + std::to_string(max_dims) +
+                                           ": (..., N, N)"));
+}
+
+/// "source[0,3]": a matrix of a stack, as messages name it.
+std::string matrix_name(const std::string& source, const ArraySelection& selection) {
+  if (!selection.given) return source;
+  std::string where = source + "[";
+  for (std::size_t k = 0; k < selection.indices.size(); ++k) {
+    if (k) where += ',';
+    where += std::to_string(selection.indices[k]);
+  }
+  return where + "]";
+}
 
 /// Every matrix of an array of `shape` at `data` with `strides`.
 void read_matrices(DoubleTensor& out, const unsigned char* data, const ElementType& type,
@@ -49,20 +91,10 @@ void read_matrices(DoubleTensor& out, const unsigned char* data, const ElementTy
       out.matrices = std::move(row.matrices);
       return;
     }
-  } else if (shape.size() < 2 || shape.size() > max_dims)
-    throw input_error(source + ": shape " + shape_text(shape) + " has " + std::to_string(shape.size()) +
-                      (max_dims == 4 ? " dimensions; an attention tensor has 2 to 4: (N, d), (H, N, d) or (B, H, N, d)"
-                                     : " dimensions; a stack of matrices has 2 to " + std::to_string(max_dims) +
-                                           ": (..., N, N)"));
-  std::size_t count = 1, cells = 1;
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    if (shape[k] == 0) throw input_error(source + ": the array is empty (shape " + shape_text(shape) + ")");
-    if (k + 2 < shape.size()) count *= shape[k];
-    if (cells > limits.max_cells / shape[k])
-      throw input_error(source + ": shape " + shape_text(shape) + " has more than " + std::to_string(limits.max_cells) +
-                        " entries (the size limit; max_size raises it)");
-    cells *= shape[k];
+  } else {
+    require_stack_dimensions(shape, source, max_dims);
   }
+  const std::size_t count = stack_count(shape, source, limits);
   for (std::size_t t = 0; t < count; ++t) {
     ArraySelection selection;
     for (std::size_t index : out.leading_index(t)) selection.indices.push_back(static_cast<long>(index));
@@ -71,17 +103,9 @@ void read_matrices(DoubleTensor& out, const unsigned char* data, const ElementTy
     view.type = type;
     const std::ptrdiff_t offset = select_matrix(shape, strides, selection, source, view);
     view.data = data + offset;
-    std::string where = source;
-    if (heads_first) {
-      where += "[:, " + std::to_string(t) + ", :] (head " + std::to_string(t) + ", a row per packed token)";
-    } else if (selection.given) {
-      where += "[";
-      for (std::size_t k = 0; k < selection.indices.size(); ++k) {
-        if (k) where += ',';
-        where += std::to_string(selection.indices[k]);
-      }
-      where += "]";
-    }
+    const std::string where =
+        heads_first ? source + "[:, " + std::to_string(t) + ", :] (head " + std::to_string(t) + ", a row per packed token)"
+                    : matrix_name(source, selection);
     out.matrices.push_back(decode_binary_matrix_as_doubles(view, where, limits, nonfinite));
   }
 }
@@ -164,6 +188,94 @@ DoubleTensor read_row_stack(const std::string& argument, const ParseLimits& limi
 
 DoubleTensor read_matrix_stack(const std::string& argument, const ParseLimits& limits) {
   return read_tensor(argument, limits, NonFiniteElements::refuse, max_stack_dimensions);
+}
+
+namespace {
+
+/// A regular file mapped read-only (nullptr when it cannot be: not a regular file,
+/// empty, or mmap refused). No size limit: nothing is read until a matrix is asked
+/// for, and then only its bytes.
+const unsigned char* map_file(const std::string& path, std::size_t& bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat st {};
+  const unsigned char* map = nullptr;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    bytes = static_cast<std::size_t>(st.st_size);
+    void* p = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p != MAP_FAILED) map = static_cast<const unsigned char*>(p);
+  }
+  ::close(fd);  // the mapping keeps the file
+  return map;
+}
+
+}  // namespace
+
+MatrixStackFile::MatrixStackFile(const std::string& argument, const ParseLimits& limits) : limits_(limits) {
+  const auto st = split_safetensors_argument(argument);
+  const std::string path = st ? st->path : argument;
+  if (path != "-" && argument.find('[') == std::string::npos) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) map_ = map_file(path, map_bytes_);
+  }
+  if (map_) {
+    const std::string_view bytes(reinterpret_cast<const char*>(map_), map_bytes_);
+    if (st) {
+      for (const SafetensorsEntry& e : safetensors_index(bytes, st->path))
+        if (e.name == st->rest) {
+          tensor_.shape = e.shape;
+          tensor_.dtype = e.type.name;
+          type_ = e.type;
+          data_ = map_ + e.begin;
+          source_ = st->path + ":" + e.name;
+        }
+    } else if (is_npy(bytes)) {
+      const NpyHeader h = parse_npy_header(bytes, path);
+      if (!h.fortran_order) {  // Fortran order scatters a matrix over the file: read whole
+        tensor_.shape = h.shape;
+        tensor_.dtype = h.type.name;
+        type_ = h.type;
+        data_ = map_ + h.data_offset;
+        source_ = path;
+      }
+    }
+    if (data_) {
+      require_stack_dimensions(tensor_.shape, source_, max_stack_dimensions);
+      count_ = stack_count(tensor_.shape, source_, limits, false);
+      strides_ = byte_strides(tensor_.shape, type_.bytes, false);
+      return;
+    }
+    ::munmap(const_cast<unsigned char*>(map_), map_bytes_);
+    map_ = nullptr;
+  }
+  // Text, standard input, a selection, Fortran order, or a tensor the file lacks:
+  // the whole reader reads it (and words its errors).
+  tensor_ = read_matrix_stack(argument, limits);
+  count_ = tensor_.matrices.size();
+}
+
+MatrixStackFile::~MatrixStackFile() {
+  if (map_) ::munmap(const_cast<unsigned char*>(map_), map_bytes_);
+}
+
+Eigen::MatrixXd MatrixStackFile::matrix(std::size_t t) const {
+  if (!map_) return tensor_.matrices.at(t);
+  ArraySelection selection;
+  for (std::size_t index : tensor_.leading_index(t)) selection.indices.push_back(static_cast<long>(index));
+  selection.given = !selection.indices.empty();
+  BinaryMatrixView view;
+  view.type = type_;
+  const std::ptrdiff_t offset = select_matrix(tensor_.shape, strides_, selection, source_, view);
+  view.data = data_ + offset;
+  Eigen::MatrixXd m = decode_binary_matrix_as_doubles(view, matrix_name(source_, selection), limits_);
+  // C order: the matrix is one run of bytes. Hand its pages back (whole pages,
+  // outward: a neighbour's page read again later is read from the file again).
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(view.data) / page * page;
+  const auto end = reinterpret_cast<std::uintptr_t>(view.data) +
+                   static_cast<std::uintptr_t>(view.rows) * static_cast<std::uintptr_t>(view.columns) * type_.bytes;
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  return m;
 }
 
 std::optional<Eigen::MatrixXd> read_binary_doubles(const std::string& argument, const ParseLimits& limits) {

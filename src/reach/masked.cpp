@@ -287,18 +287,21 @@ std::optional<Staircase> staircase_of(const Mask& mask) {
   return st;
 }
 
-void validate_masked_target(const Matrix<Rational>& A, const Mask& mask, const std::string& source) {
-  validate_target(A, source);
+namespace {
+
+/// validate_masked_target past validate_target, on rationals or on doubles.
+template <class Derived>
+void validate_masked_entries(const Eigen::MatrixBase<Derived>& A, const Mask& mask, const std::string& source) {
   mask.require_size(A.rows(), source);
   for (Index i = 0; i < A.rows(); ++i)
     for (Index j = 0; j < A.cols(); ++j)
-      if (!mask.allows(i, j) && mpq_sgn(A(i, j).backend().data()) != 0) {
+      if (!mask.allows(i, j) && detail::entry_sign(A(i, j)) != 0) {
         // The weights exactly where the mask blocks and nowhere else: a mask in the other convention.
         bool complement = true;
         for (Index r = 0; r < A.rows() && complement; ++r)
           for (Index c = 0; c < A.cols() && complement; ++c)
-            complement = (mpq_sgn(A(r, c).backend().data()) != 0) != mask.allows(r, c);
-        const std::string shown = exact_decimal_text(A(i, j));
+            complement = (detail::entry_sign(A(r, c)) != 0) != mask.allows(r, c);
+        const std::string shown = detail::entry_decimal(A(i, j));
         throw input_error(entry_text(source, i, j) + " is " +
                               shown + " at a masked position; a masked head puts exactly 0 there" +
                               (complement ? std::string(". The pattern's weights are exactly where the mask blocks: ") +
@@ -306,6 +309,18 @@ void validate_masked_target(const Matrix<Rational>& A, const Mask& mask, const s
                                           : std::string()),
                           source, static_cast<long>(i + 1), static_cast<long>(j + 1));
       }
+}
+
+}  // namespace
+
+void validate_masked_target(const Matrix<Rational>& A, const Mask& mask, const std::string& source) {
+  validate_target(A, source);
+  validate_masked_entries(A, mask, source);
+}
+
+void validate_masked_target(const Eigen::MatrixXd& A, const Mask& mask, const std::string& source) {
+  validate_target(A, source);
+  validate_masked_entries(A, mask, source);
 }
 
 bool zeros_are_causal(const Matrix<Rational>& A) {

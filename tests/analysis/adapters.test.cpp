@@ -128,12 +128,29 @@ TEST_CASE("attnrank::read_head_stack", "[unit]") {
   };
   const std::string a = write("a.npy", 3), b = write("b.npy", 3);
   const HeadStack one = read_head_stack({a});
-  CHECK(one.patterns.size() == 3);
+  CHECK(one.size() == 3);
+  CHECK(one.patterns.empty());  // read when the scan asks, not held
   CHECK(one.shape == std::vector<std::size_t>{3, 2, 2});
   const HeadStack two = read_head_stack({a, b});
-  CHECK(two.patterns.size() == 6);
+  CHECK(two.size() == 6);
   CHECK(two.shape == std::vector<std::size_t>{2, 3, 2, 2});
   CHECK(two.index[4] == std::vector<std::size_t>{1, 1});
+  Eigen::MatrixXd expected(2, 2);
+  expected << 0.75, 0.25, 0.5, 0.5;
+  for (std::size_t t = 0; t < two.size(); ++t) CHECK(two.pattern(t) == expected);
+  // A NaN in the last head of the second file: named when the scan reads it, before any head is computed.
+  std::string data;
+  for (std::size_t h = 0; h < 3; ++h)
+    for (double v : {0.75, 0.25, h == 2 ? std::nan("") : 0.5, 0.5}) {
+      std::uint64_t bits;
+      std::memcpy(&bits, &v, 8);
+      data += attnrank::test::raw_bytes(bits, 8);
+    }
+  const std::string c = (dir / "c.npy").string();
+  std::ofstream(c, std::ios::binary) << attnrank::test::npy_bytes("<f8", false, {3, 2, 2}, data);
+  const HeadStack bad = read_head_stack({a, c});
+  const std::string message = input_error_message([&] { analyze_scan(bad, ScanQuestion{}); });
+  CHECK(message.find(c + "[2][1, 0] (0-based) is nan") != std::string::npos);
   CHECK_FALSE(input_error_message([] { read_head_stack({}); }).empty());
 }
 

@@ -51,6 +51,24 @@ TEST_CASE("attnrank::analyze_reach", "[property]") {
     if (r.witness_error && std::isfinite(*r.witness_error)) RC_ASSERT(*r.best_error <= *r.witness_error);
   });
 
+  rc::prop("without the certificate (the scan's question) every other number is the same", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(2, 7);
+    ReachQuestion q;
+    q.dk = *rc::gen::inRange<Eigen::Index>(1, n + 1);
+    q.refine.policy = RefinePolicy::never;
+    if (*rc::gen::arbitrary<bool>()) q.mask = Mask::causal(n);
+    const Matrix<Rational> A = q.mask ? masked_power_target(gen_low_rank_exponents(n, 2), *q.mask)
+                                      : gen_target(n, *rc::gen::inRange<Eigen::Index>(1, n + 1));
+    nlohmann::json with = to_json(analyze_reach(A, q));
+    q.certificate = false;
+    nlohmann::json without = to_json(analyze_reach(A, q));
+    RC_ASSERT(!with["certificate"].is_null());
+    RC_ASSERT(without["certificate"].is_null());
+    with.erase("certificate");
+    without.erase("certificate");
+    RC_ASSERT(with == without);
+  });
+
   rc::prop("a mask that allows every key asks the free question: the same verdict and floor", [] {
     const auto n = *rc::gen::inRange<Eigen::Index>(2, 7);
     const Matrix<Rational> A = gen_target(n, *rc::gen::inRange<Eigen::Index>(1, n + 1));

@@ -9,11 +9,14 @@
 #include <attnrank/io/safetensors.hpp>
 #include <attnrank/io/torch_weights.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <unistd.h>
 
 using namespace attnrank;
@@ -369,6 +372,107 @@ TEST_CASE("attnrank::read_double_tensor") {
                Catch::Contains("2 to 4"));
     CHECK_THAT(error_of([&] { read_double_tensor(write("n.npy", npy_bytes("<f8", false, {1, 1}, raw_bytes(0x7ff8000000000000, 8)))); }),
                Catch::Contains("nan"));
+  }
+}
+
+TEST_CASE("attnrank::MatrixStackFile", "[property]") {
+  // Whatever the source, the matrices read one at a time are read_matrix_stack's,
+  // in the same order, and every problem is worded as read_matrix_stack words it.
+  const std::string dir = scratch_dir();
+  const auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
+    return dir + "/" + name;
+  };
+  rc::prop("mapped .npy and safetensors stacks, C and Fortran order, match read_matrix_stack", [&] {
+    const auto lead = *rc::gen::container<std::vector<std::size_t>>(
+        *rc::gen::inRange<std::size_t>(0, 3), rc::gen::inRange<std::size_t>(1, 4));
+    const std::size_t n = *rc::gen::inRange<std::size_t>(1, 6), m = *rc::gen::inRange<std::size_t>(1, 6);
+    std::vector<std::size_t> shape = lead;
+    shape.push_back(n);
+    shape.push_back(m);
+    std::size_t cells = 1;
+    for (std::size_t d : shape) cells *= d;
+    std::vector<float> values;
+    for (std::size_t k = 0; k < cells; ++k) values.push_back(static_cast<float>(*gen_nasty_double()));
+    std::string c_data;
+    for (float v : values) c_data += raw_bytes(float_bits(v), 4);
+    // Fortran order: the same array with its axes' order reversed in memory.
+    std::string f_data(c_data.size(), '\0');
+    for (std::size_t k = 0; k < cells; ++k) {
+      std::size_t rest = k, f = 0, step = 1;
+      std::vector<std::size_t> idx(shape.size());
+      for (std::size_t a = shape.size(); a-- > 0;) {
+        idx[a] = rest % shape[a];
+        rest /= shape[a];
+      }
+      for (std::size_t a = 0; a < shape.size(); ++a) {
+        f += idx[a] * step;
+        step *= shape[a];
+      }
+      std::memcpy(&f_data[4 * f], &c_data[4 * k], 4);
+    }
+    const bool finite = std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+    const std::string c = write("stack_c.npy", npy_bytes("<f4", false, shape, c_data));
+    const std::string f = write("stack_f.npy", npy_bytes("<f4", true, shape, f_data));
+    const std::string st = write("stack.safetensors", safetensors_bytes({{"p", "F32", shape, c_data}}));
+    for (const std::string& argument : {c, f, st + ":p"}) {
+      const std::string whole = error_of([&] { (void)read_matrix_stack(argument); });
+      std::unique_ptr<MatrixStackFile> opened;
+      const std::string on_open = error_of([&] { opened = std::make_unique<MatrixStackFile>(argument); });
+      if (!opened) {  // read whole (Fortran order): its problems are found on opening, worded the same
+        RC_ASSERT(argument == f);
+        RC_ASSERT(on_open == whole);
+        continue;
+      }
+      const MatrixStackFile& file = *opened;
+      RC_ASSERT(file.mapped() == (argument != f));  // Fortran order is read whole
+      RC_ASSERT(file.shape() == shape);
+      if (finite) {
+        RC_ASSERT(whole.empty());
+        const DoubleTensor t = read_matrix_stack(argument);
+        RC_ASSERT(file.size() == t.matrices.size());
+        for (std::size_t k = t.matrices.size(); k-- > 0;) {  // any order
+          RC_ASSERT(file.leading_index(k) == t.leading_index(k));
+          RC_ASSERT(file.matrix(k) == t.matrices[k]);
+        }
+      } else {  // the first non-finite matrix, read alone, says what the whole reader says
+        RC_ASSERT(!whole.empty());
+        std::string first;
+        for (std::size_t k = 0; k < file.size() && first.empty(); ++k) first = error_of([&] { (void)file.matrix(k); });
+        if (file.mapped()) RC_ASSERT(first == whole);
+      }
+    }
+  });
+  SECTION("a missing tensor, a text file, a bad shape and the size limit, in read_matrix_stack's words") {
+    const std::string st = write("one.safetensors", safetensors_bytes({{"p", "F64", {2, 2}, std::string(32, '\0')}}));
+    CHECK(error_of([&] { const MatrixStackFile file{st + ":q"}; }) == error_of([&] { (void)read_matrix_stack(st + ":q"); }));
+    const std::string text = write("one.csv", "0.5,0.5\n0.25,0.75\n");
+    const MatrixStackFile t(text);
+    CHECK_FALSE(t.mapped());
+    CHECK(t.matrix(0) == read_matrix_stack(text).matrices[0]);
+    const std::string flat = write("flat.npy", npy_bytes("<f8", false, {4}, std::string(32, '\0')));
+    CHECK(error_of([&] { const MatrixStackFile file{flat}; }) == error_of([&] { (void)read_matrix_stack(flat); }));
+  }
+  SECTION("a mapped stack is limited matrix by matrix, not as a whole: it is never held") {
+    // 300 float32 matrices of 1024 x 1024 (1.26 GB, sparse: no disk used), over the
+    // whole-file and whole-array caps, read one matrix at a time.
+    const std::string path = dir + "/sparse-stack.npy";
+    {
+      std::ofstream(path, std::ios::binary) << npy_bytes("<f4", false, {300, 1024, 1024}, "");
+    }
+    const std::uintmax_t header = std::filesystem::file_size(path);
+    std::filesystem::resize_file(path, header + std::uintmax_t{300} * 1024 * 1024 * 4);
+    CHECK_THAT(error_of([&] { (void)read_matrix_stack(path); }), Catch::Contains("over the limit of"));
+    const MatrixStackFile file(path);
+    REQUIRE(file.mapped());
+    CHECK(file.size() == 300);
+    CHECK(file.matrix(299) == Eigen::MatrixXd::Zero(1024, 1024));
+    CHECK(file.leading_index(299) == std::vector<std::size_t>{299});
+    ParseLimits small;  // a matrix over the per-matrix caps is named when it is read
+    small.max_cells = 1000;
+    const MatrixStackFile capped(path, small);
+    CHECK_THAT(error_of([&] { (void)capped.matrix(3); }), Catch::Contains("sparse-stack.npy[3]"));
+    std::filesystem::remove(path);
   }
 }
 

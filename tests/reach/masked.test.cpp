@@ -7,14 +7,43 @@
 #include "mask_support.hpp"
 #include "rank_support.hpp"
 
+#include <attnrank/io/double_tensor.hpp>
 #include <attnrank/reach/masked.hpp>
 #include <attnrank/tutorial/single_key_head.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 #include <random>
 
 using namespace attnrank;
 using namespace attnrank::test;
+
+TEST_CASE("attnrank::validate_masked_target on doubles", "[property]") {
+  // The scan validates the doubles it reads without making rationals: the same
+  // checks, in the same words, as on the rationals the doubles denote.
+  rc::prop("validate_target and validate_masked_target word doubles as their rationals", [] {
+    const Eigen::Index n = *rc::gen::inRange<Eigen::Index>(1, 6);
+    const Eigen::Index m = *rc::gen::weightedOneOf<Eigen::Index>(
+        {{6, rc::gen::just(n)}, {1, rc::gen::inRange<Eigen::Index>(1, 6)}});
+    const auto entry = rc::gen::weightedOneOf<double>(
+        {{8, rc::gen::map(rc::gen::inRange(1, 1000), [](int k) { return k / 997.0; })},
+         {2, rc::gen::just(0.0)},
+         {1, rc::gen::element(-0.0, -0.25, -5e-324, 5e-324, 1e300)},
+         {1, rc::gen::element(std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity())}});
+    Eigen::MatrixXd P(n, m);
+    for (Eigen::Index k = 0; k < P.size(); ++k) P(k) = *entry;
+    const auto words = [](const std::function<void()>& f) { return input_error_message(f); };
+    const std::string of_doubles = words([&] { validate_target(P, "P"); });
+    const std::string of_rationals = words([&] { validate_target(exact_of_doubles(P, "P"), "P"); });
+    RC_ASSERT(of_doubles == of_rationals);
+    if (n == m && of_doubles.empty()) {
+      const Mask mask = *rc::gen::element(Mask::causal(n), Mask::full(n));
+      RC_ASSERT(words([&] { validate_masked_target(P, mask, "P"); }) ==
+                words([&] { validate_masked_target(exact_of_doubles(P, "P"), mask, "P"); }));
+    }
+  });
+}
 
 TEST_CASE("attnrank::staircase_of") {
   rc::prop("nested masks (causal, prefix-LM, permuted) have a staircase: each row allows exactly a prefix", [] {

@@ -44,6 +44,10 @@ struct ReachQuestion {
   std::uint64_t seed = 1;                ///< the optimiser's restarts (ApproxOptions::seed)
   ErrorBoundsPolicy error_bounds = ErrorBoundsPolicy::automatic;
   Eigen::Index error_bounds_size_limit = 512;
+  /// Write the certificate (ReachAnalysis::certificate): its fingerprint of the target
+  /// reads every entry as text, a tenth of a scan's time on n = 512 heads, so the
+  /// scan, which prints no certificate, turns it off (the certificate is then null).
+  bool certificate = true;
   /// When the optimiser sharpens error_upper (analysis/refinement.hpp): by default
   /// only when epsilon is asked and the cheap band leaves it undecided, for 2 s.
   RefineOptions refine;

@@ -27,12 +27,20 @@
 
 namespace attnrank {
 
-/// The heads to scan: n x n patterns with their place in the stack.
+/// The heads to scan: n x n patterns with their place in the stack, held in
+/// memory (`patterns`) or read one at a time when asked for (`read`: a stack in
+/// files, read_head_stack), so that a stack of any size costs a few heads of memory.
 struct HeadStack {
   std::vector<std::size_t> shape;  ///< the whole stack's shape, (..., n, n); several files: (files, ...)
   std::vector<std::vector<std::size_t>> index;  ///< each head's leading indices, in C order
-  std::vector<Eigen::MatrixXd> patterns;        ///< each head's pattern (exact doubles)
+  std::vector<Eigen::MatrixXd> patterns;        ///< each head's pattern (exact doubles), when held
+  /// Otherwise head t's pattern, read when asked (from several threads at once).
+  std::function<Eigen::MatrixXd(std::size_t)> read;
   std::string name;                             ///< for messages and the report
+
+  std::size_t size() const { return read ? index.size() : patterns.size(); }
+  /// Head t's pattern: held, or read now.
+  Eigen::MatrixXd pattern(std::size_t t) const { return read ? read(t) : patterns.at(t); }
 };
 
 struct ScanQuestion {
@@ -86,8 +94,10 @@ struct HeadScan {
 std::string width_known(const HeadScan& h);
 
 /// The heads of every argument (a .npy of shape (..., n, n), F.safetensors:NAME, a
-/// matrix file), in order, read into doubles; several arguments add a leading file
-/// index. input_error for an argument that cannot be read, or none.
+/// matrix file), in order; several arguments add a leading file index. Binary
+/// arrays are mapped and each head read when the scan asks for it
+/// (MatrixStackFile); text is read whole. input_error for an argument that cannot
+/// be read, or none.
 HeadStack read_head_stack(const std::vector<std::string>& arguments, const ParseLimits& limits = {});
 
 /// The heads of `stack` read as above: input_error naming the slice (its index)

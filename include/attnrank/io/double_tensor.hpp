@@ -63,6 +63,43 @@ Matrix<Rational> exact_of_doubles(const Eigen::MatrixXd& A, const std::string& n
 inline constexpr std::size_t max_stack_dimensions = 8;
 DoubleTensor read_matrix_stack(const std::string& argument, const ParseLimits& limits = {});
 
+/// read_matrix_stack's matrices, one at a time: a regular .npy file (C order) or a
+/// safetensors tensor is mapped, not read, and each matrix is decoded from its
+/// bytes when asked for, those pages then handed back to the system -- a stack of
+/// any size costs one matrix of memory per reader thread. Other arguments (text,
+/// standard input, Fortran order) are read whole, as read_matrix_stack reads them.
+/// The same checks and messages as read_matrix_stack, except that a mapped stack
+/// is limited matrix by matrix (rows, columns, cells), not as a whole (file size,
+/// cells of the whole array): it is never held. A matrix's own problems (a NaN, a
+/// size over the limits) are reported when it is read. matrix() may be called
+/// from several threads at once.
+class MatrixStackFile {
+ public:
+  explicit MatrixStackFile(const std::string& argument, const ParseLimits& limits = {});
+  ~MatrixStackFile();
+  MatrixStackFile(const MatrixStackFile&) = delete;
+  MatrixStackFile& operator=(const MatrixStackFile&) = delete;
+
+  const std::vector<std::size_t>& shape() const { return tensor_.shape; }
+  std::size_t size() const { return count_; }
+  std::vector<std::size_t> leading_index(std::size_t t) const { return tensor_.leading_index(t); }
+  /// Matrix t, leading indices in C order (0 <= t < size()).
+  Eigen::MatrixXd matrix(std::size_t t) const;
+  /// Whether the matrices are decoded on demand (false: read whole).
+  bool mapped() const { return map_ != nullptr; }
+
+ private:
+  DoubleTensor tensor_;  // the shape always; the matrices only when read whole
+  std::size_t count_ = 0;
+  const unsigned char* map_ = nullptr;
+  std::size_t map_bytes_ = 0;
+  const unsigned char* data_ = nullptr;  // the first element
+  ElementType type_;
+  std::vector<std::ptrdiff_t> strides_;
+  std::string source_;
+  ParseLimits limits_;
+};
+
 /// A matrix argument that names a 2-D binary array of finite floats or small
 /// integers (an .npy file, a safetensors tensor) read straight into doubles,
 /// each the exact real the file stores: the same numbers read_matrix gives as

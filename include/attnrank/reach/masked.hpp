@@ -127,6 +127,9 @@ struct MaskedReachResult {
 /// nonzero entry at a masked position (an input error naming `source`, the
 /// row, the column and the value: a masked head puts exactly 0 there).
 void validate_masked_target(const Matrix<Rational>& A, const Mask& mask, const std::string& source);
+/// The same checks, in the same words, on a pattern of doubles (validate_target's
+/// overload for doubles first: every entry finite).
+void validate_masked_target(const Eigen::MatrixXd& A, const Mask& mask, const std::string& source);
 
 /// Whether A (n >= 2) is zero exactly on the strictly upper triangle: a causal
 /// pattern asked about without a mask.

@@ -28,6 +28,12 @@ namespace attnrank {
 /// answer, not an input error).
 void validate_target(const Matrix<Rational>& A, const std::string& source);
 
+/// The same checks, in the same words, on a pattern of doubles (the exact values
+/// they store; no rationals made): first that every entry is finite (a NaN or
+/// infinity is named, column by column, as exact_of_doubles names it), then
+/// validate_target's.
+void validate_target(const Eigen::MatrixXd& A, const std::string& source);
+
 /// Positions (row, column), 0-based, of the zero entries of A.
 std::vector<std::pair<Eigen::Index, Eigen::Index>> zero_entries(const Matrix<Rational>& A);
 
@@ -47,7 +53,15 @@ Eigen::MatrixXd approx_normalized_target(const Matrix<Rational>& A);
 /// exactly 0; upper ends are at most 1.
 BoundsMatrix normalized_target_bounds(const Matrix<Rational>& A);
 
-inline void validate_target(const Matrix<Rational>& A, const std::string& source) {
+namespace detail {
+inline int entry_sign(const Rational& q) { return mpq_sgn(q.backend().data()); }
+inline int entry_sign(double x) { return (x > 0) - (x < 0); }
+inline std::string entry_decimal(const Rational& q) { return exact_decimal_text(q); }
+inline std::string entry_decimal(double x) { return shortest_decimal(x); }
+
+/// validate_target's checks on rationals or on finite doubles, in one wording.
+template <class Derived>
+void validate_target_entries(const Eigen::MatrixBase<Derived>& A, const std::string& source) {
   if (A.rows() == 0) throw input_error(source + ": the target is empty");
   if (A.rows() != A.cols())
     throw input_error(source + ": the target must be square (n x n attention weights), this one is " +
@@ -55,9 +69,9 @@ inline void validate_target(const Matrix<Rational>& A, const std::string& source
   for (Eigen::Index i = 0; i < A.rows(); ++i) {
     bool positive = false;
     for (Eigen::Index j = 0; j < A.cols(); ++j) {
-      const int sign = mpq_sgn(A(i, j).backend().data());
+      const int sign = entry_sign(A(i, j));
       if (sign < 0) {
-        const std::string shown = exact_decimal_text(A(i, j));
+        const std::string shown = entry_decimal(A(i, j));
         throw input_error(entry_text(source, static_cast<long>(i), static_cast<long>(j)) + " is " + shown +
                               ": attention weights cannot be negative (" +
                               "weights are probabilities, softmax outputs: scores or logits need a softmax first)",
@@ -69,6 +83,21 @@ inline void validate_target(const Matrix<Rational>& A, const std::string& source
       throw input_error(row_text(source, static_cast<long>(i)) + " is all zeros (a softmax row sums to 1)", source,
                         static_cast<long>(i + 1));
   }
+}
+}  // namespace detail
+
+inline void validate_target(const Matrix<Rational>& A, const std::string& source) {
+  detail::validate_target_entries(A, source);
+}
+
+inline void validate_target(const Eigen::MatrixXd& A, const std::string& source) {
+  for (Eigen::Index j = 0; j < A.cols(); ++j)
+    for (Eigen::Index i = 0; i < A.rows(); ++i)
+      if (!std::isfinite(A(i, j)))
+        throw input_error(entry_text(source, static_cast<long>(i), static_cast<long>(j)) + " is " +
+                              shortest_decimal(A(i, j)) + ": not a finite number",
+                          source, i + 1, j + 1);
+  detail::validate_target_entries(A, source);
 }
 
 inline std::vector<std::pair<Eigen::Index, Eigen::Index>> zero_entries(const Matrix<Rational>& A) {
