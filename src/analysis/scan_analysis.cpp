@@ -179,7 +179,7 @@ HeadStack read_head_stack(const std::vector<std::string>& arguments, const Parse
   HeadStack stack;
   stack.name = arguments.size() == 1 ? arguments.front() : arguments.front() + " (and " +
                                                                std::to_string(arguments.size() - 1) + " more)";
-  // Head t is matrix `local` of file `file`.
+  // where[t]: head t is matrix where[t].second of file where[t].first.
   std::vector<std::shared_ptr<const MatrixStackFile>> files;
   std::vector<std::pair<std::size_t, std::size_t>> where;
   for (std::size_t f = 0; f < arguments.size(); ++f) {

@@ -72,7 +72,8 @@ DoubleTensor read_matrix_stack(const std::string& argument, const ParseLimits& l
 /// is limited matrix by matrix (rows, columns, cells), not as a whole (file size,
 /// cells of the whole array): it is never held. A matrix's own problems (a NaN, a
 /// size over the limits) are reported when it is read. matrix() may be called
-/// from several threads at once.
+/// from several threads at once. The file must stay as it is while the stack is
+/// read: a mapped file cut short under a reader is the system's SIGBUS.
 class MatrixStackFile {
  public:
   explicit MatrixStackFile(const std::string& argument, const ParseLimits& limits = {});
