@@ -33,7 +33,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
   };
   auto opt = std::make_shared<Options>();
   // Each flag's text is the library's (option_help), with where the command line reads it from.
-  const auto h = [](const char* option) { return help_of("check_kernel", option); };
+  const auto h = [](const char* option) { return option_help("check_kernel", option); };
   const std::string file = " (.npy or F.safetensors:NAME)";
   const std::string list = " (comma-separated, or an array file)";
   cmd->add_option("--q", opt->q, h("q") + file);

@@ -30,11 +30,6 @@ void add_scan_command(CLI::App& app, Run& run);
 /// result proves as the help's footer (analysis/option_help.hpp: Python prints the same).
 CLI::App* add_question_command(CLI::App& app, const std::string& command, std::string_view question);
 
-/// The library's text of an option (option_help), for its flag's description.
-inline std::string help_of(std::string_view question, std::string_view option) {
-  return option_help(question, option);
-}
-
 /// --refine and --time-limit S (0: none) on a command.
 struct RefineFlags {
   bool refine = false;

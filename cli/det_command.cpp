@@ -15,12 +15,12 @@ void add_det_command(CLI::App& app, Run& run) {
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("MATRIX", opt->matrix, help_of("det", "M") + matrix_source)->required();
-  cmd->add_option("--mode", opt->mode, help_of("det", "mode"))->check(CLI::IsMember({"exact", "certified"}));
-  cmd->add_option("--bits", opt->question.bits, help_of("det", "bits"))
+  cmd->add_option("MATRIX", opt->matrix, option_help("det", "M") + matrix_source)->required();
+  cmd->add_option("--mode", opt->mode, option_help("det", "mode"))->check(CLI::IsMember({"exact", "certified"}));
+  cmd->add_option("--bits", opt->question.bits, option_help("det", "bits"))
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
   cmd->add_option("--digits", opt->question.digits,
-                  help_of("det", "digits"))
+                  option_help("det", "digits"))
       ->check(CLI::Range(1, max_digits));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &run] {

@@ -38,11 +38,11 @@ void add_layer_command(CLI::App& app, Run& run) {
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("--x", opt->x, help_of("layer", "x") + " (a matrix file: text, .npy, F.safetensors:NAME)")->required();
-  auto* wq = cmd->add_option("--wq", opt->wq, help_of("layer", "wq"));
-  auto* wk = cmd->add_option("--wk", opt->wk, help_of("layer", "wk"));
-  auto* wv = cmd->add_option("--wv", opt->wv, help_of("layer", "wv"));
-  auto* wo = cmd->add_option("--wo", opt->wo, help_of("layer", "wo"));
+  cmd->add_option("--x", opt->x, option_help("layer", "x") + " (a matrix file: text, .npy, F.safetensors:NAME)")->required();
+  auto* wq = cmd->add_option("--wq", opt->wq, option_help("layer", "wq"));
+  auto* wk = cmd->add_option("--wk", opt->wk, option_help("layer", "wk"));
+  auto* wv = cmd->add_option("--wv", opt->wv, option_help("layer", "wv"));
+  auto* wo = cmd->add_option("--wo", opt->wo, option_help("layer", "wo"));
   cmd->add_flag("--torch-layout", opt->torch_layout,
                 "--wq, --wk, --wv, --wo are PyTorch's out x in (nn.Linear.weight): each is transposed on reading");
   cmd->add_option("--state-dict", opt->state_dict,
@@ -53,21 +53,21 @@ void add_layer_command(CLI::App& app, Run& run) {
       ->excludes(wv)
       ->excludes(wo)
       ->excludes("--torch-layout");  // a state dict is always in PyTorch's layout
-  cmd->add_option("--heads", opt->heads, help_of("layer", "heads"))->required()->check(CLI::Range(1L, 1L << 20));
+  cmd->add_option("--heads", opt->heads, option_help("layer", "heads"))->required()->check(CLI::Range(1L, 1L << 20));
   cmd->add_option("--tier", opt->tier,
-                  help_of("layer", "tier"))
+                  option_help("layer", "tier"))
       ->check(CLI::IsMember({"double", "certified-double", "mp", "interval"}));
   auto* digits = cmd->add_option("--digits", opt->digits,
-                                 help_of("layer", "digits"))
+                                 option_help("layer", "digits"))
                      ->check(CLI::Range(0, max_digits));
   cmd->add_option("--significant", opt->significant,
-                  help_of("layer", "significant"))
+                  option_help("layer", "significant"))
       ->check(CLI::Range(1, max_digits))
       ->excludes(digits);
-  cmd->add_option("--bits", opt->bits, help_of("layer", "bits"))
+  cmd->add_option("--bits", opt->bits, option_help("layer", "bits"))
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
   cmd->add_option("--mask", opt->masks,
-                  help_of("layer", "mask") + " (a matrix file; the flag repeated per head)");
+                  option_help("layer", "mask") + " (a matrix file; the flag repeated per head)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &run] {
     const ParseLimits& limits = run.limits;

@@ -18,14 +18,14 @@ void add_rank_command(CLI::App& app, Run& run) {
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("MATRIX", opt->matrix, help_of("rank", "M") + matrix_source)->required();
-  cmd->add_option("--mode", opt->mode, help_of("rank", "mode"))
+  cmd->add_option("MATRIX", opt->matrix, option_help("rank", "M") + matrix_source)->required();
+  cmd->add_option("--mode", opt->mode, option_help("rank", "mode"))
       ->check(CLI::IsMember({"exact", "certified", "numeric"}));
-  cmd->add_option("--bits", opt->bits, help_of("rank", "bits"))
+  cmd->add_option("--bits", opt->bits, option_help("rank", "bits"))
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
-  cmd->add_option("--tol", opt->tol, help_of("rank", "tol"))
+  cmd->add_option("--tol", opt->tol, option_help("rank", "tol"))
       ->check(CLI::Range(0.0, 1e308));
-  cmd->add_option("--top", opt->top, help_of("rank", "top"))
+  cmd->add_option("--top", opt->top, option_help("rank", "top"))
       ->check(CLI::Range(1L, max_spec_size));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &run] {

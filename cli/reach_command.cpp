@@ -25,21 +25,21 @@ void add_reach_command(CLI::App& app, Run& run) {
   };
   auto opt = std::make_shared<Options>();
   ReachQuestion& q = opt->question;
-  cmd->add_option("TARGET", opt->target, help_of("reach", "A") + matrix_source)->required();
-  CLI::Option* dk_option = cmd->add_option("--dk", q.dk, help_of("reach", "d_k") + "; REQUIRED unless --check");
-  cmd->add_option("--bits", q.bits, help_of("reach", "bits"))
+  cmd->add_option("TARGET", opt->target, option_help("reach", "A") + matrix_source)->required();
+  CLI::Option* dk_option = cmd->add_option("--dk", q.dk, option_help("reach", "d_k") + "; REQUIRED unless --check");
+  cmd->add_option("--bits", q.bits, option_help("reach", "bits"))
       ->check(CLI::Range(min_precision_bits, max_precision_bits));
-  cmd->add_option("--x", opt->x, help_of("reach", "x") + " (a matrix file)");
+  cmd->add_option("--x", opt->x, option_help("reach", "x") + " (a matrix file)");
   CLI::Option* epsilon_option =
-      cmd->add_option("--epsilon", opt->epsilon, help_of("reach", "epsilon"));
-  cmd->add_option("--seed", q.seed, help_of("reach", "seed"));
+      cmd->add_option("--epsilon", opt->epsilon, option_help("reach", "epsilon"));
+  cmd->add_option("--seed", q.seed, option_help("reach", "seed"));
   cmd->add_option("--mask", opt->mask,
-                  help_of("reach", "mask") + " (a matrix file)");
+                  option_help("reach", "mask") + " (a matrix file)");
   add_refine_options(cmd, opt->refine, "reach");
-  cmd->add_flag("--full-floor", q.full_floor, help_of("reach", "full_floor"));
+  cmd->add_flag("--full-floor", q.full_floor, option_help("reach", "full_floor"));
   cmd->add_option("--certificate", opt->certificate, "Also write the certificate (JSON) to this file");
   cmd->add_option("--check", opt->check,
-                  "Instead of deciding: a certificate file. " + help_of("check_certificate", "certificate") +
+                  "Instead of deciding: a certificate file. " + option_help("check_certificate", "certificate") +
                       " (--x, --mask)");
   cmd->add_option("--svg", opt->svg, "Also draw the target, the best width-d_k head and the spectrum of log(A) C (SVG file)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");

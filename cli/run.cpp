@@ -199,10 +199,10 @@ CLI::App* add_question_command(CLI::App& app, const std::string& command, std::s
 void add_refine_options(CLI::App* cmd, RefineFlags& flags, std::string_view question) {
   // One library text says what refine means; the command line spells its three
   // values as two flags (neither: the default).
-  CLI::Option* refine = cmd->add_flag("--refine", flags.refine, "Yes. " + help_of(question, "refine"));
+  CLI::Option* refine = cmd->add_flag("--refine", flags.refine, "Yes. " + option_help(question, "refine"));
   cmd->add_flag("--no-search", flags.no_search, "No: the cheap band only")
       ->excludes(refine);
-  cmd->add_option("--time-limit", flags.time_limit, help_of(question, "time_limit"))
+  cmd->add_option("--time-limit", flags.time_limit, option_help(question, "time_limit"))
       ->type_name("SECONDS");
 }
 

@@ -53,7 +53,7 @@ void add_scan_command(CLI::App& app, Run& run) {
   auto opt = std::make_shared<Options>();
   auto* tensors = cmd->add_option(
       "TENSOR", opt->tensors,
-      help_of("scan", "tensor") + ": .npy, F.safetensors:NAME, or several files (a leading file index)");
+      option_help("scan", "tensor") + ": .npy, F.safetensors:NAME, or several files (a leading file index)");
   auto* state_dict = cmd->add_option(
       "--state-dict", opt->state_dict,
       "FILE.safetensors[:PREFIX]: scan the heads of every nn.MultiheadAttention under PREFIX instead of TENSOR "
@@ -63,14 +63,14 @@ void add_scan_command(CLI::App& app, Run& run) {
                   "With --state-dict: each layer's input, n x d_model for every layer, or a (layers, n, d_model) "
                   ".npy / F.safetensors:NAME with each layer's own");
   cmd->add_option("--heads", opt->heads, "With --state-dict: heads per layer (a state dict does not record it)");
-  CLI::Option* dk = cmd->add_option("--dk", opt->dk, help_of("scan", "d_k"));
+  CLI::Option* dk = cmd->add_option("--dk", opt->dk, option_help("scan", "d_k"));
   CLI::Option* epsilon =
-      cmd->add_option("--epsilon", opt->epsilon, help_of("scan", "epsilon"));
+      cmd->add_option("--epsilon", opt->epsilon, option_help("scan", "epsilon"));
   CLI::Option* max_dk =
-      cmd->add_option("--max-dk", opt->max_dk, help_of("scan", "max_dk"));
-  cmd->add_option("--mask", opt->mask, help_of("scan", "mask") + " (a matrix file)");
-  cmd->add_option("--jobs", opt->jobs, help_of("scan", "jobs"));
-  cmd->add_option("--seed", opt->seed, help_of("scan", "seed"));
+      cmd->add_option("--max-dk", opt->max_dk, option_help("scan", "max_dk"));
+  cmd->add_option("--mask", opt->mask, option_help("scan", "mask") + " (a matrix file)");
+  cmd->add_option("--jobs", opt->jobs, option_help("scan", "jobs"));
+  cmd->add_option("--seed", opt->seed, option_help("scan", "seed"));
   add_refine_options(cmd, opt->refine, "scan");
   cmd->add_option("--svg", opt->svg, "Also draw a heatmap (rows: leading indices, columns: heads) of the minimal width or E*");
   auto* json = cmd->add_flag("--json", opt->json, "Print one JSON document");

@@ -15,9 +15,9 @@ void add_svd_command(CLI::App& app, Run& run) {
     bool gaps = false, json = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("MATRIX", opt->matrix, help_of("svd", "M") + matrix_source)->required();
-  CLI::Option* top = cmd->add_option("--top", opt->top, help_of("svd", "top"));
-  cmd->add_flag("--gaps", opt->gaps, help_of("svd", "gaps"));
+  cmd->add_option("MATRIX", opt->matrix, option_help("svd", "M") + matrix_source)->required();
+  CLI::Option* top = cmd->add_option("--top", opt->top, option_help("svd", "top"));
+  cmd->add_flag("--gaps", opt->gaps, option_help("svd", "gaps"));
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, top, &run] {
     SvdQuestion q{std::nullopt, opt->gaps, opt->matrix};

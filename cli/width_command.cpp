@@ -58,13 +58,13 @@ void add_width_command(CLI::App& app, Run& run) {
   };
   auto opt = std::make_shared<Options>();
   opt->question.epsilon = -1;
-  cmd->add_option("TARGET", opt->target, help_of("width", "A") + matrix_source)->required();
-  cmd->add_option("--epsilon", opt->question.epsilon, help_of("width", "epsilon"))->required();
-  CLI::Option* max_dk = cmd->add_option("--max-dk", opt->max_dk, help_of("width", "max_dk"));
-  cmd->add_option("--seed", opt->question.seed, help_of("width", "seed"));
+  cmd->add_option("TARGET", opt->target, option_help("width", "A") + matrix_source)->required();
+  cmd->add_option("--epsilon", opt->question.epsilon, option_help("width", "epsilon"))->required();
+  CLI::Option* max_dk = cmd->add_option("--max-dk", opt->max_dk, option_help("width", "max_dk"));
+  cmd->add_option("--seed", opt->question.seed, option_help("width", "seed"));
   add_refine_options(cmd, opt->refine, "width");
   cmd->add_option("--mask", opt->mask,
-                  help_of("width", "mask") + " (a matrix file)");
+                  option_help("width", "mask") + " (a matrix file)");
   cmd->add_option("--svg", opt->svg, "Also draw the certified error band against d_k (SVG file)");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, max_dk, &run] {

@@ -44,6 +44,10 @@ std::string bits_text(const std::string& what, unsigned default_bits, const std:
          " (default " + std::to_string(default_bits) + note + ")";
 }
 
+std::string descale_text(const std::string& name) {
+  return "FlashAttention-3's " + name + " factors, shape (B, H_kv) or (H_kv,): each multiplies its heads exactly";
+}
+
 std::vector<QuestionHelp> build() {
   std::vector<QuestionHelp> all;
   const ReachQuestion reach_defaults;
@@ -195,12 +199,9 @@ std::vector<QuestionHelp> build() {
         {"attn_bias", "An additive bias (PyTorch's float attn_mask) of shape (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, "
                       "N_k), added to the scores after the softcap; -inf entries mask their keys"},
         {"fp8_format", "Read uint8 Q, K, V as FP8 codes of this format: e4m3 (float8_e4m3fn) or e5m2 (float8_e5m2)"},
-        {"q_descale", "FlashAttention-3's q_descale factors, shape (B, H_kv) or (H_kv,): each multiplies its heads "
-                      "exactly"},
-        {"k_descale", "FlashAttention-3's k_descale factors, shape (B, H_kv) or (H_kv,): each multiplies its heads "
-                      "exactly"},
-        {"v_descale", "FlashAttention-3's v_descale factors, shape (B, H_kv) or (H_kv,): each multiplies its heads "
-                      "exactly"},
+        {"q_descale", descale_text("q_descale")},
+        {"k_descale", descale_text("k_descale")},
+        {"v_descale", descale_text("v_descale")},
         {"dropout_mask", "Dropout: the kernel's keep-mask (1: kept) of shape (N_q, N_k), (H, N_q, N_k) or (B, H, N_q, "
                          "N_k); O = (P o Z) V / (1 - p), FlashAttention's (lse is before dropout)"},
         {"dropout_p", "Dropout's probability p, 0 <= p < 1 (with dropout_mask; default 0)"},

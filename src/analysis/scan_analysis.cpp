@@ -46,13 +46,6 @@ void require_square(const Eigen::MatrixXd& P, const std::string& name) {
                       ", not square (a scan asks about n x n attention patterns: the last two dimensions)");
 }
 
-/// The rationals a slice's doubles denote; input_error (naming the slice) on a
-/// shape that is not square or an entry that is not finite.
-Matrix<Rational> exact_slice(const Eigen::MatrixXd& P, const std::string& name) {
-  require_square(P, name);
-  return exact_of_doubles(P, name);
-}
-
 /// The note on a head with a zero entry (HeadScan::note).
 std::string zero_entry_note(bool zeros_causal) {
   if (zeros_causal) return causal_zeros_note;
@@ -64,7 +57,7 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
   const auto start = std::chrono::steady_clock::now();
   const std::string name = slice_name(stack, t);
   const Eigen::MatrixXd P = stack.pattern(t);
-  const Matrix<Rational> A = exact_slice(P, name);
+  const Matrix<Rational> A = exact_of_doubles(P, name);  // validate(stack, q) checked it
   HeadScan h;
   h.index = stack.index[t];
   h.n = A.rows();

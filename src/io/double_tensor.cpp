@@ -309,16 +309,20 @@ std::optional<BallMatrix> read_plain_decimal_balls(const std::string& argument, 
   }
 }
 
-Matrix<Rational> exact_of_doubles(const Eigen::MatrixXd& A, const std::string& name) {
-  Matrix<Rational> out(A.rows(), A.cols());
+void require_finite(const Eigen::MatrixXd& A, const std::string& name) {
   for (Eigen::Index j = 0; j < A.cols(); ++j)
-    for (Eigen::Index i = 0; i < A.rows(); ++i) {
+    for (Eigen::Index i = 0; i < A.rows(); ++i)
       if (!std::isfinite(A(i, j)))
         throw input_error(entry_text(name, static_cast<long>(i), static_cast<long>(j)) + " is " +
                               shortest_decimal(A(i, j)) + ": not a finite number",
                           name, i + 1, j + 1);
-      out(i, j) = Rational(A(i, j));
-    }
+}
+
+Matrix<Rational> exact_of_doubles(const Eigen::MatrixXd& A, const std::string& name) {
+  require_finite(A, name);
+  Matrix<Rational> out(A.rows(), A.cols());
+  for (Eigen::Index j = 0; j < A.cols(); ++j)
+    for (Eigen::Index i = 0; i < A.rows(); ++i) out(i, j) = Rational(A(i, j));
   return out;
 }
 

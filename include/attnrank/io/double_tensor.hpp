@@ -57,6 +57,10 @@ DoubleTensor read_row_stack(const std::string& argument, const ParseLimits& limi
 /// and column (1-based) of a NaN or infinite entry.
 Matrix<Rational> exact_of_doubles(const Eigen::MatrixXd& A, const std::string& name);
 
+/// input_error naming `name`, row and column (0-based, column by column) of the
+/// first NaN or infinite entry of A, in exact_of_doubles' words.
+void require_finite(const Eigen::MatrixXd& A, const std::string& name);
+
 /// The same for a stack of matrices of any leading dimensions, (..., N, d) with
 /// 2 to max_stack_dimensions dimensions (layer, head, batch, prompt...), as a scan
 /// of a model's attention reads it.

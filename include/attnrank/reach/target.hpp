@@ -7,6 +7,7 @@
 
 #include <attnrank/reach/centered_log.hpp>
 
+#include <attnrank/io/double_tensor.hpp>
 #include <attnrank/numbers/decimal.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 #include <attnrank/numbers/rational_enclosure.hpp>
@@ -91,12 +92,7 @@ inline void validate_target(const Matrix<Rational>& A, const std::string& source
 }
 
 inline void validate_target(const Eigen::MatrixXd& A, const std::string& source) {
-  for (Eigen::Index j = 0; j < A.cols(); ++j)
-    for (Eigen::Index i = 0; i < A.rows(); ++i)
-      if (!std::isfinite(A(i, j)))
-        throw input_error(entry_text(source, static_cast<long>(i), static_cast<long>(j)) + " is " +
-                              shortest_decimal(A(i, j)) + ": not a finite number",
-                          source, i + 1, j + 1);
+  require_finite(A, source);
   detail::validate_target_entries(A, source);
 }
 
