@@ -182,9 +182,12 @@ void search_lower_bounds(std::vector<LowerSearch>& searches, int steps, int step
   // Above min Â: R x J drops the entries <= theta eps. Geometric steps: the
   // provable eps is usually within a small factor of min Â, while the ceiling
   // can be orders of magnitude above it, where R x J shrinks to nothing.
-  // The two factors are independent searches: theta = 2 runs on its own copy of
-  // the searches, on a second thread when there is one, and the better of the
-  // two proofs is kept for each width.
+  // The factors theta = 1, 2, 4, 8 are independent searches, each on its own
+  // copy of the searches: a larger theta keeps fewer entries, each with a smaller
+  // eta_ij (<= log(theta / (theta - 1))), and which wins depends on the target
+  // (the greedy R x J jumps as eps moves). theta = 1 (the largest R x J, the
+  // slowest) runs beside the others on a second thread when there is one; the
+  // best proof is kept for each width.
   const auto search_above = [&](std::vector<LowerSearch>& own, double theta) {
     std::vector<Member> above;
     double ceiling = 0;
@@ -195,14 +198,21 @@ void search_lower_bounds(std::vector<LowerSearch>& searches, int steps, int step
       }
     bisect(std::move(above), smallest, ceiling, theta, true, cache);
   };
-  std::vector<LowerSearch> doubled = searches;
+  std::vector<std::vector<LowerSearch>> others{searches, searches, searches};
   cache.sort_entries();
-  run_side_by_side([&] { search_above(doubled, 2.0); }, [&] { search_above(searches, 1.0); });
-  for (std::size_t k = 0; k < searches.size(); ++k)
-    if (doubled[k].best > searches[k].best) {
-      searches[k].best = doubled[k].best;
-      searches[k].proof = std::move(doubled[k].proof);
-    }
+  run_side_by_side(
+      [&] {
+        search_above(others[0], 2.0);
+        search_above(others[1], 4.0);
+        search_above(others[2], 8.0);
+      },
+      [&] { search_above(searches, 1.0); });
+  for (std::vector<LowerSearch>& other : others)
+    for (std::size_t k = 0; k < searches.size(); ++k)
+      if (other[k].best > searches[k].best) {
+        searches[k].best = other[k].best;
+        searches[k].proof = std::move(other[k].proof);
+      }
   // Below the edge, by bisection, for the widths with nothing proven yet (an eps
   // proven above min Â beats every point below it).
   std::vector<Member> below;
@@ -380,7 +390,8 @@ void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Ind
   for (Index i = 0; i < n; ++i) row_bad[static_cast<std::size_t>(i)] = static_cast<int>(row_start[static_cast<std::size_t>(i + 1)] - row_start[static_cast<std::size_t>(i)]);
   for (Index j = 0; j < m; ++j) col_bad[static_cast<std::size_t>(j)] = static_cast<int>(col_start[static_cast<std::size_t>(j + 1)] - col_start[static_cast<std::size_t>(j)]);
   // The dense version's rule: the row (column) with the most bad entries, the
-  // first such; the column when it has at least as many. Max-heaps of
+  // first such; the column when its share of bad entries is at least the row's.
+  // Max-heaps of
   // (count, -index) give the same choice; stale entries are skipped on top.
   using Item = std::pair<int, Index>;
   std::priority_queue<Item> row_heap, col_heap;
@@ -396,12 +407,16 @@ void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Ind
     }
     return Index{-1};
   };
+  std::int64_t rows_left = n, cols_left = m;
   while (true) {
     const Index best_row = top(row_heap, row_bad, row_in), best_col = top(col_heap, col_bad, col_in);
     const int r = best_row < 0 ? 0 : row_bad[static_cast<std::size_t>(best_row)];
     const int c = best_col < 0 ? 0 : col_bad[static_cast<std::size_t>(best_col)];
     if (r == 0 && c == 0) break;
-    if (c >= r) {
+    // The larger share of bad entries goes: c of the column's rows_left against
+    // r of the row's cols_left (a count alone drops every row of a tall R x J).
+    if (static_cast<std::int64_t>(c) * cols_left >= static_cast<std::int64_t>(r) * rows_left) {
+      --cols_left;
       col_in[static_cast<std::size_t>(best_col)] = false;
       for (Index t = col_start[static_cast<std::size_t>(best_col)]; t < col_start[static_cast<std::size_t>(best_col + 1)]; ++t) {
         const Index i = col_entries[static_cast<std::size_t>(t)];
@@ -409,6 +424,7 @@ void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Ind
       }
       col_bad[static_cast<std::size_t>(best_col)] = 0;
     } else {
+      --rows_left;
       row_in[static_cast<std::size_t>(best_row)] = false;
       for (Index t = row_start[static_cast<std::size_t>(best_row)]; t < row_start[static_cast<std::size_t>(best_row + 1)]; ++t) {
         const Index j = row_entries[static_cast<std::size_t>(t)];

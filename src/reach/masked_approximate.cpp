@@ -5,82 +5,73 @@
 // inside the allowed set: sigma_(d_k+1)(log(Â)_RJ C_J) <= ||eta(eps)||_2 for every
 // masked head within eps, as long as eps < Â on R x J. The unmasked search's
 // greedy R x J collapses on a triangle of zeros (it drops the columns one by
-// one), so the fully allowed blocks of the mask are tried as well: the
-// staircase's blocks for a nested mask, the rectangles of masked_floor_bounds
-// otherwise. For each block its singular value is certified once, and eta's
-// bound grows with eps, so a bisection over eps below the block's smallest
-// entry finds the largest excluded eps. The best over the blocks and the
-// unmasked search (sound too, since its R x J never holds a masked zero) wins.
+// one), so the same search runs inside fully allowed blocks of the mask as
+// well: the staircase's blocks for a nested mask, the rectangles of
+// masked_floor_bounds otherwise. Inside a block, R x J is the whole block below
+// the block's smallest entry, and above it the greedy choice that drops the
+// block's rows and columns with small entries. The best over the blocks and
+// the unmasked search (sound too, since its R x J never holds a masked zero) wins.
 #include <attnrank/reach/masked.hpp>
 
 #include <attnrank/linalg/certified_svd.hpp>
+#include <attnrank/reach/detail/lower_bound_search.hpp>
 #include <attnrank/numbers/decimal.hpp>
 #include <attnrank/reach/detail/witness_search.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 
 namespace attnrank {
 namespace {
 
 using Eigen::Index;
 
-struct BlockBound {
-  double eps = 0;
-  double sigma_lower = 0;
-  std::vector<Index> rows, cols;
-  Eigen::MatrixXd vectors;
-};
-
-/// A fully allowed block with the certified singular values of its centered log
-/// (as many as the widest width needs), computed once for every width.
-struct BlockValues {
-  std::vector<Index> rows, cols;
-  double smallest = 0;  ///< a lower bound of the block's smallest entry of Â
-  CertifiedSingularValues values;
-};
-
-/// The block's certified values, or nothing when no width in [first, last] can use it.
-std::optional<BlockValues> block_values(const BoundsMatrix& logs, const Eigen::MatrixXd& below,
-                                        const AllowedBlock& block, Index first, Index last) {
+/// The lower search of reach/detail/lower_bound_search.hpp run inside one fully
+/// allowed block, for the widths first..last below their ceilings: its R x J
+/// (the whole block below the block's min Â, then the greedy choice that drops
+/// the block's rows and columns with entries <= theta eps) never leaves the
+/// block, so it never holds a masked position. Each width's best proof is
+/// written into out when it beats the one there, its rows and columns mapped
+/// back to the target's.
+void block_lower_bounds(const BoundsMatrix& logs, const Eigen::MatrixXd& below, const AllowedBlock& block, Index first,
+                        Index last, const std::vector<double>& ceilings, const ApproxOptions& o,
+                        std::vector<ApproxBounds>& out) {
   const Index shape = std::min<Index>(static_cast<Index>(block.rows.size()), static_cast<Index>(block.cols.size()) - 1);
-  if (block.rows.empty() || block.cols.size() < 2 || shape < first + 1) return std::nullopt;
-  BlockValues v;
-  v.rows = block.rows;
-  v.cols = block.cols;
-  v.smallest = below(block.rows, block.cols).minCoeff();  // eps must stay below every entry of R x J
-  if (!(v.smallest > 0)) return std::nullopt;
-  const BoundsMatrix sub{logs.lo(block.rows, block.cols), logs.hi(block.rows, block.cols)};
-  SvdOptions lower_only;
-  lower_only.upper_bounds = false;
-  v.values = certified_singular_values(certified_row_centered(sub), std::min(last + 1, shape), lower_only);
-  return v;
-}
-
-/// The largest eps (by `steps` bisection steps) with ||eta(eps)||_2 below the
-/// block's certified lower bound of sigma_(dk+1), or 0.
-BlockBound block_lower_bound(const BlockValues& v, const Eigen::MatrixXd& below, Index dk, int steps) {
-  BlockBound b;
-  if (static_cast<Index>(v.values.values.size()) < dk + 1) return b;
-  const double sigma = v.values.values[static_cast<std::size_t>(dk)].lower;
-  if (!(sigma > 0)) return b;
-  double lo = 0, hi = std::nextafter(v.smallest, 0.0);
-  if (detail::eta_norm_upper(below, v.rows, v.cols, hi) < sigma) lo = hi;  // the whole range is excluded
-  else
-    for (int step = 0; step < steps; ++step) {
-      const double mid = lo > 0 ? std::sqrt(lo * hi) : hi / 1024;
-      if (!(mid > lo && mid < hi)) break;
-      (detail::eta_norm_upper(below, v.rows, v.cols, mid) < sigma ? lo : hi) = mid;
-    }
-  if (lo > 0) {
-    b.eps = lo;
-    b.sigma_lower = sigma;
-    b.rows = v.rows;
-    b.cols = v.cols;
-    b.vectors = v.values.right_vectors.leftCols(dk + 1);
+  if (block.rows.empty() || block.cols.size() < 2 || shape < first + 1) return;
+  const Eigen::MatrixXd block_below = below(block.rows, block.cols);
+  detail::LowerBoundCache cache(BoundsMatrix{logs.lo(block.rows, block.cols), logs.hi(block.rows, block.cols)},
+                                block_below, std::min(last + 1, shape));
+  std::vector<detail::LowerSearch> searches;
+  for (Index dk = first; dk <= std::min(last, shape - 1); ++dk) {
+    detail::LowerSearch s;
+    s.width = dk;
+    s.ceiling = std::min(ceilings[static_cast<std::size_t>(dk - first)], 1.0);
+    s.best = out[static_cast<std::size_t>(dk - first)].error_lower;  // only a better eps is worth a proof
+    searches.push_back(s);
   }
-  return b;
+  const std::vector<double> before = [&] {
+    std::vector<double> v;
+    for (const detail::LowerSearch& s : searches) v.push_back(s.best);
+    return v;
+  }();
+  detail::search_lower_bounds(searches, o.bisection_steps, o.bisection_steps_above, cache);
+  for (std::size_t k = 0; k < searches.size(); ++k) {
+    detail::LowerSearch& s = searches[k];
+    if (!(s.best > before[k])) continue;
+    const Index dk = s.width;
+    ApproxBounds& b = out[static_cast<std::size_t>(dk - first)];
+    b.error_lower = s.best;
+    b.lower_proof.sigma_lower = s.proof.sigma_lower;
+    b.lower_proof.vectors = cache.values(s.proof.rows, s.proof.cols, dk + 1)->right_vectors.leftCols(dk + 1);
+    b.lower_proof.rows.clear();
+    b.lower_proof.cols.clear();
+    for (Index i : s.proof.rows) b.lower_proof.rows.push_back(block.rows[static_cast<std::size_t>(i)]);
+    for (Index j : s.proof.cols) b.lower_proof.cols.push_back(block.cols[static_cast<std::size_t>(j)]);
+    b.lower_reason = "sigma_" + std::to_string(dk + 1) + " of the centered log on " +
+                     std::to_string(b.lower_proof.rows.size()) + " x " + std::to_string(b.lower_proof.cols.size()) +
+                     " entries of a fully allowed block is certified >= " + format_lower_bound(s.proof.sigma_lower) +
+                     ", above every error matrix a masked head within " + format_lower_bound(s.best) + " could leave";
+  }
 }
 
 /// error_upper at width dk: the masked witness (the completion's fit, from
@@ -130,34 +121,34 @@ std::vector<ApproxBounds> masked_lower_bounds(const Matrix<Rational>& A, const M
     for (Index j = 0; j < A.cols(); ++j)
       if (!mask.allows(i, j)) ones_off(i, j) = 1;
   const BoundsMatrix logs = certified_log_bounds(ones_off);
-  // Each block costs one certified SVD, shared by every width: the squarest
-  // ones (largest min(rows, columns - 1), where sigma_(d_k+1) can be largest)
-  // are tried, a few of them.
+  // Each block's search costs a few certified SVDs, shared by every width. For
+  // a small target every block is tried; otherwise three: the squarest (largest
+  // min(rows, columns - 1), where sigma_(d_k+1) can be largest), and among the
+  // blocks at least half as square the tallest and the widest, since which
+  // shape proves most depends on where the target's large entries are.
   std::vector<AllowedBlock> blocks = fully_allowed_blocks(mask);
   const auto shape = [](const AllowedBlock& b) {
     return std::min<Index>(static_cast<Index>(b.rows.size()), static_cast<Index>(b.cols.size()) - 1);
   };
-  std::stable_sort(blocks.begin(), blocks.end(), [&](const AllowedBlock& a, const AllowedBlock& b) { return shape(a) > shape(b); });
-  const std::size_t tried_blocks = A.rows() <= 128 ? blocks.size() : 6;  // small targets: every block
-  if (blocks.size() > tried_blocks) blocks.resize(tried_blocks);
-  for (const AllowedBlock& block : blocks) {
-    const std::optional<BlockValues> v = block_values(logs, below, block, first, last);
-    if (!v) continue;
-    for (Index dk = first; dk <= last; ++dk) {
-      ApproxBounds& b = out[static_cast<std::size_t>(dk - first)];
-      BlockBound bb = block_lower_bound(*v, below, dk, options.bisection_steps);
-      if (!(bb.eps > b.error_lower)) continue;
-      b.error_lower = bb.eps;
-      b.lower_proof.rows = std::move(bb.rows);
-      b.lower_proof.cols = std::move(bb.cols);
-      b.lower_proof.sigma_lower = bb.sigma_lower;
-      b.lower_proof.vectors = std::move(bb.vectors);
-      b.lower_reason = "sigma_" + std::to_string(dk + 1) + " of the centered log on the fully allowed block of " +
-                       std::to_string(b.lower_proof.rows.size()) + " x " + std::to_string(b.lower_proof.cols.size()) +
-                       " entries is certified >= " + format_lower_bound(bb.sigma_lower) +
-                       ", above every error matrix a masked head within " + format_lower_bound(bb.eps) + " could leave";
-    }
+  if (A.rows() > 16 && blocks.size() > 3) {
+    const auto squarest = std::max_element(blocks.begin(), blocks.end(),
+                                           [&](const AllowedBlock& a, const AllowedBlock& b) { return shape(a) < shape(b); });
+    const Index half = (shape(*squarest) + 1) / 2;
+    std::vector<AllowedBlock> chosen{*squarest};
+    const auto most = [&](auto size) {
+      const AllowedBlock* best = nullptr;
+      for (const AllowedBlock& b : blocks)
+        if (shape(b) >= half && (!best || size(b) > size(*best))) best = &b;
+      if (best && std::none_of(chosen.begin(), chosen.end(), [&](const AllowedBlock& c) {
+            return c.rows == best->rows && c.cols == best->cols;
+          }))
+        chosen.push_back(*best);
+    };
+    most([](const AllowedBlock& b) { return b.rows.size(); });
+    most([](const AllowedBlock& b) { return b.cols.size(); });
+    blocks = std::move(chosen);
   }
+  for (const AllowedBlock& block : blocks) block_lower_bounds(logs, below, block, first, last, ceilings, options, out);
   return out;
 }
 

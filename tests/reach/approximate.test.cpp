@@ -11,6 +11,7 @@
 #include <attnrank/reach/detail/witness_search.hpp>
 #include <attnrank/reach/embeddings.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <random>
@@ -65,7 +66,9 @@ void dense_rows_and_columns_above(const Eigen::MatrixXd& below, double eps, std:
       if (col_in[static_cast<std::size_t>(j)] && (best_col < 0 || col_bad(j) > col_bad(best_col))) best_col = j;
     const int r = best_row < 0 ? 0 : row_bad(best_row), c = best_col < 0 ? 0 : col_bad(best_col);
     if (r == 0 && c == 0) break;
-    if (c >= r) {  // drop the column: it removes at least as many bad entries
+    const auto rows_left = std::count(row_in.begin(), row_in.end(), true);
+    const auto cols_left = std::count(col_in.begin(), col_in.end(), true);
+    if (c * cols_left >= r * rows_left) {  // drop the column: its share of bad entries is at least the row's
       col_in[static_cast<std::size_t>(best_col)] = false;
       for (Index i = 0; i < n; ++i)
         if (row_in[static_cast<std::size_t>(i)] && bad(i, best_col)) --row_bad(i);

@@ -8,11 +8,16 @@
 #include "certificate_support.hpp"
 #include "mask_support.hpp"
 
+#include <attnrank/attention/softmax.hpp>
 #include <attnrank/io/matrix_spec.hpp>
 #include <attnrank/reach/certificate.hpp>
 #include <attnrank/reach/embeddings_certificate.hpp>
+#include <attnrank/reach/masked.hpp>
 #include <attnrank/reach/masked_certificate.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
 #include <random>
 
 using namespace attnrank;
@@ -288,6 +293,46 @@ TEST_CASE("attnrank masked certificates: properties", "[property]") {
     RC_LOG() << "mask " << mask.name() << ", d_k = " << dk << ", " << to_string(r.verdict) << ": " << check.reason << "\n";
     RC_CLASSIFY(r.floor.nested, "nested");
     RC_CLASSIFY(r.has_zero_entry, "zero entry");
+    RC_ASSERT(check.valid);
+  });
+}
+
+TEST_CASE("attnrank masked error bounds: the searches inside fully allowed blocks", "[property]") {
+  // n > 16: three blocks are chosen, and the proof's rows and columns are mapped
+  // back from the block to the target; the checker re-proves them on the target.
+  rc::prop("a planted masked head's band holds its generating error, and its lower proof passes the checker", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(17, 29);
+    const auto r = *rc::gen::inRange<Eigen::Index>(1, 4);
+    const auto dk = *rc::gen::inRange<Eigen::Index>(1, r + 2);
+    const Mask mask = *rc::gen::arbitrary<bool>() ? Mask::causal(n) : gen_any_mask(n);
+    const double noise = *rc::gen::element(0.0, 1e-3, 3e-2);
+    std::mt19937_64 rng(static_cast<std::uint64_t>(*rc::gen::arbitrary<unsigned>()));
+    std::normal_distribution<double> gauss(0, *rc::gen::element(0.7, 2.0));
+    Eigen::MatrixXd Q(n, r), K(n, r);
+    for (auto& x : Q.reshaped()) x = gauss(rng);
+    for (auto& x : K.reshaped()) x = gauss(rng);
+    const Eigen::MatrixXd P = softmax_rows(Eigen::MatrixXd(Q * K.transpose() / std::sqrt(static_cast<double>(r))), mask);
+    std::uniform_real_distribution<double> wiggle(1 - noise, 1 + noise);
+    Matrix<Rational> A(n, n);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j)
+        A(i, j) = mask.allows(i, j) ? Rational(std::max(P(i, j), 1e-300) * wiggle(rng)) : Rational(0);
+    const double generating = certified_masked_witness_error(A, mask, Q, K);
+    ApproxOptions quick;
+    quick.optimise = false;
+    quick.bisection_steps = 12;
+    const ApproxBounds b = approx_error_bounds(A, dk, mask, quick);
+    const bool from_block = b.lower_reason.find("fully allowed block") != std::string::npos;
+    RC_LOG() << "mask " << mask.name() << ", r = " << r << ", d_k = " << dk << ": [" << b.error_lower << ", "
+             << b.error_upper << "], generating " << generating << "; " << b.lower_reason << "\n";
+    RC_CLASSIFY(from_block, "proof from a block");
+    RC_ASSERT(b.error_lower <= b.error_upper);
+    if (dk >= r) RC_ASSERT(b.error_lower <= generating);
+    for (const Eigen::Index i : b.lower_proof.rows)
+      for (const Eigen::Index j : b.lower_proof.cols) RC_ASSERT(mask.allows(i, j));
+    const json c = make_masked_reach_certificate(A, mask, reach(A, dk, mask), &b, std::nullopt);
+    const CertificateCheck check = check_masked_reach_certificate(A, mask, parse_certificate(c.dump(1), "round trip"));
+    RC_LOG() << check.reason << "\n";
     RC_ASSERT(check.valid);
   });
 }

@@ -196,9 +196,10 @@ struct EntryOrder {
 };
 EntryOrder entry_order(const Eigen::MatrixXd& below);
 /// Rows and columns whose entries all exceed eps (by the lower bounds of Â
-/// `order` sorts): greedily drop the row or column with the most other entries
-/// until none is left (any choice is sound; ties go to the first, columns before
-/// rows), in time proportional to the entries <= eps rather than to the matrix.
+/// `order` sorts): greedily drop the row or column with the largest share of
+/// such entries until none is left (any choice is sound; ties go to the first,
+/// columns before rows), in time proportional to the entries <= eps rather than
+/// to the matrix.
 void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Eigen::Index>& rows,
                             std::vector<Eigen::Index>& cols);
 }  // namespace detail

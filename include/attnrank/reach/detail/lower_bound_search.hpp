@@ -84,9 +84,9 @@ struct LowerSearch {
 };
 
 /// Runs every search: the edge just below min Â; above min Â (when the ceiling
-/// is higher) `steps_above` geometric steps for each threshold factor theta = 1, 2
-/// (R x J drops the entries <= theta eps: eta_ij <= log 2 with theta = 2, which
-/// often proves more); then, for a width with nothing proven, `steps` bisection
+/// is higher) `steps_above` geometric steps for each threshold factor theta = 1, 2, 4, 8
+/// (R x J drops the entries <= theta eps: eta_ij <= log(theta / (theta - 1)), a
+/// smaller R x J with smaller eta, which often proves more); then, for a width with nothing proven, `steps` bisection
 /// steps on [0, edge). A step counts for a width only where that width is tried,
 /// so each width gets the resolution it would alone, and widths whose answers
 /// agree share every point.
