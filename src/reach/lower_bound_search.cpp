@@ -9,11 +9,9 @@
 #include <attnrank/reach/target.hpp>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <queue>
 #include <utility>
 
 namespace attnrank::detail {
@@ -111,7 +109,7 @@ LowerBoundCache::LowerBoundCache(BoundsMatrix logs, const Eigen::MatrixXd& below
 BoundsMatrix LowerBoundCache::logs_of(const Matrix<Rational>& A) { return log_bounds_of(A); }
 
 void LowerBoundCache::sort_entries() {
-  if (order_.value.empty()) order_ = entry_order(below_);
+  if (order_.empty()) order_ = entry_order(below_);
 }
 
 void LowerBoundCache::rows_and_columns(double t, std::vector<Index>& rows, std::vector<Index>& cols) {
@@ -304,137 +302,6 @@ double eta_norm_upper(const Eigen::MatrixXd& below, const std::vector<Index>& ro
   detail::rounding_barrier(mixed);
   const double best = std::min(frobenius, mixed);
   return std::isfinite(best) ? best : inf;
-}
-
-namespace {
-/// Sorts (key, index) pairs by key, then index, as std::sort would: least
-/// significant digit first, 16 bits a pass, each pass stable. The indices come in
-/// increasing order, so stability keeps ties in index order.
-void radix_sort(std::vector<std::pair<std::uint64_t, std::uint64_t>>& v) {
-  if (v.empty()) return;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> scratch(v.size());
-  std::vector<std::size_t> count(1 << 16);
-  for (int shift = 0; shift < 64; shift += 16) {
-    std::fill(count.begin(), count.end(), 0);
-    for (const auto& e : v) ++count[(e.first >> shift) & 0xffff];
-    if (count[(v.front().first >> shift) & 0xffff] == v.size()) continue;  // one digit value: already in order
-    std::size_t total = 0;
-    for (std::size_t& c : count) {
-      const std::size_t here = c;
-      c = total;
-      total += here;
-    }
-    for (const auto& e : v) scratch[count[(e.first >> shift) & 0xffff]++] = e;
-    v.swap(scratch);
-  }
-}
-
-/// The indices whose flag is set.
-std::vector<Index> kept(const std::vector<bool>& in) {
-  std::vector<Index> out;
-  for (std::size_t i = 0; i < in.size(); ++i)
-    if (in[i]) out.push_back(static_cast<Index>(i));
-  return out;
-}
-}  // namespace
-
-EntryOrder entry_order(const Eigen::MatrixXd& below) {
-  EntryOrder o;
-  o.rows = below.rows();
-  o.cols = below.cols();
-  // (key, index) pairs sorted as integers: the key orders doubles as numbers
-  // (sign bit flipped for non-negatives, every bit for negatives; -0 counts as +0),
-  // and the index breaks ties as a stable sort would. NaN is never among them.
-  const std::size_t size = static_cast<std::size_t>(below.size());
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> keyed(size);
-  for (std::size_t t = 0; t < size; ++t) {
-    const double v = below.data()[t] == 0 ? 0.0 : below.data()[t];
-    const std::uint64_t bits = std::bit_cast<std::uint64_t>(v);
-    keyed[t] = {bits >> 63 ? ~bits : bits | (std::uint64_t{1} << 63), t};
-  }
-  radix_sort(keyed);
-  o.value.resize(size);
-  o.row.resize(size);
-  o.col.resize(size);
-  for (std::size_t s = 0; s < size; ++s) {
-    const Index t = static_cast<Index>(keyed[s].second);
-    o.value[s] = below.data()[t];
-    o.row[s] = t % o.rows;  // column-major
-    o.col[s] = t / o.rows;
-  }
-  return o;
-}
-
-void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Index>& rows, std::vector<Index>& cols) {
-  const Index n = order.rows, m = order.cols;
-  // The bad entries (below <= eps, as !(below > eps) above: values are never NaN),
-  // as lists per row and per column (counting sort: no allocation per line).
-  const Index bad = std::upper_bound(order.value.begin(), order.value.end(), eps) - order.value.begin();
-  std::vector<Index> row_start(static_cast<std::size_t>(n + 1), 0), col_start(static_cast<std::size_t>(m + 1), 0);
-  for (Index t = 0; t < bad; ++t) {
-    ++row_start[static_cast<std::size_t>(order.row[static_cast<std::size_t>(t)] + 1)];
-    ++col_start[static_cast<std::size_t>(order.col[static_cast<std::size_t>(t)] + 1)];
-  }
-  for (Index i = 0; i < n; ++i) row_start[static_cast<std::size_t>(i + 1)] += row_start[static_cast<std::size_t>(i)];
-  for (Index j = 0; j < m; ++j) col_start[static_cast<std::size_t>(j + 1)] += col_start[static_cast<std::size_t>(j)];
-  std::vector<Index> row_entries(static_cast<std::size_t>(bad)), col_entries(static_cast<std::size_t>(bad));
-  {
-    std::vector<Index> r_fill(row_start.begin(), row_start.end() - 1), c_fill(col_start.begin(), col_start.end() - 1);
-    for (Index t = 0; t < bad; ++t) {
-      const Index i = order.row[static_cast<std::size_t>(t)], j = order.col[static_cast<std::size_t>(t)];
-      row_entries[static_cast<std::size_t>(r_fill[static_cast<std::size_t>(i)]++)] = j;
-      col_entries[static_cast<std::size_t>(c_fill[static_cast<std::size_t>(j)]++)] = i;
-    }
-  }
-  std::vector<int> row_bad(static_cast<std::size_t>(n)), col_bad(static_cast<std::size_t>(m));
-  for (Index i = 0; i < n; ++i) row_bad[static_cast<std::size_t>(i)] = static_cast<int>(row_start[static_cast<std::size_t>(i + 1)] - row_start[static_cast<std::size_t>(i)]);
-  for (Index j = 0; j < m; ++j) col_bad[static_cast<std::size_t>(j)] = static_cast<int>(col_start[static_cast<std::size_t>(j + 1)] - col_start[static_cast<std::size_t>(j)]);
-  // The dense version's rule: the row (column) with the most bad entries, the
-  // first such; the column when its share of bad entries is at least the row's.
-  // Max-heaps of
-  // (count, -index) give the same choice; stale entries are skipped on top.
-  using Item = std::pair<int, Index>;
-  std::priority_queue<Item> row_heap, col_heap;
-  for (Index i = 0; i < n; ++i) row_heap.emplace(row_bad[static_cast<std::size_t>(i)], -i);
-  for (Index j = 0; j < m; ++j) col_heap.emplace(col_bad[static_cast<std::size_t>(j)], -j);
-  std::vector<bool> row_in(static_cast<std::size_t>(n), true), col_in(static_cast<std::size_t>(m), true);
-  const auto top = [](std::priority_queue<Item>& heap, const std::vector<int>& count, const std::vector<bool>& in) {
-    while (!heap.empty()) {
-      const auto [c, minus_i] = heap.top();
-      const std::size_t i = static_cast<std::size_t>(-minus_i);
-      if (in[i] && count[i] == c) return static_cast<Index>(i);
-      heap.pop();
-    }
-    return Index{-1};
-  };
-  std::int64_t rows_left = n, cols_left = m;
-  while (true) {
-    const Index best_row = top(row_heap, row_bad, row_in), best_col = top(col_heap, col_bad, col_in);
-    const int r = best_row < 0 ? 0 : row_bad[static_cast<std::size_t>(best_row)];
-    const int c = best_col < 0 ? 0 : col_bad[static_cast<std::size_t>(best_col)];
-    if (r == 0 && c == 0) break;
-    // The larger share of bad entries goes: c of the column's rows_left against
-    // r of the row's cols_left (a count alone drops every row of a tall R x J).
-    if (static_cast<std::int64_t>(c) * cols_left >= static_cast<std::int64_t>(r) * rows_left) {
-      --cols_left;
-      col_in[static_cast<std::size_t>(best_col)] = false;
-      for (Index t = col_start[static_cast<std::size_t>(best_col)]; t < col_start[static_cast<std::size_t>(best_col + 1)]; ++t) {
-        const Index i = col_entries[static_cast<std::size_t>(t)];
-        if (row_in[static_cast<std::size_t>(i)]) row_heap.emplace(--row_bad[static_cast<std::size_t>(i)], -i);
-      }
-      col_bad[static_cast<std::size_t>(best_col)] = 0;
-    } else {
-      --rows_left;
-      row_in[static_cast<std::size_t>(best_row)] = false;
-      for (Index t = row_start[static_cast<std::size_t>(best_row)]; t < row_start[static_cast<std::size_t>(best_row + 1)]; ++t) {
-        const Index j = row_entries[static_cast<std::size_t>(t)];
-        if (col_in[static_cast<std::size_t>(j)]) col_heap.emplace(--col_bad[static_cast<std::size_t>(j)], -j);
-      }
-      row_bad[static_cast<std::size_t>(best_row)] = 0;
-    }
-  }
-  rows = kept(row_in);
-  cols = kept(col_in);
 }
 
 }  // namespace attnrank::detail

@@ -8,6 +8,7 @@
 #include <attnrank/attention/softmax.hpp>
 #include <attnrank/io/matrix_spec.hpp>
 #include <attnrank/reach/approximate.hpp>
+#include <attnrank/reach/detail/rectangle_above.hpp>
 #include <attnrank/reach/detail/witness_search.hpp>
 #include <attnrank/reach/embeddings.hpp>
 

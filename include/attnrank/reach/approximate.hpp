@@ -187,21 +187,6 @@ struct ImpossibilityCheck {
 /// sqrt(||.||_1 ||.||_inf) norms, rounded up: >= ||E||_2 for every |E| <= eta.
 double eta_norm_upper(const Eigen::MatrixXd& below, const std::vector<Eigen::Index>& rows,
                       const std::vector<Eigen::Index>& cols, double eps);
-/// The entries of `below` in increasing order, for many calls on one matrix: the
-/// entries <= eps are then a prefix, found by bisection.
-struct EntryOrder {
-  Eigen::Index rows = 0, cols = 0;
-  std::vector<double> value;
-  std::vector<Eigen::Index> row, col;
-};
-EntryOrder entry_order(const Eigen::MatrixXd& below);
-/// Rows and columns whose entries all exceed eps (by the lower bounds of Â
-/// `order` sorts): greedily drop the row or column with the largest share of
-/// such entries until none is left (any choice is sound; ties go to the first,
-/// columns before rows), in time proportional to the entries <= eps rather than
-/// to the matrix.
-void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Eigen::Index>& rows,
-                            std::vector<Eigen::Index>& cols);
 }  // namespace detail
 
 }  // namespace attnrank

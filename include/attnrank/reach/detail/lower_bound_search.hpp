@@ -8,6 +8,7 @@
 // are computed once per R x J, as many as the widest width needs).
 
 #include <attnrank/reach/approximate.hpp>
+#include <attnrank/reach/detail/rectangle_above.hpp>
 #include <attnrank/linalg/certified_svd.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 
