@@ -52,6 +52,13 @@ ImpossibilityCheck verdict(LowerBoundCache& cache, Point& p, Index width) {
   return c;
 }
 
+/// The least power of 2 above x > 0 (x < 2^e).
+double power_of_two_above(double x) {
+  int exponent = 0;
+  std::frexp(x, &exponent);
+  return std::ldexp(1.0, exponent);
+}
+
 /// A width in a bisection, with the steps it has left there.
 struct Member {
   LowerSearch* search;
@@ -194,7 +201,13 @@ void search_lower_bounds(std::vector<LowerSearch>& searches, int steps, int step
         above.push_back({&s, steps_above});
         ceiling = std::max(ceiling, s.ceiling);
       }
-    bisect(std::move(above), smallest, ceiling, theta, true, cache);
+    // The top is the power of 2 at or above the ceiling: the points tried, and
+    // so the proof found (R x J jumps as eps moves), do not move with the last
+    // digits of a witness's error; points at or above a width's ceiling cost
+    // nothing there (the width goes down). (A geometric grid from the top down
+    // before the bisection was tried: no better on 20 planted heads, 3 up, 5 down.)
+    if (above.empty()) return;
+    bisect(std::move(above), smallest, power_of_two_above(ceiling), theta, true, cache);
   };
   std::vector<std::vector<LowerSearch>> others{searches, searches, searches};
   cache.sort_entries();
@@ -212,16 +225,17 @@ void search_lower_bounds(std::vector<LowerSearch>& searches, int steps, int step
         searches[k].proof = std::move(other[k].proof);
       }
   // Below the edge, by bisection, for the widths with nothing proven yet (an eps
-  // proven above min Â beats every point below it).
+  // proven above min Â beats every point below it). The top is min Â, or the
+  // power of 2 at or above a lower ceiling (as above: the points tried do not
+  // move with a witness's last digits).
   std::vector<Member> below;
   double top = 0;
   for (LowerSearch* s : edge_failed)
     if (s->best == 0) {
-      const double edge = std::nextafter(std::min(s->ceiling, smallest), 0.0);
       below.push_back({s, steps});
-      top = std::max(top, edge);
+      top = std::max(top, std::min(power_of_two_above(s->ceiling), smallest));
     }
-  bisect(std::move(below), 0, top, 1, false, cache);
+  bisect(std::move(below), 0, std::nextafter(top, 0.0), 1, false, cache);
 }
 
 double eta_norm_upper(const Eigen::MatrixXd& below, const std::vector<Index>& rows, const std::vector<Index>& cols,
