@@ -10,8 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <limits>
 #include <utility>
 
 namespace attnrank::detail {
@@ -52,7 +50,7 @@ ImpossibilityCheck verdict(LowerBoundCache& cache, Point& p, Index width) {
   return c;
 }
 
-/// The least power of 2 above x > 0 (x < 2^e).
+/// The least power of 2 strictly above x > 0.
 double power_of_two_above(double x) {
   int exponent = 0;
   std::frexp(x, &exponent);
@@ -201,7 +199,7 @@ void search_lower_bounds(std::vector<LowerSearch>& searches, int steps, int step
         above.push_back({&s, steps_above});
         ceiling = std::max(ceiling, s.ceiling);
       }
-    // The top is the power of 2 at or above the ceiling: the points tried, and
+    // The top is the power of 2 above the ceiling: the points tried, and
     // so the proof found (R x J jumps as eps moves), do not move with the last
     // digits of a witness's error; points at or above a width's ceiling cost
     // nothing there (the width goes down). (A geometric grid from the top down
@@ -226,7 +224,7 @@ void search_lower_bounds(std::vector<LowerSearch>& searches, int steps, int step
       }
   // Below the edge, by bisection, for the widths with nothing proven yet (an eps
   // proven above min Â beats every point below it). The top is min Â, or the
-  // power of 2 at or above a lower ceiling (as above: the points tried do not
+  // power of 2 above a lower ceiling (as above: the points tried do not
   // move with a witness's last digits).
   std::vector<Member> below;
   double top = 0;

@@ -45,18 +45,15 @@ void block_lower_bounds(const BoundsMatrix& logs, const Eigen::MatrixXd& below, 
   detail::LowerBoundCache cache(BoundsMatrix{logs.lo(block.rows, block.cols), logs.hi(block.rows, block.cols)},
                                 block_below, std::min(last + 1, shape));
   std::vector<detail::LowerSearch> searches;
+  std::vector<double> before;  // each width's bound so far: only a better eps is worth a proof
   for (Index dk = first; dk <= std::min(last, shape - 1); ++dk) {
     detail::LowerSearch s;
     s.width = dk;
     s.ceiling = std::min(ceilings[static_cast<std::size_t>(dk - first)], 1.0);
-    s.best = out[static_cast<std::size_t>(dk - first)].error_lower;  // only a better eps is worth a proof
+    s.best = out[static_cast<std::size_t>(dk - first)].error_lower;
+    before.push_back(s.best);
     searches.push_back(s);
   }
-  const std::vector<double> before = [&] {
-    std::vector<double> v;
-    for (const detail::LowerSearch& s : searches) v.push_back(s.best);
-    return v;
-  }();
   detail::search_lower_bounds(searches, o.bisection_steps, o.bisection_steps_above, cache);
   for (std::size_t k = 0; k < searches.size(); ++k) {
     detail::LowerSearch& s = searches[k];
