@@ -7,6 +7,7 @@
 #include <attnrank/linalg/exact_rank.hpp>
 #include <attnrank/linalg/accurate_product.hpp>
 #include <attnrank/linalg/certified_rank.hpp>
+#include <attnrank/linalg/leading_minors.hpp>
 #include <attnrank/linalg/certified_determinant.hpp>
 #include <attnrank/linalg/numeric_rank.hpp>
 #include <attnrank/linalg/certified_svd.hpp>
