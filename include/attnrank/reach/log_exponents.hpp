@@ -18,6 +18,7 @@
 #include <attnrank/numbers/tiers.hpp>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -107,7 +108,9 @@ inline std::optional<std::vector<long>> exponents_over(Integer x, const std::vec
 }
 
 inline std::optional<LogDecomposition> decompose_log(const Matrix<Rational>& A, const DecompositionLimits& limits) {
-  std::vector<Integer> values;
+  // Distinct values kept sorted as they come: a target of doubles exceeds the
+  // limit within its first few thousand entries, not after sorting a million.
+  std::set<Integer> distinct;
   for (Eigen::Index i = 0; i < A.rows(); ++i)
     for (Eigen::Index j = 0; j < A.cols(); ++j) {
       if (A(i, j) <= 0)
@@ -116,12 +119,11 @@ inline std::optional<LogDecomposition> decompose_log(const Matrix<Rational>& A, 
       for (const Integer& v : {Integer(numerator(A(i, j))), Integer(denominator(A(i, j)))}) {
         if (v <= 1) continue;
         if (mpz_sizeinbase(v.backend().data(), 2) > limits.max_bits) return std::nullopt;
-        values.push_back(v);
+        distinct.insert(v);
+        if (distinct.size() > limits.max_distinct_values) return std::nullopt;
       }
     }
-  std::sort(values.begin(), values.end());
-  values.erase(std::unique(values.begin(), values.end()), values.end());
-  if (values.size() > limits.max_distinct_values) return std::nullopt;
+  const std::vector<Integer> values(distinct.begin(), distinct.end());
   LogDecomposition d;
   d.bases = detail::coprime_base(values, limits.max_bases);
   if (d.bases.empty() && !values.empty()) return std::nullopt;
