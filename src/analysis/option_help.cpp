@@ -68,7 +68,7 @@ std::vector<QuestionHelp> build() {
         {"x", embeddings_text()},
         {"bits", bits_text("Precision of the floor's lower bound", reach_defaults.bits, ": doubles; more: MPFI")},
         {"seed", seed_text()},
-        {"full_floor", "Always bound the whole floor, not only what the verdict needs (default: no)"},
+        {"full_floor", "Always bound the whole floor, not only what the verdict needs; under a mask, also search each block's own minor wherever the staircase's factorisations fall short, whatever it costs (default: no)"},
         {"refine", refine_text()},
         {"time_limit", time_limit_text()}}});
   all.push_back(

@@ -64,7 +64,9 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
   ReachQuestion rq;
   rq.dk = std::min<Eigen::Index>(q.dk.value_or(1), h.n);
   rq.mask = q.mask;
-  rq.full_floor = true;  // the floor itself, not only what one width needs
+  // The floor itself, not only what one width needs (the free floor's quick
+  // verdict). A masked floor is whole anyway; its per-block search keeps its budget.
+  rq.full_floor = !q.mask.has_value();
   rq.certificate = false;  // a scan prints none
   rq.seed = q.seed;
   rq.refine = q.refine;

@@ -231,6 +231,31 @@ void check_minor_proof(const Matrix<Rational>& B, const std::vector<Eigen::Index
   if (!proven) throw std::invalid_argument("the minor behind " + what + " could not be proven nonsingular");
 }
 
+void check_ones_row_minor_proof(const Matrix<Rational>& B, unsigned bits, const std::string& what,
+                                Eigen::Index mpfi_limit) {
+  using Eigen::Index;
+  const Index size = B.rows() + 1;
+  if (B.cols() != size) throw std::invalid_argument("the minor behind " + what + " does not have one more column than rows");
+  const std::vector<Index> all = iota_indices(size);
+  bool proven = false;
+  if (size <= mpfi_limit) {
+    const PrecisionScope scope(std::max(64u, bits));
+    Matrix<Interval> M(size, size);
+    for (Index j = 0; j < size; ++j) {
+      M(0, j) = 1;
+      for (Index i = 1; i < size; ++i) M(i, j) = log(scalar_traits<Interval>::from_rational(B(i - 1, j)));
+    }
+    proven = certify_nonsingular_minor(M, all, all).has_value();
+  } else {
+    const BoundsMatrix logs = certified_log_bounds(B);
+    BoundsMatrix with_ones{Eigen::MatrixXd::Ones(size, size), Eigen::MatrixXd::Ones(size, size)};
+    with_ones.lo.bottomRows(size - 1) = logs.lo;
+    with_ones.hi.bottomRows(size - 1) = logs.hi;
+    proven = certify_nonsingular_minor(to_ball(with_ones), all, all).has_value();
+  }
+  if (!proven) throw std::invalid_argument("the minor behind " + what + " could not be proven nonsingular");
+}
+
 /// Re-proves rank(log(B) C) <= upper from an exact-kernel proof {bases, kernel}:
 /// pairwise coprime bases > 1 over which every entry of B factors, and
 /// B.cols() - upper independent integer vectors annihilated by every E_t C.

@@ -4,8 +4,10 @@
 
 #include <attnrank/numbers/decimal.hpp>
 #include <attnrank/numbers/detail/parallel.hpp>
+#include <attnrank/reach/detail/chain_minors.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 
@@ -36,6 +38,16 @@ struct BlockContext {
   }
 };
 
+/// Records a minor of log(A)_B C proving floor(B) >= lower when that beats the block's bound.
+void adopt(MaskedBlock& b, Index lower, const std::vector<Index>& rows, const std::vector<Index>& cols, double residual) {
+  if (lower <= b.lower) return;
+  b.lower = lower;
+  b.minor_rows.assign(rows.begin(), rows.begin() + lower);
+  b.minor_cols.assign(cols.begin(), cols.begin() + lower);
+  b.minor_residual = residual;
+  b.minor_with_ones_row = false;
+}
+
 /// The block's lower bound in doubles: its leading minor (a generic block has
 /// full rank min(rows, columns - 1): one test, no pivot search), else the
 /// general certified rank. Reads only the logs, so blocks run on threads.
@@ -51,16 +63,11 @@ void lower_in_doubles(const BlockContext& c, MaskedBlock& b) {
   constexpr Index probe = 64;
   const bool low_rank = shape > probe && numeric_rank_up_to(ball.mid, probe) < probe;
   if (const std::optional<double> residual = low_rank ? std::nullopt : certify_nonsingular_minor(ball, lead, lead)) {
-    b.lower = shape;
-    b.minor_rows = b.minor_cols = lead;
-    b.minor_residual = *residual;
+    adopt(b, shape, lead, lead, *residual);
     return;
   }
   const CertifiedRank cr = certified_rank(ball, /*try_two_stages=*/false);  // singular by construction: C 1 = 0
-  b.lower = std::min(cr.lower, shape);
-  b.minor_rows = cr.pivot_rows;
-  b.minor_cols = cr.pivot_cols;
-  b.minor_residual = cr.residual_bound;
+  adopt(b, std::min(cr.lower, shape), cr.pivot_rows, cr.pivot_cols, cr.residual_bound);
 }
 
 /// The rest, one block at a time: MPFI at --bits where doubles fell short, and
@@ -76,12 +83,7 @@ void finish(BlockContext& c, MaskedBlock& b) {
     const PrecisionScope scope(c.o.bits);
     const Matrix<Rational> block = c.A(b.rows, b.cols);
     const CertifiedRank hp = certified_rank(centered_log(block));
-    if (hp.lower > b.lower) {
-      b.lower = std::min(hp.lower, shape);
-      b.minor_rows = hp.pivot_rows;
-      b.minor_cols = hp.pivot_cols;
-      b.minor_residual = hp.residual_bound;
-    }
+    adopt(b, std::min(hp.lower, shape), hp.pivot_rows, hp.pivot_cols, hp.residual_bound);
   }
   b.upper = shape;
   b.upper_reason = "shape";
@@ -99,20 +101,52 @@ void finish(BlockContext& c, MaskedBlock& b) {
   }
 }
 
-/// Bounds on rank(log(A)_{rows, cols} C) for every block (index sets filled in).
-/// The blocks are independent: the double tests are dealt to threads in
-/// contiguous halves (a staircase's costs are symmetric about its middle).
-void bound_blocks(BlockContext& c, std::vector<MaskedBlock*>& blocks) {
+/// min(rows, columns - 1): the most floor(B) can be (0 with no row or one column).
+Index shape_of(const MaskedBlock& b) {
+  const Index r = static_cast<Index>(b.rows.size()), m = static_cast<Index>(b.cols.size());
+  return r == 0 || m <= 1 ? 0 : std::min(r, m - 1);
+}
+
+/// What lower_in_doubles costs at most on a block, in flops.
+double search_flops(const MaskedBlock& b) {
+  const double r = static_cast<double>(b.rows.size()), m = static_cast<double>(b.cols.size());
+  return 4 * r * m * std::min(r, m);
+}
+
+/// Bounds on rank(log(A)_{rows, cols} C) for every block of `all` (index sets
+/// filled in): the minor search on `searched`, then finish on all. The searches
+/// are independent: dealt to threads in contiguous halves (a staircase's costs
+/// are symmetric about its middle).
+void bound_blocks(BlockContext& c, const std::vector<MaskedBlock*>& all, const std::vector<MaskedBlock*>& searched) {
   double flops = 0;
-  for (const MaskedBlock* b : blocks) {
-    const double r = static_cast<double>(b->rows.size()), m = static_cast<double>(b->cols.size());
-    flops += 4 * r * m * std::min(r, m);
-  }
+  for (const MaskedBlock* b : searched) flops += search_flops(*b);
   // for_row_blocks counts MPFR operations (about 50 flops each).
-  detail::for_row_blocks(static_cast<long>(blocks.size()), flops / 50, [&](long begin, long end) {
-    for (long k = begin; k < end; ++k) lower_in_doubles(c, *blocks[static_cast<std::size_t>(k)]);
+  detail::for_row_blocks(static_cast<long>(searched.size()), flops / 50, [&](long begin, long end) {
+    for (long k = begin; k < end; ++k) lower_in_doubles(c, *searched[static_cast<std::size_t>(k)]);
   });
-  for (MaskedBlock* b : blocks) finish(c, *b);
+  for (MaskedBlock* b : all) finish(c, *b);
+}
+
+/// The blocks of a staircase the minor search still runs on: those the chains
+/// left below their shape; all of them when their searches fit
+/// block_search_flops (or with full_floor), else the squarest such B_k alone
+/// (an overlap cannot raise the best block, and so many short blocks put the
+/// staircase formula out of reach).
+std::vector<MaskedBlock*> left_short(const std::vector<MaskedBlock*>& all, const std::vector<MaskedBlock*>& blocks,
+                                     const ReachOptions& o) {
+  std::vector<MaskedBlock*> out;
+  double flops = 0;
+  for (MaskedBlock* b : all)
+    if (b->lower < shape_of(*b)) {
+      out.push_back(b);
+      flops += search_flops(*b);
+    }
+  if (o.full_floor || flops <= o.block_search_flops) return out;
+  MaskedBlock* squarest = nullptr;
+  for (MaskedBlock* b : blocks)
+    if (b->lower < shape_of(*b) && (!squarest || shape_of(*b) > shape_of(*squarest))) squarest = b;
+  if (!squarest) return {};
+  return {squarest};
 }
 
 std::vector<Index> first(const std::vector<Index>& order, Index count) {
@@ -175,12 +209,21 @@ MaskedFloorBounds nested_bounds(BlockContext& c, MaskedBlockLayout layout) {
   f.nested = true;
   f.blocks = unbounded(std::move(layout.blocks));
   f.overlaps = unbounded(std::move(layout.overlaps));
-  std::vector<MaskedBlock*> all;  // in staircase order, blocks and overlaps interleaved
+  std::vector<MaskedBlock*> all, blocks, overlaps;  // all: in staircase order, blocks and overlaps interleaved
   for (std::size_t k = 0; k < f.blocks.size(); ++k) {
     all.push_back(&f.blocks[k]);
-    if (k < f.overlaps.size()) all.push_back(&f.overlaps[k]);
+    blocks.push_back(&f.blocks[k]);
+    if (k < f.overlaps.size()) {
+      all.push_back(&f.overlaps[k]);
+      overlaps.push_back(&f.overlaps[k]);
+    }
   }
-  bound_blocks(c, all);
+  // The two chains' factorisations first (one thread each), then the search where they fall short.
+  const double n3 = std::pow(static_cast<double>(n), 3);
+  detail::for_row_blocks(2, n3 / 50, [&](long begin, long end) {
+    for (long k = begin; k < end; ++k) detail::chain_lower_bounds(c.logs, k == 0 ? blocks : overlaps);
+  });
+  bound_blocks(c, all, left_short(all, blocks, c.o));
   Index lower = 0, upper = 0, best_block = 0;
   for (const MaskedBlock& b : f.blocks) {
     lower += b.lower;
@@ -208,7 +251,7 @@ MaskedFloorBounds rectangle_bounds(BlockContext& c, MaskedBlockLayout layout) {
   f.blocks = unbounded(std::move(layout.blocks));
   std::vector<MaskedBlock*> all;
   for (MaskedBlock& b : f.blocks) all.push_back(&b);
-  bound_blocks(c, all);
+  bound_blocks(c, all, all);
   for (const MaskedBlock& b : f.blocks) f.lower = std::max(f.lower, b.lower);
   f.upper = n - 1;
   f.lower_reason = "the best of " + std::to_string(f.blocks.size()) +

@@ -33,7 +33,8 @@ bool is_leading(const std::vector<Index>& v) {
 json block_json(const MaskedBlock& b) {
   json j{{"size", {b.rows.size(), b.cols.size()}}, {"floor_lower", b.lower}, {"floor_upper", b.upper}};
   if (b.lower > 0) {
-    if (is_leading(b.minor_rows) && is_leading(b.minor_cols)) {
+    if (b.minor_with_ones_row) j["ones_row"] = true;
+    if (!b.minor_with_ones_row && is_leading(b.minor_rows) && is_leading(b.minor_cols)) {
       j["minor"] = "leading";
     } else {
       std::vector<Index> rows, cols;  // as the target's own (1-based) indices
@@ -84,7 +85,8 @@ std::pair<Index, Index> check_block(const Matrix<Rational>& A, const Mask& mask,
   for (Index i : block.rows)
     for (Index k : block.cols)
       if (!mask.allows(i, k)) throw std::invalid_argument(what + " is not fully allowed by the mask");
-  detail::require_fields(j, {"size", "floor_lower", "floor_upper", "upper_proof"}, {"minor", "minor_rows", "minor_cols"}, what);
+  detail::require_fields(j, {"size", "floor_lower", "floor_upper", "upper_proof"},
+                         {"minor", "minor_rows", "minor_cols", "ones_row"}, what);
   const json& size = j.at("size");
   if (!size.is_array() || size.size() != 2 || detail::json_integer(size[0]) != r || detail::json_integer(size[1]) != m)
     throw std::invalid_argument(what + " is not " + std::to_string(r) + " x " + std::to_string(m) +
@@ -93,6 +95,10 @@ std::pair<Index, Index> check_block(const Matrix<Rational>& A, const Mask& mask,
   const Index shape = block_shape(r, m);
   if (lower < 0 || upper > shape || lower > upper) throw std::invalid_argument(what + ": bounds out of order");
   std::vector<Index> minor_rows, minor_cols;
+  // "ones_row": true: the minor is [log A_{minor_rows, minor_cols}; 1^T], one more column than rows.
+  const bool ones_row = j.contains("ones_row");
+  if (ones_row && !(j.at("ones_row").is_boolean() && j.at("ones_row").get<bool>() && j.contains("minor_rows")))
+    throw std::invalid_argument(what + ": \"ones_row\" is true or absent, and comes with minor_rows and minor_cols");
   if (j.contains("minor")) {
     if (j.contains("minor_rows") || j.contains("minor_cols")) throw std::invalid_argument(what + ": \"minor\" stands alone");
     detail::json_choice(j.at("minor"), {"leading"}, what + " minor");
@@ -104,9 +110,16 @@ std::pair<Index, Index> check_block(const Matrix<Rational>& A, const Mask& mask,
   } else if (j.contains("minor_rows") || j.contains("minor_cols")) {
     throw std::invalid_argument(what + ": floor_lower = 0 has no minor");
   }
-  if (static_cast<Index>(minor_rows.size()) != lower || static_cast<Index>(minor_cols.size()) != lower)
-    throw std::invalid_argument(what + ": the minor's size is not floor_lower");
-  if (lower > 0) {  // only the minor's rows of the block are read (a causal staircase has a thousand blocks)
+  if (static_cast<Index>(minor_rows.size()) != lower ||
+      static_cast<Index>(minor_cols.size()) != lower + (ones_row ? 1 : 0))
+    throw std::invalid_argument(what + ": the minor's size is not floor_lower" +
+                                std::string(ones_row ? " (rows) and floor_lower + 1 (columns)" : ""));
+  if (ones_row) {
+    std::vector<Index> rows, cols;
+    for (Index t : minor_rows) rows.push_back(block.rows[static_cast<std::size_t>(t)]);
+    for (Index t : minor_cols) cols.push_back(block.cols[static_cast<std::size_t>(t)]);
+    detail::check_ones_row_minor_proof(A(rows, cols), bits, what + " floor_lower", mpfi_minor_limit);
+  } else if (lower > 0) {  // only the minor's rows of the block are read (a causal staircase has a thousand blocks)
     std::vector<Index> rows;
     for (Index t : minor_rows) rows.push_back(block.rows[static_cast<std::size_t>(t)]);
     detail::check_minor_proof(A(rows, block.cols), detail::iota_indices(lower), minor_cols, bits, what + " floor_lower",

@@ -63,6 +63,10 @@ std::vector<std::pair<std::string, json>> masked_tampering(const json& c) {
           add(at + ": floor_upper one less", [&](json& t) { t[list][k]["floor_upper"] = b["floor_upper"].get<long>() - 1; });
         if (b.contains("minor_rows") && b["minor_rows"].size() >= 2)
           add(at + ": a minor row repeated", [&](json& t) { t[list][k]["minor_rows"][0] = b["minor_rows"].back(); });
+        if (b.contains("ones_row")) {
+          add(at + ": ones_row dropped", [&](json& t) { t[list][k].erase("ones_row"); });
+          add(at + ": a minor column repeated", [&](json& t) { t[list][k]["minor_cols"][0] = b["minor_cols"].back(); });
+        }
         if (b["floor_lower"].get<long>() > 0)
           add(at + ": the minor dropped", [&](json& t) {
             t[list][k].erase("minor");
@@ -157,6 +161,7 @@ TEST_CASE("attnrank::check_masked_reach_certificate") {
         t[list][k]["floor_lower"] = b["floor_lower"].get<long>() + 1;
         t[list][k].erase("minor_rows");
         t[list][k].erase("minor_cols");
+        t[list][k].erase("ones_row");
         t[list][k]["minor"] = "leading";  // a leading minor one larger than the block's rank: singular
         INFO(list << " " << k + 1);
         CHECK_FALSE(check_masked_reach_certificate(A, mask, redigest(t)).valid);

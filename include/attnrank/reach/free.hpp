@@ -43,6 +43,12 @@ struct ReachOptions {
   /// n): floor_lower is then d_k + 1, all the verdict needs. `full_floor` skips it.
   Eigen::Index quick_verdict_size = 256;
   bool full_floor = false;
+  /// Under a nested mask, the floors of all blocks come from two factorisations
+  /// per chain (reach/detail/chain_minors.hpp); where they fall short of a block's
+  /// shape, the block's own minor search runs if all such searches together cost
+  /// at most this many flops (estimated), else on the squarest such block only.
+  /// full_floor searches every one.
+  double block_search_flops = 2e9;
   bool witness = true;
   /// Above 53 bits, targets up to this size get an MPFR witness (its certified
   /// error can then reach ~2^-bits instead of ~1e-16).

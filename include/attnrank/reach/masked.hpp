@@ -90,6 +90,10 @@ struct MaskedBlock {
   /// (indices into rows and cols) is proven nonsingular, ||I - R M|| <= residual.
   std::vector<Eigen::Index> minor_rows, minor_cols;
   double minor_residual = 0;
+  /// true: the proof is instead that [log(A)_{minor_rows, minor_cols}; 1^T] (one
+  /// more column than rows) is nonsingular, which proves the same lower:
+  /// rank([L; 1^T]) = rank(L C) + 1 (reach/detail/chain_minors.hpp).
+  bool minor_with_ones_row = false;
   std::string upper_reason;  ///< "shape", "exact kernel", "a single column" or "no target row"
   /// The proof of an "exact kernel" upper: pairwise coprime bases over which
   /// every entry of the block factors, and independent integer vectors (one per

@@ -53,6 +53,12 @@ void check_minor_proof(const Matrix<Rational>& B, const std::vector<Eigen::Index
                        const std::vector<Eigen::Index>& cols, unsigned bits, const std::string& what,
                        Eigen::Index mpfi_limit = 200);
 
+/// Re-proves rank(log(B) C) >= B.rows() from the ones row: [log B; 1^T] (B is
+/// k x (k + 1), the minor itself) is nonsingular, since rank([L; 1^T]) =
+/// rank(L C) + 1; in MPFI at max(64, bits) up to size mpfi_limit, in double balls beyond.
+void check_ones_row_minor_proof(const Matrix<Rational>& B, unsigned bits, const std::string& what,
+                                Eigen::Index mpfi_limit);
+
 /// Re-proves rank(log(B) C) <= upper from {bases, kernel}: pairwise coprime
 /// bases over which B factors exactly, and B.cols() - upper independent integer
 /// vectors annihilated by every centered exponent matrix.
