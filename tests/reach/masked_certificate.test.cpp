@@ -152,7 +152,8 @@ TEST_CASE("attnrank::check_masked_reach_certificate") {
     ReachOptions no_exact;
     no_exact.limits.max_distinct_values = 0;
     const json c = make_masked_reach_certificate(A, mask, reach(A, 1, mask, no_exact));
-    int raised = 0;
+    const MaskedBlockLayout layout = masked_block_layout(mask);
+    int raised = 0, raised_with_ones_row = 0;
     for (const char* list : {"blocks", "overlaps"})
       for (std::size_t k = 0; k < c[list].size(); ++k) {
         const json& b = c[list][k];
@@ -166,8 +167,25 @@ TEST_CASE("attnrank::check_masked_reach_certificate") {
         INFO(list << " " << k + 1);
         CHECK_FALSE(check_masked_reach_certificate(A, mask, redigest(t)).valid);
         ++raised;
+        // The same raise with a ones-row minor of distinct rows and columns: any
+        // one with more than 2 rows is singular (log A has rank 2 plus the ones row).
+        const AllowedBlock& block = std::string(list) == "blocks" ? layout.blocks[k] : layout.overlaps[k];
+        const auto lower = static_cast<std::size_t>(b["floor_lower"].get<long>() + 1);
+        if (lower < 3 || lower > block.rows.size() || lower + 1 > block.cols.size()) continue;
+        json u = c;
+        u[list][k]["floor_lower"] = lower;
+        u[list][k].erase("minor");
+        json rows = json::array(), cols = json::array();
+        for (std::size_t t_row = 0; t_row < lower; ++t_row) rows.push_back(block.rows[t_row] + 1);
+        for (std::size_t t_col = 0; t_col <= lower; ++t_col) cols.push_back(block.cols[t_col] + 1);
+        u[list][k]["minor_rows"] = rows;
+        u[list][k]["minor_cols"] = cols;
+        u[list][k]["ones_row"] = true;
+        CHECK_FALSE(check_masked_reach_certificate(A, mask, redigest(u)).valid);
+        ++raised_with_ones_row;
       }
     CHECK(raised > 0);
+    CHECK(raised_with_ones_row > 0);
   }
   SECTION("a mask that is not nested, and a permuted prefix-LM mask") {
     Matrix<Rational> window = Matrix<Rational>::Zero(6, 6), prefix = Matrix<Rational>::Zero(6, 6);
