@@ -124,7 +124,22 @@ void LowerBoundCache::rows_and_columns(double t, std::vector<Index>& rows, std::
     return;
   }
   sort_entries();
+  // Every width's bisection starts from the same power of 2 and the thresholds
+  // theta eps repeat, so the same R x J comes back often: remembered by the
+  // count of entries it excludes (which fixes it).
+  const std::int64_t key = entries_at_most(order_, t);
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = rectangles_.find(key);
+    if (it != rectangles_.end()) {
+      rows = it->second.first;
+      cols = it->second.second;
+      return;
+    }
+  }
   rows_and_columns_above(order_, t, rows, cols);
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (rectangles_.size() < max_remembered_rectangles) rectangles_.emplace(key, std::pair{rows, cols});
 }
 
 double LowerBoundCache::eta_norm(const std::vector<Index>& rows, const std::vector<Index>& cols, double eps) {

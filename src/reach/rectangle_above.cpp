@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstddef>
-#include <functional>
-#include <queue>
 #include <utility>
 
 namespace attnrank::detail {
@@ -53,35 +51,49 @@ std::vector<int> prefix_lengths(const std::vector<double>& values, Index lines, 
   return out;
 }
 
-/// A max-heap of (count, -line): the first line with the most entries <= eps on
-/// top. Counts only fall, so it is updated lazily: a key is never below its
-/// line's count, a stale top goes back with its count, and a current top is
-/// the line the dense rule picks. -1 when no line is left.
-class LineHeap {
+/// The lines by their count of entries <= eps, one bitset of lines per count:
+/// the first line with the most such entries (what the dense rule picks) is the
+/// lowest set bit of the highest non-empty count. Counts only fall, one at a
+/// time, so the highest count only falls too; a move is two bit flips.
+class LineBuckets {
  public:
-  explicit LineHeap(const std::vector<int>& counts) {
-    std::vector<std::pair<int, Index>> items;
-    items.reserve(counts.size());
-    for (std::size_t l = 0; l < counts.size(); ++l) items.emplace_back(counts[l], -static_cast<Index>(l));
-    heap_ = std::priority_queue<std::pair<int, Index>>(std::less<std::pair<int, Index>>(), std::move(items));
-  }
-  Index top(const std::vector<int>& counts, const std::vector<bool>& in) {
-    while (!heap_.empty()) {
-      const auto [c, minus_l] = heap_.top();
-      const std::size_t l = static_cast<std::size_t>(-minus_l);
-      heap_.pop();
-      if (!in[l]) continue;
-      if (counts[l] == c) {
-        heap_.emplace(c, minus_l);  // still the top; it stays until its line goes
-        return static_cast<Index>(l);
-      }
-      heap_.emplace(counts[l], minus_l);
+  LineBuckets(const std::vector<int>& counts, int most)
+      : words_((counts.size() + 63) / 64), bits_(static_cast<std::size_t>(most + 1) * words_, 0),
+        sizes_(static_cast<std::size_t>(most + 1), 0) {
+    for (std::size_t l = 0; l < counts.size(); ++l) {
+      flip(counts[l], l);
+      ++sizes_[static_cast<std::size_t>(counts[l])];
+      top_ = std::max(top_, counts[l]);
     }
-    return -1;
+  }
+  /// The line's count fell from `from` by one.
+  void fall(int from, std::size_t line) {
+    flip(from, line);
+    flip(from - 1, line);
+    --sizes_[static_cast<std::size_t>(from)];
+    ++sizes_[static_cast<std::size_t>(from - 1)];
+  }
+  void remove(int count, std::size_t line) {
+    flip(count, line);
+    --sizes_[static_cast<std::size_t>(count)];
+  }
+  /// The first line with the highest count above 0, or -1.
+  Index top() {
+    while (top_ > 0 && sizes_[static_cast<std::size_t>(top_)] == 0) --top_;
+    if (top_ == 0) return -1;
+    const std::uint64_t* bucket = bits_.data() + static_cast<std::size_t>(top_) * words_;
+    for (std::size_t w = 0;; ++w)
+      if (bucket[w]) return static_cast<Index>(w * 64 + static_cast<std::size_t>(std::countr_zero(bucket[w])));
   }
 
  private:
-  std::priority_queue<std::pair<int, Index>> heap_;
+  void flip(int count, std::size_t line) {
+    bits_[static_cast<std::size_t>(count) * words_ + line / 64] ^= std::uint64_t{1} << (line % 64);
+  }
+  std::size_t words_;
+  std::vector<std::uint64_t> bits_;
+  std::vector<std::size_t> sizes_;
+  int top_ = 0;
 };
 
 }  // namespace
@@ -130,11 +142,11 @@ void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Ind
   const std::vector<int> row_prefix = prefix_lengths(order.row_value, n, m, eps);
   const std::vector<int> col_prefix = prefix_lengths(order.col_value, m, n, eps);
   std::vector<int> row_bad = row_prefix, col_bad = col_prefix;
-  LineHeap row_heap(row_bad), col_heap(col_bad);
+  LineBuckets row_buckets(row_bad, static_cast<int>(m)), col_buckets(col_bad, static_cast<int>(n));
   std::vector<bool> row_in(static_cast<std::size_t>(n), true), col_in(static_cast<std::size_t>(m), true);
   std::int64_t rows_left = n, cols_left = m;
   while (true) {
-    const Index best_row = row_heap.top(row_bad, row_in), best_col = col_heap.top(col_bad, col_in);
+    const Index best_row = row_buckets.top(), best_col = col_buckets.top();
     const int r = best_row < 0 ? 0 : row_bad[static_cast<std::size_t>(best_row)];
     const int c = best_col < 0 ? 0 : col_bad[static_cast<std::size_t>(best_col)];
     if (r == 0 && c == 0) break;
@@ -143,25 +155,33 @@ void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Ind
     if (static_cast<std::int64_t>(c) * cols_left >= static_cast<std::int64_t>(r) * rows_left) {
       --cols_left;
       col_in[static_cast<std::size_t>(best_col)] = false;
+      col_buckets.remove(c, static_cast<std::size_t>(best_col));
       const std::int32_t* across = order.col_row.data() + best_col * n;
       for (int t = 0; t < col_prefix[static_cast<std::size_t>(best_col)]; ++t) {
         const std::size_t i = static_cast<std::size_t>(across[t]);
-        if (row_in[i]) --row_bad[i];
+        if (row_in[i]) row_buckets.fall(row_bad[i]--, i);
       }
       col_bad[static_cast<std::size_t>(best_col)] = 0;
     } else {
       --rows_left;
       row_in[static_cast<std::size_t>(best_row)] = false;
+      row_buckets.remove(r, static_cast<std::size_t>(best_row));
       const std::int32_t* across = order.row_col.data() + best_row * m;
       for (int t = 0; t < row_prefix[static_cast<std::size_t>(best_row)]; ++t) {
         const std::size_t j = static_cast<std::size_t>(across[t]);
-        if (col_in[j]) --col_bad[j];
+        if (col_in[j]) col_buckets.fall(col_bad[j]--, j);
       }
       row_bad[static_cast<std::size_t>(best_row)] = 0;
     }
   }
   rows = flagged(row_in);
   cols = flagged(col_in);
+}
+
+std::int64_t entries_at_most(const EntryOrder& order, double eps) {
+  std::int64_t total = 0;
+  for (const int c : prefix_lengths(order.row_value, order.rows, order.cols, eps)) total += c;
+  return total;
 }
 
 }  // namespace attnrank::detail

@@ -69,8 +69,11 @@ class LowerBoundCache {
   const Eigen::MatrixXd& below_;
   EntryOrder order_;  ///< sorted on first use above min Â
   std::vector<Eigen::Index> all_rows_, all_cols_;
-  std::mutex mutex_;  ///< guards the two maps: two searches may share the cache
+  std::mutex mutex_;  ///< guards the maps: two searches may share the cache
   std::map<double, double> full_eta_;
+  /// R x J by the number of entries at or below its threshold (entries_at_most).
+  static constexpr std::size_t max_remembered_rectangles = 512;
+  std::map<std::int64_t, std::pair<std::vector<Eigen::Index>, std::vector<Eigen::Index>>> rectangles_;
   std::map<std::pair<std::vector<Eigen::Index>, std::vector<Eigen::Index>>, CertifiedSingularValues> cache_;
 };
 

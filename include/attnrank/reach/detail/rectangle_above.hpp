@@ -32,4 +32,9 @@ EntryOrder entry_order(const Eigen::MatrixXd& below);
 void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Eigen::Index>& rows,
                             std::vector<Eigen::Index>& cols);
 
+/// How many entries are <= eps. The entries <= eps are a prefix of all entries
+/// in increasing order, so rows_and_columns_above depends on eps only through
+/// this count: a key under which its answers can be remembered.
+std::int64_t entries_at_most(const EntryOrder& order, double eps);
+
 }  // namespace attnrank::detail
