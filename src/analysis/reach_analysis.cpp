@@ -112,6 +112,7 @@ ReachAnalysis analyze_reach(const Matrix<Rational>& A, const ReachQuestion& q) {
   ReachOptions o;
   o.bits = q.bits;
   o.full_floor = q.full_floor;
+  o.witness = q.witness;
   ApproxOptions ao;
   ao.bits = std::max(q.bits, 64u);
   ao.seed = q.seed;

@@ -68,6 +68,7 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
   // verdict). A masked floor is whole anyway; its per-block search keeps its budget.
   rq.full_floor = !q.mask.has_value();
   rq.certificate = false;  // a scan prints none
+  rq.witness = false;      // nor the exact question's witness
   rq.seed = q.seed;
   rq.refine = q.refine;
   rq.error_bounds = q.dk ? ErrorBoundsPolicy::automatic : ErrorBoundsPolicy::never;

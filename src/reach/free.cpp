@@ -166,12 +166,7 @@ double fast_certified_witness_error(const BoundsMatrix& target, const Eigen::Mat
 namespace detail {
 Matrix<Rational> zeros_replaced(const Matrix<Rational>& A) {
   Matrix<Rational> out = A;
-  for (Index i = 0; i < A.rows(); ++i) {
-    Rational top = 0;
-    for (Index j = 0; j < A.cols(); ++j) top = std::max(top, A(i, j));
-    for (Index j = 0; j < A.cols(); ++j)
-      if (A(i, j) == 0) out(i, j) = top / Rational(1000000000000LL);
-  }
+  for (Index i = 0; i < A.rows(); ++i) replace_zeros_in_row(A, i, [](Index) { return true; }, out);
   return out;
 }
 }  // namespace detail

@@ -284,10 +284,11 @@ std::vector<AllowedBlock> fully_allowed_blocks(const Mask& mask) { return masked
 
 namespace detail {
 Matrix<Rational> allowed_zeros_replaced(const Matrix<Rational>& A, const Mask& mask) {
-  Matrix<Rational> out = zeros_replaced(A);
+  Matrix<Rational> out = A;  // masked positions hold 0 already (validate_masked_target)
+  for (Index i = 0; i < A.rows(); ++i) replace_zeros_in_row(A, i, [&](Index j) { return mask.allows(i, j); }, out);
   for (Index i = 0; i < A.rows(); ++i)
     for (Index j = 0; j < A.cols(); ++j)
-      if (!mask.allows(i, j)) out(i, j) = 0;
+      if (!mask.allows(i, j) && mpq_sgn(out(i, j).backend().data()) != 0) out(i, j) = 0;
   return out;
 }
 }  // namespace detail

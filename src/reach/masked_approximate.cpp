@@ -102,6 +102,16 @@ void masked_upper_bound(const Matrix<Rational>& A, const MaskedWitnessStarts& st
   b.witness = std::move(w);
 }
 
+/// The witness starts of A with its zeros at allowed positions replaced; A itself
+/// (no copy of a million rationals) when it has none, which is the same matrix.
+MaskedWitnessStarts starts_of(const Matrix<Rational>& A, const Mask& mask, Index widest) {
+  for (Index i = 0; i < A.rows(); ++i)
+    for (Index j = 0; j < A.cols(); ++j)
+      if (mask.allows(i, j) && mpq_sgn(A(i, j).backend().data()) == 0)
+        return masked_witness_starts(detail::allowed_zeros_replaced(A, mask), mask, widest);
+  return masked_witness_starts(A, mask, widest);
+}
+
 }  // namespace
 
 namespace {
@@ -163,8 +173,7 @@ ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Index dk, const Mask
   validate_masked_target(A, mask, "target");
   require_head_width(dk, A.rows());
   ApproxBounds upper;
-  masked_upper_bound(A, masked_witness_starts(detail::allowed_zeros_replaced(A, mask), mask, dk), dk, mask, options,
-                     upper);
+  masked_upper_bound(A, starts_of(A, mask, dk), dk, mask, options, upper);
   ApproxBounds b = masked_lower_bounds(A, mask, dk, dk, {upper.error_upper}, options).front();
   b.error_upper = upper.error_upper;
   b.start_error = upper.start_error;
@@ -193,7 +202,7 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   // by bisection over the widths (max_dk first), as the search does. A width
   // left out keeps E* <= 1 (|P - Â| <= 1 entrywise), and settle_width carries the
   // fitted widths' bounds to it.
-  const MaskedWitnessStarts starts = masked_witness_starts(detail::allowed_zeros_replaced(A, mask), mask, max_dk);
+  const MaskedWitnessStarts starts = starts_of(A, mask, max_dk);
   std::vector<double> uppers(static_cast<std::size_t>(max_dk), 1.0);
   const auto fit = [&](Index dk) {
     ApproxBounds b;

@@ -48,6 +48,10 @@ struct ReachQuestion {
   /// reads every entry as text, a tenth of a scan's time on n = 512 heads, so the
   /// scan, which prints no certificate, turns it off (the certificate is then null).
   bool certificate = true;
+  /// Compute the exact question's witness head (ReachOptions::witness): a
+  /// scan, which prints none, turns it off (a masked one costs a completion's
+  /// SVD and a fit, about a second at n = 1024).
+  bool witness = true;
   /// When the optimiser sharpens error_upper (analysis/refinement.hpp): by default
   /// only when epsilon is asked and the cheap band leaves it undecided, for 2 s.
   RefineOptions refine;

@@ -148,6 +148,21 @@ void scale_by_root_dk(Matrix<Interval>& S, Eigen::Index dk);
 /// The target with each zero replaced by 1e-12 of its row's largest entry: the
 /// positive matrix a witness for a target with zeros is computed from.
 Matrix<Rational> zeros_replaced(const Matrix<Rational>& A);
+/// Row i of zeros_replaced into `out` (a copy of A), only at the columns j with
+/// replace(j): each zero there becomes 1e-12 of the row's largest entry.
+template <class Replace>
+void replace_zeros_in_row(const Matrix<Rational>& A, Eigen::Index i, const Replace& replace, Matrix<Rational>& out) {
+  const Rational* top = nullptr;  // found without copying a Rational
+  bool any = false;
+  for (Eigen::Index j = 0; j < A.cols(); ++j) {
+    if (!top || A(i, j) > *top) top = &A(i, j);
+    any = any || (mpq_sgn(A(i, j).backend().data()) == 0 && replace(j));
+  }
+  if (!any) return;
+  const Rational small = *top / Rational(1000000000000LL);
+  for (Eigen::Index j = 0; j < A.cols(); ++j)
+    if (mpq_sgn(A(i, j).backend().data()) == 0 && replace(j)) out(i, j) = small;
+}
 /// Q, K from the truncated SVD of the centered log LC (doubles, uncertified):
 /// Q K^T / sqrt(dk) = U_k S_k V_k^T.
 Witness truncated_witness(const Eigen::MatrixXd& LC, Eigen::Index dk);
