@@ -9,6 +9,8 @@
 // its softmax distance to the target is proven, by certified_masked_witness_error.
 #include <attnrank/reach/masked.hpp>
 
+#include <attnrank/linalg/numeric_rank.hpp>
+
 #include <attnrank/attention/certified_softmax.hpp>
 #include <attnrank/attention/softmax.hpp>
 
@@ -160,11 +162,12 @@ MaskedWitnessStarts::Start start_of(MatrixXd completion, Index widest) {
   MaskedWitnessStarts::Start s;
   s.row_means = completion.rowwise().mean();
   const MatrixXd centered = completion.colwise() - s.row_means;
-  const Eigen::BDCSVD<MatrixXd> svd(centered, Eigen::ComputeThinU | Eigen::ComputeThinV);
-  const Index kept = std::min<Index>(widest, svd.singularValues().size());
-  s.singular_values = svd.singularValues().head(kept);
-  s.U = svd.matrixU().leftCols(kept);
-  s.V = svd.matrixV().leftCols(kept);
+  // The leading `widest` triplets only (Lanczos where that pays): a full SVD of a
+  // 1024 x 1024 completion is about a second, and a scan asks for it twice a head.
+  const TruncatedSvd svd = approx_truncated_svd(centered, std::min<Index>(widest, std::min(centered.rows(), centered.cols())));
+  s.singular_values = svd.s;
+  s.U = svd.U;
+  s.V = svd.V;
   s.completion = std::move(completion);
   return s;
 }
