@@ -15,11 +15,6 @@ using Eigen::Index;
 
 Index length(const std::vector<Index>& v) { return static_cast<Index>(v.size()); }
 
-Index floor_shape(const MaskedBlock& b) {
-  const Index r = length(b.rows), m = length(b.cols);
-  return r == 0 || m <= 1 ? 0 : std::min(r, m - 1);
-}
-
 void require_chain(const std::vector<MaskedBlock*>& chain) {
   for (std::size_t k = 0; k + 1 < chain.size(); ++k) {
     const MaskedBlock &a = *chain[k], &b = *chain[k + 1];
@@ -62,7 +57,7 @@ void tall_family(const BoundsMatrix& logs, const std::vector<MaskedBlock*>& chai
   const Index rt = length(last.rows);
   for (std::size_t k = 0; k <= t; ++k) {
     MaskedBlock& b = *chain[k];
-    const Index s = std::min(floor_shape(b), lm.proven - 1);
+    const Index s = std::min(block_shape(b), lm.proven - 1);
     if (s <= b.lower) continue;
     std::vector<Index> rows;  // R_t is the suffix of R_k: its a-th row sits at a + |R_k| - |R_t|
     for (Index t_row = 1; t_row <= s; ++t_row) rows.push_back(lm.order[static_cast<std::size_t>(t_row)] - 1 + length(b.rows) - rt);
@@ -80,7 +75,7 @@ void wide_family(const BoundsMatrix& logs, const std::vector<MaskedBlock*>& chai
   const LeadingMinors lm = certified_leading_minors(with_ones_row(logs, widest_first, first.cols, true), 0);
   for (std::size_t k = w; k < chain.size(); ++k) {
     MaskedBlock& b = *chain[k];
-    const Index s = std::min(floor_shape(b), lm.proven - 1);
+    const Index s = std::min(block_shape(b), lm.proven - 1);
     if (s <= b.lower) continue;
     std::vector<Index> rows;  // R_k is the suffix of R_w: widest_first's a-th row sits at |R_k| - 1 - a
     for (Index a = 0; a < s; ++a) rows.push_back(length(b.rows) - 1 - a);

@@ -101,12 +101,6 @@ void finish(BlockContext& c, MaskedBlock& b) {
   }
 }
 
-/// min(rows, columns - 1): the most floor(B) can be (0 with no row or one column).
-Index shape_of(const MaskedBlock& b) {
-  const Index r = static_cast<Index>(b.rows.size()), m = static_cast<Index>(b.cols.size());
-  return r == 0 || m <= 1 ? 0 : std::min(r, m - 1);
-}
-
 /// What lower_in_doubles costs at most on a block, in flops.
 double search_flops(const MaskedBlock& b) {
   const double r = static_cast<double>(b.rows.size()), m = static_cast<double>(b.cols.size());
@@ -137,14 +131,14 @@ std::vector<MaskedBlock*> left_short(const std::vector<MaskedBlock*>& all, const
   std::vector<MaskedBlock*> out;
   double flops = 0;
   for (MaskedBlock* b : all)
-    if (b->lower < shape_of(*b)) {
+    if (b->lower < block_shape(*b)) {
       out.push_back(b);
       flops += search_flops(*b);
     }
   if (o.full_floor || flops <= o.block_search_flops) return out;
   MaskedBlock* squarest = nullptr;
   for (MaskedBlock* b : blocks)
-    if (b->lower < shape_of(*b) && (!squarest || shape_of(*b) > shape_of(*squarest))) squarest = b;
+    if (b->lower < block_shape(*b) && (!squarest || block_shape(*b) > block_shape(*squarest))) squarest = b;
   if (!squarest) return {};
   return {squarest};
 }
@@ -284,11 +278,11 @@ std::vector<AllowedBlock> fully_allowed_blocks(const Mask& mask) { return masked
 
 namespace detail {
 Matrix<Rational> allowed_zeros_replaced(const Matrix<Rational>& A, const Mask& mask) {
-  Matrix<Rational> out = A;  // masked positions hold 0 already (validate_masked_target)
+  Matrix<Rational> out = A;
   for (Index i = 0; i < A.rows(); ++i) replace_zeros_in_row(A, i, [&](Index j) { return mask.allows(i, j); }, out);
   for (Index i = 0; i < A.rows(); ++i)
     for (Index j = 0; j < A.cols(); ++j)
-      if (!mask.allows(i, j) && mpq_sgn(out(i, j).backend().data()) != 0) out(i, j) = 0;
+      if (!mask.allows(i, j) && mpq_sgn(out(i, j).backend().data()) != 0) out(i, j) = 0;  // 0 where masked, whatever A holds
   return out;
 }
 }  // namespace detail

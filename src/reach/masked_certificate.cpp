@@ -21,9 +21,6 @@ using nlohmann::json;
 /// double balls beyond (a causal staircase at n = 512 has a thousand blocks).
 constexpr Index mpfi_minor_limit = 64;
 
-/// floor(B) can be at most min(|rows|, |cols| - 1) (0 without a row or with one column).
-Index block_shape(Index rows, Index cols) { return rows == 0 || cols <= 1 ? 0 : std::min(rows, cols - 1); }
-
 bool is_leading(const std::vector<Index>& v) {
   for (std::size_t t = 0; t < v.size(); ++t)
     if (v[t] != static_cast<Index>(t)) return false;

@@ -48,11 +48,6 @@ BoundsMatrix allowed_logs(const Matrix<Rational>& A, const Mask& mask) {
   return certified_log_bounds(ones_off);
 }
 
-Index shape_of(const MaskedBlock& b) {
-  const auto r = static_cast<Index>(b.rows.size()), m = static_cast<Index>(b.cols.size());
-  return r == 0 || m <= 1 ? 0 : std::min(r, m - 1);
-}
-
 /// rank(M_B C) exactly, for the integer exponents M of a 2^M target (log A = M log 2).
 Index exact_block_floor(const Matrix<Integer>& M, const MaskedBlock& b) {
   const auto r = static_cast<Index>(b.rows.size()), m = static_cast<Index>(b.cols.size());
@@ -109,7 +104,7 @@ TEST_CASE("attnrank::detail::chain_lower_bounds", "[property]") {
       CHECK(f.lower == n / 2);
       CHECK(f.upper == n / 2);
       for (const auto* list : {&f.blocks, &f.overlaps})
-        for (const MaskedBlock& b : *list) CHECK(b.lower == shape_of(b));
+        for (const MaskedBlock& b : *list) CHECK(b.lower == block_shape(b));
       // A bidirectional prefix of p tokens, causal after: rows below p allow the whole prefix.
       const Index p = std::max<Index>(1, n / 3);
       Matrix<Rational> allowed(n, n);
@@ -122,7 +117,7 @@ TEST_CASE("attnrank::detail::chain_lower_bounds", "[property]") {
           if (prefix.allows(i, j) && B(i, j) == 0) B(i, j) = Rational(1 + i + j, 3 + 2 * n);
       const MaskedFloorBounds g = masked_floor_bounds(B, prefix, chains_only);
       for (const auto* list : {&g.blocks, &g.overlaps})
-        for (const MaskedBlock& b : *list) CHECK(b.lower == shape_of(b));
+        for (const MaskedBlock& b : *list) CHECK(b.lower == block_shape(b));
       CHECK(g.lower == g.upper);
     }
   }

@@ -41,6 +41,7 @@
 #include <attnrank/reach/approximate.hpp>
 #include <attnrank/reach/free.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -102,6 +103,15 @@ struct MaskedBlock {
   std::vector<Integer> bases;
   Matrix<Integer> kernel;
 };
+
+/// min(rows, columns - 1): the most floor(B) of a block can be (0 with no target
+/// row or a single column).
+inline Eigen::Index block_shape(Eigen::Index rows, Eigen::Index cols) {
+  return rows == 0 || cols <= 1 ? 0 : std::min(rows, cols - 1);
+}
+inline Eigen::Index block_shape(const MaskedBlock& b) {
+  return block_shape(static_cast<Eigen::Index>(b.rows.size()), static_cast<Eigen::Index>(b.cols.size()));
+}
 
 struct MaskedFloorBounds {
   Eigen::Index lower = 0, upper = 0;
