@@ -116,6 +116,11 @@ ReachAnalysis analyze_reach(const Matrix<Rational>& A, const ReachQuestion& q) {
   ApproxOptions ao;
   ao.bits = std::max(q.bits, 64u);
   ao.seed = q.seed;
+  // The cheap band and the optimiser after it start from the same starts, fits
+  // and certified logs: computed once (or taken from the caller's memo).
+  std::optional<ApproxMemo> own_memo;
+  if (q.memo) q.memo->require_target(A, q.mask ? &*q.mask : nullptr);
+  ao.memo = q.memo ? q.memo : &own_memo.emplace(A, q.mask);
   const bool bound_error = q.error_bounds == ErrorBoundsPolicy::always ||
                            (q.error_bounds == ErrorBoundsPolicy::automatic &&
                             (q.epsilon || A.rows() <= q.error_bounds_size_limit));

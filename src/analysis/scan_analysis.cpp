@@ -61,7 +61,11 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
   HeadScan h;
   h.index = stack.index[t];
   h.n = A.rows();
+  // reach's band at d_k and the width profile share the target's starts, fits
+  // and certified logs (the same values either computes alone).
+  ApproxMemo memo(A, q.mask);
   ReachQuestion rq;
+  rq.memo = &memo;
   rq.dk = std::min<Eigen::Index>(q.dk.value_or(1), h.n);
   rq.mask = q.mask;
   // The floor itself, not only what one width needs (the free floor's quick
@@ -100,6 +104,7 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
     wq.seed = q.seed;
     wq.refine = q.refine;
     wq.target_name = name;
+    wq.memo = &memo;
     const WidthAnalysis w = analyze_width(A, wq);
     WidthResult width = w.result;
     // One story per head: the band at d_k and the profile are both proven, so each

@@ -29,6 +29,9 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
   SearchMonitor monitor(q.refine.time_limit, q.refine.on_progress);
   ApproxOptions base;
   base.seed = q.seed;
+  std::optional<ApproxMemo> own_memo;
+  if (q.memo) q.memo->require_target(A, q.mask ? &*q.mask : nullptr);
+  base.memo = q.memo ? q.memo : &own_memo.emplace(A, q.mask);
   ApproxOptions refine = base;
   refine.optimise = true;
   refine.monitor = &monitor;

@@ -2,6 +2,8 @@
 // error_lower <= E*(A, d_k) <= error_upper.
 #include <attnrank/reach/approximate.hpp>
 
+#include <attnrank/reach/approx_memo.hpp>
+
 #include <attnrank/attention/softmax.hpp>
 #include <attnrank/linalg/detail/balanced_factors.hpp>
 #include <attnrank/linalg/detail/dense_decompositions.hpp>
@@ -104,10 +106,13 @@ Witness start_at(const TruncatedSvd& svd, Index dk) {
 /// Â's certified bounds and the certified logs of A: independent and about
 /// equally long (an enclosure of each rational entry, then a pass of doubles), so
 /// the first runs on a second thread when there is a second core.
-std::pair<BoundsMatrix, BoundsMatrix> normalized_bounds_and_logs(const Matrix<Rational>& A) {
+/// With a memo, its entries (computed there on first need, so shared with every
+/// other question on the target).
+std::pair<BoundsMatrix, BoundsMatrix> normalized_bounds_and_logs(const Matrix<Rational>& A, ApproxMemo* memo) {
   std::pair<BoundsMatrix, BoundsMatrix> out;
-  const auto bounds = [&] { out.first = normalized_target_bounds(A); };
-  const auto logs = [&] { out.second = detail::LowerBoundCache::logs_of(A); };
+  if (memo) memo->require_target(A);
+  const auto bounds = [&] { out.first = memo ? memo->bounds() : normalized_target_bounds(A); };
+  const auto logs = [&] { out.second = memo ? memo->logs() : detail::LowerBoundCache::logs_of(A); };
   if (A.size() < 4096) {  // a thread costs more than it saves
     bounds();
     logs();
@@ -120,8 +125,9 @@ std::pair<BoundsMatrix, BoundsMatrix> normalized_bounds_and_logs(const Matrix<Ra
 /// What every width shares: Â (bounds and doubles), the certified singular
 /// values of the centered log, the SVDs behind the starts, and the embeddings.
 struct Context {
-  Context(const Matrix<Rational>& target, Index widest, Index values, const Embeddings* embeddings = nullptr)
-      : Context(target, widest, values, embeddings, normalized_bounds_and_logs(target)) {}
+  Context(const Matrix<Rational>& target, Index widest, Index values, ApproxMemo* memo,
+          const Embeddings* embeddings = nullptr)
+      : Context(target, widest, values, embeddings, normalized_bounds_and_logs(target, memo)) {}
   Context(const Matrix<Rational>& target, Index widest, Index values, const Embeddings* embeddings,
           std::pair<BoundsMatrix, BoundsMatrix>&& bounds_and_logs)
       : A(target),
@@ -281,7 +287,7 @@ namespace detail {
 std::vector<ApproxBounds> free_lower_bounds(const Matrix<Rational>& A, Index first, Index last,
                                             const std::vector<double>& ceilings, const ApproxOptions& o) {
   validate(A, last);
-  Context c(A, last, last + 1);
+  Context c(A, last, last + 1, o.memo);
   std::vector<ApproxBounds> out(static_cast<std::size_t>(last - first + 1));
   std::vector<detail::LowerSearch> searches;
   for (Index dk = first; dk <= last; ++dk) {
@@ -300,7 +306,7 @@ std::vector<ApproxBounds> free_lower_bounds(const Matrix<Rational>& A, Index fir
 
 ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Index dk, const ApproxOptions& o) {
   validate(A, dk);
-  Context c(A, dk, dk + 1);
+  Context c(A, dk, dk + 1, o.memo);
   return bounds_at(c, dk, o, Certification::stated);
 }
 
@@ -310,7 +316,7 @@ ApproxBounds approx_error_bounds(const Matrix<Rational>& A, const Matrix<Rationa
   Embeddings e{X, X.unaryExpr([](const Rational& q) { return scalar_traits<double>::from_rational(q); }), {}, 0};
   if (e.X.allFinite()) e.pinv = e.X.completeOrthogonalDecomposition().pseudoInverse();
   e.rank = A.rows() - exact_kernel_basis(Matrix<Rational>(X.transpose())).cols();  // exact: N^T X = 0 spans the rest
-  Context c(A, dk, std::min(dk, e.rank) + 1, &e);
+  Context c(A, dk, std::min(dk, e.rank) + 1, o.memo, &e);
   return bounds_at(c, dk, o, Certification::stated);
 }
 
@@ -379,7 +385,7 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   detail::require_width_question(epsilon, max_dk, n);
   // One certified SVD of the centered log serves every width: the lower bounds
   // below min Â, and through its vectors every width's start.
-  Context c(A, max_dk, max_dk + 1);
+  Context c(A, max_dk, max_dk + 1, o.memo);
   WidthResult out;
   out.epsilon = epsilon;
   out.max_dk = max_dk;

@@ -14,6 +14,7 @@
 #include <attnrank/reach/masked.hpp>
 
 #include <attnrank/linalg/certified_svd.hpp>
+#include <attnrank/reach/approx_memo.hpp>
 #include <attnrank/numbers/decimal.hpp>
 #include <attnrank/reach/detail/lower_bound_search.hpp>
 #include <attnrank/reach/detail/witness_search.hpp>
@@ -74,27 +75,27 @@ void block_lower_bounds(const BoundsMatrix& logs, const Eigen::MatrixXd& below, 
   }
 }
 
-/// error_upper at width dk: the masked witness (the completion's fit, from
-/// `starts`, made of A with its zeros at allowed positions replaced), then with
-/// o.optimise the L-BFGS search on the masked softmax from it; each certified
-/// in doubles with directed rounding, the better kept.
-void masked_upper_bound(const Matrix<Rational>& A, const MaskedWitnessStarts& starts, Index dk, const Mask& mask,
-                        const ApproxOptions& o, ApproxBounds& b) {
-  Witness w = approx_masked_witness(starts, dk);
-  w.error_bits = 53;
-  w.max_abs_error = certified_masked_witness_error(A, mask, w.Q, w.K);
+/// error_upper at width dk: the masked witness (the completion's fit, from the
+/// memo's starts for widths up to `widest`, made of A with its zeros at allowed
+/// positions replaced), then with o.optimise the L-BFGS search on the masked
+/// softmax from it; each certified in doubles with directed rounding, the
+/// better kept.
+void masked_upper_bound(ApproxMemo& memo, Index widest, Index dk, const Mask& mask, const ApproxOptions& o,
+                        ApproxBounds& b) {
+  Witness w = memo.masked_start_witness(widest, dk);
   b.start_error = w.max_abs_error;
   if (o.optimise) {
-    const Index n = A.rows();
+    const MaskedWitnessStarts& starts = memo.masked_starts(widest);
+    const Index n = starts.target.rows();
     Eigen::VectorXd start(2 * n * dk);
     start << w.Q.reshaped(), w.K.reshaped();
-    const Eigen::VectorXd best = detail::search_witness(approx_normalized_target(A), dk, nullptr, {start}, o, &mask);
+    const Eigen::VectorXd best = detail::search_witness(starts.target, dk, nullptr, {start}, o, &mask);
     if (best.size()) {
       Witness s;
       s.Q = Eigen::Map<const Eigen::MatrixXd>(best.data(), n, dk);
       s.K = Eigen::Map<const Eigen::MatrixXd>(best.data() + n * dk, n, dk);
       s.error_bits = 53;
-      s.max_abs_error = certified_masked_witness_error(A, mask, s.Q, s.K);
+      s.max_abs_error = memo.certified_masked_error(s.Q, s.K);
       if (s.max_abs_error < w.max_abs_error) w = std::move(s);
     }
   }
@@ -102,14 +103,14 @@ void masked_upper_bound(const Matrix<Rational>& A, const MaskedWitnessStarts& st
   b.witness = std::move(w);
 }
 
-/// The witness starts of A with its zeros at allowed positions replaced; A itself
-/// (no copy of a million rationals) when it has none, which is the same matrix.
-MaskedWitnessStarts starts_of(const Matrix<Rational>& A, const Mask& mask, Index widest) {
-  for (Index i = 0; i < A.rows(); ++i)
-    for (Index j = 0; j < A.cols(); ++j)
-      if (mask.allows(i, j) && mpq_sgn(A(i, j).backend().data()) == 0)
-        return masked_witness_starts(detail::allowed_zeros_replaced(A, mask), mask, widest);
-  return masked_witness_starts(A, mask, widest);
+/// The memo of the options when they carry one (checked to be made for A and
+/// mask), else `local`.
+ApproxMemo& memo_for(const Matrix<Rational>& A, const Mask& mask, const ApproxOptions& o, std::optional<ApproxMemo>& local) {
+  if (o.memo) {
+    o.memo->require_target(A, &mask);
+    return *o.memo;
+  }
+  return local.emplace(A, mask);
 }
 
 }  // namespace
@@ -130,7 +131,7 @@ std::vector<ApproxBounds> masked_lower_bounds(const Matrix<Rational>& A, const M
   // n = 1024.
   if (A.rows() > max_block_search_n) return out;
   const Matrix<Rational> positive = detail::allowed_zeros_replaced(A, mask);
-  const Eigen::MatrixXd below = normalized_target_bounds(A).lo;
+  const Eigen::MatrixXd below = options.memo ? options.memo->bounds().lo : normalized_target_bounds(A).lo;
   Matrix<Rational> ones_off = positive;
   for (Index i = 0; i < A.rows(); ++i)
     for (Index j = 0; j < A.cols(); ++j)
@@ -172,9 +173,12 @@ std::vector<ApproxBounds> masked_lower_bounds(const Matrix<Rational>& A, const M
 ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Index dk, const Mask& mask, const ApproxOptions& options) {
   validate_masked_target(A, mask, "target");
   require_head_width(dk, A.rows());
+  std::optional<ApproxMemo> local;
+  ApproxOptions o = options;
+  o.memo = &memo_for(A, mask, options, local);
   ApproxBounds upper;
-  masked_upper_bound(A, starts_of(A, mask, dk), dk, mask, options, upper);
-  ApproxBounds b = masked_lower_bounds(A, mask, dk, dk, {upper.error_upper}, options).front();
+  masked_upper_bound(*o.memo, dk, dk, mask, o, upper);
+  ApproxBounds b = masked_lower_bounds(A, mask, dk, dk, {upper.error_upper}, o).front();
   b.error_upper = upper.error_upper;
   b.start_error = upper.start_error;
   b.witness = std::move(upper.witness);
@@ -195,18 +199,20 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   // [width_lower, width_upper) (a witness within epsilon at d settles every
   // width above d). settle_width carries each bound to its neighbours (E* is
   // non-increasing in d_k).
+  std::optional<ApproxMemo> local;
+  ApproxMemo& memo = memo_for(A, mask, options, local);
   ApproxOptions starts_only = options;
   starts_only.optimise = false;
+  starts_only.memo = &memo;
   // One SVD per completion serves every width's start. Each width's fit costs
   // alternating least squares, so the fits run where they can move width_upper:
   // by bisection over the widths (max_dk first), as the search does. A width
   // left out keeps E* <= 1 (|P - Â| <= 1 entrywise), and settle_width carries the
   // fitted widths' bounds to it.
-  const MaskedWitnessStarts starts = starts_of(A, mask, max_dk);
   std::vector<double> uppers(static_cast<std::size_t>(max_dk), 1.0);
   const auto fit = [&](Index dk) {
     ApproxBounds b;
-    masked_upper_bound(A, starts, dk, mask, starts_only, b);
+    masked_upper_bound(memo, max_dk, dk, mask, starts_only, b);
     double& u = uppers[static_cast<std::size_t>(dk - 1)];
     u = std::min(u, b.error_upper);
     return u;
@@ -226,7 +232,7 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   const auto search = [&](const ApproxOptions& o) {
     detail::search_open_widths(w, [&](Index dk) {
       ApproxBounds b;
-      masked_upper_bound(A, starts, dk, mask, o, b);
+      masked_upper_bound(memo, max_dk, dk, mask, o, b);
       return b.error_upper;
     });
   };

@@ -1,13 +1,12 @@
 // A masked head near a target, and its certified error (attnrank/reach/masked.hpp).
 //
-// Alternating least squares on S = Q K^T + c 1^T over the allowed set: with K
-// fixed, each row's (q_i, c_i) is a least-squares fit of L_i on its allowed
-// keys; with Q and c fixed, each key's k_j a fit of L_ij - c_i on the rows
-// allowing it. Each half-step cannot increase the sum of squared residuals; a
-// small ridge keeps rows with fewer allowed keys than unknowns (causal row 1)
-// determined. The best iterate by max |residual| is kept. Uncertified: only
-// its softmax distance to the target is proven, by certified_masked_witness_error.
+// The starts (completions of log A and their truncated SVDs) are here; the
+// alternating least squares from them is reach/detail/masked_fit.hpp.
+// Uncertified: only a witness's softmax distance to the target is proven, by
+// certified_masked_witness_error.
 #include <attnrank/reach/masked.hpp>
+
+#include <attnrank/reach/detail/masked_fit.hpp>
 
 #include <attnrank/linalg/numeric_rank.hpp>
 
@@ -27,10 +26,6 @@ namespace {
 using Eigen::Index;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
-
-struct Residual {
-  double max = 0, squares = 0;
-};
 
 /// For a nested mask: completes L on the masked positions, column by column in
 /// the staircase's order, with the minimal-rank fill of a 2 x 2 block pattern.
@@ -61,101 +56,6 @@ MatrixXd staircase_completion(const MatrixXd& L, const Staircase& st) {
   for (Index i = 0; i < n; ++i)
     for (Index j = 0; j < n; ++j) T(st.rows[static_cast<std::size_t>(i)], st.cols[static_cast<std::size_t>(j)]) = P(i, j);
   return T;
-}
-
-}  // namespace
-
-namespace {
-
-/// max and sum of squares of |Q K^T + c 1^T - L| over the allowed set, with the mask as
-/// a 0/1 matrix M and ML = M o L.
-Residual masked_residual(const MatrixXd& ML, const MatrixXd& M, const MatrixXd& Q, const MatrixXd& K, const VectorXd& c) {
-  const MatrixXd E = (Q * K.transpose() + c.replicate(1, M.cols())).cwiseProduct(M) - ML;
-  return {E.cwiseAbs().maxCoeff(), E.squaredNorm()};
-}
-
-/// Q, K (scores Q K^T + c 1^T, unscaled) from the truncated SVD of a completion
-/// T of L (computed once for every width: `start`), refined by alternating least
-/// squares over the allowed set.
-std::pair<MatrixXd, MatrixXd> fit_from(const MaskedWitnessStarts::Start& start, const Mask& mask, Index dk, int sweeps) {
-  const MatrixXd& T = start.completion;
-  const Index n = T.rows();
-  const MatrixXd& L = T;  // only its allowed entries are fitted
-  VectorXd c = start.row_means;
-  const Index kept = std::min<Index>(dk, start.singular_values.size());
-  const VectorXd root = start.singular_values.head(kept).cwiseSqrt();
-  MatrixXd Q = MatrixXd::Zero(n, dk), K = MatrixXd::Zero(n, dk);
-  Q.leftCols(kept) = start.U.leftCols(kept) * root.asDiagonal();
-  K.leftCols(kept) = start.V.leftCols(kept) * root.asDiagonal();
-  const double scale = std::max(1.0, L.cwiseAbs().maxCoeff());
-  const double ridge = 1e-13 * scale * scale;
-  // Flops of one sweep (the Gram matrices); beyond a budget the start is the fit.
-  const double sweep_cost = 2.0 * static_cast<double>(mask.allowed_count()) * static_cast<double>((dk + 1) * (dk + 1));
-  const int affordable = static_cast<int>(std::min<double>(sweeps, 2e9 / std::max(sweep_cost, 1.0)));
-  // Each half-step solves, for every row i, the normal equations of its fit over
-  // the allowed keys: (sum_j M_ij k_j k_j^T + ridge) x_i = sum_j M_ij k_j L_ij with
-  // k_j = (K_j, 1). The Gram matrices of all rows at once are one product of the
-  // 0/1 mask with the keys' outer products, the right-hand sides one of the
-  // masked L with the keys: blocked products instead of a gather per row.
-  MatrixXd M(n, n);
-  for (Index j = 0; j < n; ++j)
-    for (Index i = 0; i < n; ++i) M(i, j) = mask.allows(i, j) ? 1.0 : 0.0;
-  const MatrixXd ML = M.cwiseProduct(L);
-  MatrixXd bestQ = Q, bestK = K;
-  const Residual first = masked_residual(ML, M, Q, K, c);
-  double best = first.max, squares = first.squares;
-  int idle = 0;
-  const Index w = dk + 1;
-  // Row j of the result: vec(f_j f_j^T) for the first w columns f of F.
-  const auto outer_products = [](const MatrixXd& F, Index width) {
-    MatrixXd O(F.rows(), width * width);
-    for (Index a = 0; a < width; ++a)
-      for (Index b = 0; b < width; ++b) O.col(a * width + b) = F.col(a).cwiseProduct(F.col(b));
-    return O;
-  };
-  // Row i of `out` solves (gram_i + ridge I) x = rhs_i, for the rows in `which`.
-  const auto solve_rows = [ridge](const MatrixXd& grams, const MatrixXd& rhs, Index width, MatrixXd& out,
-                                  const std::vector<bool>& which) {
-    for (Index i = 0; i < grams.rows(); ++i) {
-      if (!which[static_cast<std::size_t>(i)]) continue;
-      MatrixXd G(width, width);
-      for (Index a = 0; a < width; ++a)
-        for (Index b = 0; b < width; ++b) G(a, b) = grams(i, a * width + b);
-      G.diagonal().array() += ridge;
-      out.row(i) = G.ldlt().solve(rhs.row(i).transpose()).transpose();
-    }
-  };
-  const std::vector<bool> every_row(static_cast<std::size_t>(n), true);
-  std::vector<bool> attended(static_cast<std::size_t>(n));
-  for (Index j = 0; j < n; ++j) attended[static_cast<std::size_t>(j)] = M.col(j).sum() > 0;
-  for (int sweep = 0; sweep < affordable && best > 1e-15 * scale; ++sweep) {
-    MatrixXd Kt(n, w);
-    Kt << K, VectorXd::Ones(n);
-    MatrixXd X(n, w);
-    solve_rows(M * outer_products(Kt, w), ML * Kt, w, X, every_row);
-    Q = X.leftCols(dk);
-    c = X.col(dk);
-    // Keys: (sum_i M_ij q_i q_i^T + ridge) k_j = sum_i M_ij q_i (L_ij - c_i); a key
-    // nobody attends to keeps its value (any k_j serves).
-    const MatrixXd key_grams = M.transpose() * outer_products(Q, dk);
-    const MatrixXd centered = ML - M.cwiseProduct(c.replicate(1, n));
-    const MatrixXd key_rhs = centered.transpose() * Q;
-    MatrixXd Y = K;
-    solve_rows(key_grams, key_rhs, dk, Y, attended);
-    K = Y;
-    const Residual now = masked_residual(ML, M, Q, K, c);
-    if (now.max < best) {
-      best = now.max;
-      bestQ = Q;
-      bestK = K;
-    }
-    // The sum of squares falls every sweep (the max need not): stop after a few
-    // sweeps that bring it no real progress.
-    idle = now.squares < (1 - 1e-6) * squares ? 0 : idle + 1;
-    squares = now.squares;
-    if (idle >= 5) break;
-  }
-  return {bestQ, bestK};
 }
 
 MaskedWitnessStarts::Start start_of(MatrixXd completion, Index widest) {
@@ -220,7 +120,7 @@ Witness approx_masked_witness(const MaskedWitnessStarts& starts, Index dk, int s
   std::vector<std::pair<MatrixXd, MatrixXd>> fits(starts.starts.size());
   detail::for_row_blocks(static_cast<long>(fits.size()), 1e9, [&](long begin, long end) {  // side by side
     for (long k = begin; k < end; ++k)
-      fits[static_cast<std::size_t>(k)] = fit_from(starts.starts[static_cast<std::size_t>(k)], starts.mask, dk, sweeps);
+      fits[static_cast<std::size_t>(k)] = detail::fit_masked_scores(starts.starts[static_cast<std::size_t>(k)], starts.mask, dk, sweeps);
   });
   for (const auto& [Q, K] : fits) {
     const MatrixXd P = softmax_rows<double>(MatrixXd(Q * K.transpose()), starts.mask);
@@ -243,8 +143,16 @@ double certified_masked_witness_error(const Matrix<Rational>& A, const Mask& mas
   if (Q.rows() != A.rows() || K.rows() != A.rows() || Q.cols() != K.cols() || Q.cols() < 1)
     throw input_error("witness: Q and K must both be " + std::to_string(A.rows()) + " x d_k");
   if (!Q.allFinite() || !K.allFinite()) return std::numeric_limits<double>::infinity();
+  return certified_masked_witness_error(normalized_target_bounds(A), mask, Q, K);
+}
+
+double certified_masked_witness_error(const BoundsMatrix& target, const Mask& mask, const MatrixXd& Q,
+                                      const MatrixXd& K) {
+  if (Q.rows() != target.lo.rows() || K.rows() != target.lo.rows() || Q.cols() != K.cols() || Q.cols() < 1)
+    throw input_error("witness: Q and K must both be " + std::to_string(target.lo.rows()) + " x d_k");
+  if (!Q.allFinite() || !K.allFinite()) return std::numeric_limits<double>::infinity();
   const BoundsMatrix P = certified_softmax_bounds(certified_scaled_scores(Q, K), mask);
-  return max_abs_difference_upper(P, normalized_target_bounds(A));
+  return max_abs_difference_upper(P, target);
 }
 
 double certified_masked_witness_error(const Matrix<Rational>& A, const Mask& mask, const MatrixXd& Q, const MatrixXd& K,

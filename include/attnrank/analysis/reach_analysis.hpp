@@ -14,6 +14,7 @@
 
 #include <attnrank/analysis/refinement.hpp>
 #include <attnrank/attention/mask.hpp>
+#include <attnrank/reach/approx_memo.hpp>
 #include <attnrank/reach/approximate.hpp>
 #include <attnrank/reach/embeddings.hpp>
 #include <attnrank/reach/masked.hpp>
@@ -57,6 +58,10 @@ struct ReachQuestion {
   RefineOptions refine;
   /// Names for messages and reports: the target and X as the user gave them.
   std::string target_name = "target", x_name = "X";
+  /// The target's shared approximate work (reach/approx_memo.hpp), made for this
+  /// very target and mask, when other questions on it share it (a scan's reach and
+  /// width); the answer is the same either way. nullptr: the analysis makes its own.
+  ApproxMemo* memo = nullptr;
 };
 
 /// What reach and scan say of an unmasked pattern whose zeros are exactly causal.

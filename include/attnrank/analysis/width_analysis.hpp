@@ -12,6 +12,7 @@
 
 #include <attnrank/analysis/refinement.hpp>
 #include <attnrank/attention/mask.hpp>
+#include <attnrank/reach/approx_memo.hpp>
 #include <attnrank/reach/approximate.hpp>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,10 @@ struct WidthQuestion {
   /// always (--refine) the search runs where it is open, within refine.time_limit.
   RefineOptions refine;
   std::string target_name = "target";
+  /// The target's shared approximate work (reach/approx_memo.hpp), made for this
+  /// very target and mask, when other questions on it share it (a scan's reach and
+  /// width); the answer is the same either way. nullptr: the analysis makes its own.
+  ApproxMemo* memo = nullptr;
 };
 
 struct WidthAnalysis {

@@ -35,6 +35,8 @@
 
 namespace attnrank {
 
+class ApproxMemo;  // reach/approx_memo.hpp
+
 struct ApproxOptions {
   unsigned bits = 64;             ///< MPFI precision of the witness's certified error
   int restarts = 2;               ///< seeded random restarts besides the SVD start
@@ -63,6 +65,10 @@ struct ApproxOptions {
   /// optimise), run only where the first left the bracket open, on its own budget
   /// and monitor -- the cheap band, then the optimiser. Not owned; nullptr: none.
   const ApproxOptions* then_search = nullptr;
+  /// The target's shared work (reach/approx_memo.hpp), made for this very target
+  /// and mask: what it holds is taken from it instead of computed again (the same
+  /// values). Not owned; nullptr: the call computes its own.
+  ApproxMemo* memo = nullptr;
 };
 
 /// The proof of error_lower (empty when error_lower is 0): the rows R and

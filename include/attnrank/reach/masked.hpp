@@ -221,6 +221,10 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Eigen::Index
 /// bound is not finite.
 double certified_masked_witness_error(const Matrix<Rational>& A, const Mask& mask, const Eigen::MatrixXd& Q,
                                       const Eigen::MatrixXd& K);
+/// The same bound against Â's certified bounds (normalized_target_bounds(A)),
+/// computed once where many witnesses of one target are certified.
+double certified_masked_witness_error(const BoundsMatrix& target, const Mask& mask, const Eigen::MatrixXd& Q,
+                                      const Eigen::MatrixXd& K);
 
 /// The same bound in MPFI at `bits` (scores enclosed by directed rounding, the
 /// masked softmax in interval arithmetic): the certificate checker's own route.
