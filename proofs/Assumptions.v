@@ -2,7 +2,7 @@
    the MathComp theorems must be "Closed under the global context" (no axioms at
    all); the real-number ones may use only the axioms of Coq's standard Reals. *)
 From Attnrank Require Import Ceiling Subadditivity ExactFloor Reachability DiagonalTarget.
-From Attnrank Require Import SoftmaxInversion Winners ApproximateRank LogErrorBound MaskedFloor.
+From Attnrank Require Import SoftmaxInversion Winners ApproximateRank LogErrorBound MaskedFloor OrderBound.
 
 Print Assumptions rank_scores_le_dk.
 Print Assumptions seed_floor_sub.
@@ -18,3 +18,6 @@ Print Assumptions softmax_iff_log_shift.
 Print Assumptions top_is_extreme.
 Print Assumptions llms_never_034.
 Print Assumptions log_error_bound.
+Print Assumptions order_kept.
+Print Assumptions softmax_order.
+Print Assumptions width_one_orders.

@@ -16,7 +16,7 @@ endif()
 
 # In dependency order.
 set(files Ceiling Subadditivity ExactFloor Reachability DiagonalTarget SoftmaxInversion Winners ApproximateRank
-          LogErrorBound MaskedFloor Assumptions)
+          LogErrorBound MaskedFloor OrderBound Assumptions)
 
 # No proof may be skipped.
 foreach(f IN LISTS files)

@@ -12,6 +12,7 @@
 #include <attnrank/numbers/detail/infinity.hpp>
 #include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/reach/detail/lower_bound_search.hpp>
+#include <attnrank/reach/detail/order_bound.hpp>
 #include <attnrank/reach/detail/witness_search.hpp>
 #include <attnrank/reach/embeddings.hpp>
 #include <attnrank/reach/target.hpp>
@@ -137,6 +138,7 @@ struct Context {
         widest_start(std::min(widest, target.rows())),
         emb(embeddings) {}
   const Matrix<Rational>& A;
+  const Mask* mask = nullptr;  ///< the masked question's mask, for the order bound's keys
   BoundsMatrix bounds;
   Eigen::MatrixXd T;
   detail::LowerBoundCache sigma;
@@ -259,6 +261,23 @@ void take_lower_bound(Context& c, Index dk, detail::LowerSearch& s, ApproxBounds
     out.lower_proof.cols = std::move(s.proof.cols);
   }
   const std::string sigma_name = "sigma_" + std::to_string(width + 1);
+  if (width == 1) {  // two rows whose orders no width-1 head keeps may prove more
+    const detail::OrderProof order = detail::order_lower_bound(c.bounds, c.mask);
+    if (order.eps > out.error_lower) {
+      out.error_lower = order.eps;
+      out.lower_proof = LowerBoundProof{};
+      out.lower_proof.orders = true;
+      out.lower_proof.rows.assign(order.rows.begin(), order.rows.end());
+      out.lower_proof.cols.assign(order.cols.begin(), order.cols.end());
+      out.lower_reason = "rows " + std::to_string(order.rows[0] + 1) + " and " + std::to_string(order.rows[1] + 1) +
+                         " order keys " + std::to_string(order.cols[0] + 1) + ", " + std::to_string(order.cols[1] + 1) +
+                         " and " + std::to_string(order.cols[2] + 1) + ", " + std::to_string(order.cols[3] + 1) +
+                         " in ways no head of width 1 can (one alike, one oppositely), with every gap above 2 x " +
+                         format_lower_bound(out.error_lower, 3) +
+                         (c.emb && width < dk ? " (rank X = 1 bounds the head's rank)" : "");
+      return;
+    }
+  }
   if (out.error_lower > 0)
     out.lower_reason = sigma_name + " of the centered log on " + std::to_string(out.lower_proof.rows.size()) + " x " +
                        std::to_string(out.lower_proof.cols.size()) + " entries is certified >= " +
@@ -285,9 +304,11 @@ ApproxBounds bounds_at(Context& c, Index dk, const ApproxOptions& o, Certificati
 
 namespace detail {
 std::vector<ApproxBounds> free_lower_bounds(const Matrix<Rational>& A, Index first, Index last,
-                                            const std::vector<double>& ceilings, const ApproxOptions& o) {
+                                            const std::vector<double>& ceilings, const ApproxOptions& o,
+                                            const Mask* mask) {
   validate(A, last);
   Context c(A, last, last + 1, o.memo);
+  c.mask = mask;
   std::vector<ApproxBounds> out(static_cast<std::size_t>(last - first + 1));
   std::vector<detail::LowerSearch> searches;
   for (Index dk = first; dk <= last; ++dk) {

@@ -7,6 +7,7 @@
 #include <attnrank/io/json.hpp>
 #include <attnrank/linalg/exact_rank.hpp>
 #include <attnrank/reach/detail/certificate_parts.hpp>
+#include <attnrank/reach/detail/order_bound.hpp>
 #include <attnrank/reach/embeddings.hpp>
 #include <attnrank/reach/masked.hpp>
 #include <attnrank/reach/target.hpp>
@@ -34,10 +35,16 @@ json approximate_claims(const ApproxBounds& b, std::optional<double> epsilon) {
   }
   if (b.error_lower > 0) {
     const LowerBoundProof& p = b.lower_proof;
-    a["lower_proof"] = {{"width", p.vectors.cols() - 1},
-                        {"rows", one_based(p.rows)},
-                        {"cols", one_based(p.cols)},
-                        {"vectors", matrix_json(p.vectors)}};
+    if (p.orders)
+      a["lower_proof"] = {{"width", 1},
+                          {"orders", true},
+                          {"rows", one_based(p.rows)},
+                          {"pairs", json::array({one_based({p.cols[0], p.cols[1]}), one_based({p.cols[2], p.cols[3]})})}};
+    else
+      a["lower_proof"] = {{"width", p.vectors.cols() - 1},
+                          {"rows", one_based(p.rows)},
+                          {"cols", one_based(p.cols)},
+                          {"vectors", matrix_json(p.vectors)}};
   }
   if (epsilon) {
     a["epsilon"] = *epsilon;
@@ -138,15 +145,34 @@ void check_upper(const Matrix<Rational>& A, const Matrix<Rational>* X, Index dk,
 }
 
 /// error_lower: the lemma's hypotheses and its singular value, re-proven.
-void check_lower(const Matrix<Rational>& A, const Matrix<Rational>* X, Index dk, const json& p, double lower) {
+void check_lower(const Matrix<Rational>& A, const Matrix<Rational>* X, Index dk, const json& p, double lower,
+                 const Mask* mask) {
   const Index n = A.rows();
-  require_fields(p, {"width", "rows", "cols", "vectors"}, {}, "approximate.lower_proof");
+  const bool orders = p.contains("orders");
+  if (orders) require_fields(p, {"width", "orders", "rows", "pairs"}, {}, "approximate.lower_proof");
+  else require_fields(p, {"width", "rows", "cols", "vectors"}, {}, "approximate.lower_proof");
   const Index width = json_integer(p.at("width"));
   const Index expected = X ? std::min(dk, n - exact_kernel_basis(Matrix<Rational>(X->transpose())).cols()) : dk;
   if (width != expected)
     throw std::invalid_argument("approximate: the lower proof's width " + std::to_string(width) + " is not " +
                                 (X ? "min(d_k, rank X) = " : "d_k = ") + std::to_string(expected));
-  const std::vector<Index> rows = zero_based(p.at("rows"), n), cols = zero_based(p.at("cols"), n);
+  const std::vector<Index> rows = zero_based(p.at("rows"), n);
+  if (orders) {
+    // The order bound (reach/detail/order_bound.hpp): width 1, two rows, two key pairs.
+    if (!p.at("orders").is_boolean() || !p.at("orders").get<bool>())
+      throw std::invalid_argument("approximate: the lower proof's \"orders\" is not true");
+    const json& pairs = p.at("pairs");
+    if (width != 1 || rows.size() != 2 || !pairs.is_array() || pairs.size() != 2)
+      throw std::invalid_argument("approximate: an order proof is two rows and two key pairs at width 1");
+    const std::vector<Index> first = zero_based(pairs.at(0), n), second = zero_based(pairs.at(1), n);
+    if (first.size() != 2 || second.size() != 2)
+      throw std::invalid_argument("approximate: an order proof's key pair is not two keys");
+    if (!detail::check_order_proof(A, mask, {rows[0], rows[1]}, {first[0], first[1], second[0], second[1]}, lower))
+      throw std::invalid_argument("approximate: the order proof's rows do not order its key pairs as no width-1 head "
+                                  "can (one alike, one oppositely), with every gap above 2 error_lower");
+    return;
+  }
+  const std::vector<Index> cols = zero_based(p.at("cols"), n);
   if (rows.empty() || cols.size() < 2 || width + 1 > static_cast<Index>(std::min(rows.size(), cols.size())))
     throw std::invalid_argument("approximate: the lower proof's rows and columns are too few for sigma_" +
                                 std::to_string(width + 1));
@@ -189,7 +215,7 @@ void check_approximate_claims(const Matrix<Rational>& A, const Matrix<Rational>*
       throw std::invalid_argument("approximate: epsilon_verdict \"" + v + "\" does not follow from the bounds");
   }
   if (std::isfinite(b.error_upper)) check_upper(A, X, dk, a, b.error_upper, mask);
-  if (b.error_lower > 0) check_lower(A, X, dk, a.at("lower_proof"), b.error_lower);
+  if (b.error_lower > 0) check_lower(A, X, dk, a.at("lower_proof"), b.error_lower, mask);
 }
 
 }  // namespace attnrank::detail

@@ -62,6 +62,7 @@ void block_lower_bounds(const BoundsMatrix& logs, const Eigen::MatrixXd& below, 
     const Index dk = s.width;
     ApproxBounds& b = out[static_cast<std::size_t>(dk - first)];
     b.error_lower = s.best;
+    b.lower_proof.orders = false;
     b.lower_proof.sigma_lower = s.proof.sigma_lower;
     b.lower_proof.vectors = cache.values(s.proof.rows, s.proof.cols, dk + 1)->right_vectors.leftCols(dk + 1);
     b.lower_proof.rows.clear();
@@ -124,7 +125,7 @@ namespace {
 /// larger wins for each width, with its proof and reason; upper bounds untouched.
 std::vector<ApproxBounds> masked_lower_bounds(const Matrix<Rational>& A, const Mask& mask, Index first, Index last,
                                               const std::vector<double>& ceilings, const ApproxOptions& options) {
-  std::vector<ApproxBounds> out = detail::free_lower_bounds(A, first, last, ceilings, options);
+  std::vector<ApproxBounds> out = detail::free_lower_bounds(A, first, last, ceilings, options, &mask);
   // Above max_block_search_n the unmasked search alone: its greedy R x J already
   // finds block-like rectangles, and on planted causal heads at n = 256 the
   // blocks added nothing to it while costing a quarter of the scan's time at

@@ -333,7 +333,9 @@ TEST_CASE("attnrank::approx_error_bounds with fixed embeddings") {
     CHECK(b.error_lower > 0);
     CHECK(b.error_lower <= width_one.error_upper);
     if (std::ilogb(b.error_upper) == std::ilogb(width_one.error_upper)) CHECK(b.error_lower == width_one.error_lower);
-    CHECK(b.lower_proof.vectors.cols() == 2);  // sigma_2: width min(3, rank X) = 1, plus one
+    // sigma_2 (width min(3, rank X) = 1, plus one), or at width 1 the order bound.
+    if (b.lower_proof.orders) CHECK((b.lower_proof.rows.size() == 2 && b.lower_proof.cols.size() == 4));
+    else CHECK(b.lower_proof.vectors.cols() == 2);
     CHECK(b.lower_reason.find("rank X = 1") != std::string::npos);
   }
   SECTION("bad input") {

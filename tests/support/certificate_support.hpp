@@ -90,9 +90,20 @@ inline std::vector<std::pair<std::string, json>> tampered(const json& c, Eigen::
       change("error_lower one percent up", json::json_pointer("/error_lower"), 1.01 * lower);
       change("error_lower zero, its proof kept", json::json_pointer("/error_lower"), 0.0);
       change("lower proof's width one more", json::json_pointer("/lower_proof/width"), a["lower_proof"]["width"].get<long>() + 1);
-      change("lower proof's vectors zero", json::json_pointer("/lower_proof/vectors"),
-             matrix_json(Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(a["lower_proof"]["vectors"].size()),
-                                               static_cast<Eigen::Index>(a["lower_proof"]["vectors"][0].size()))));
+      if (a["lower_proof"].contains("vectors"))
+        change("lower proof's vectors zero", json::json_pointer("/lower_proof/vectors"),
+               matrix_json(Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(a["lower_proof"]["vectors"].size()),
+                                                 static_cast<Eigen::Index>(a["lower_proof"]["vectors"][0].size()))));
+      if (a["lower_proof"].contains("pairs")) {  // the order bound at width 1
+        change("order proof's orders false", json::json_pointer("/lower_proof/orders"), false);
+        change("order proof's orders a string", json::json_pointer("/lower_proof/orders"), "true");
+        json pairs = a["lower_proof"]["pairs"];
+        pairs[0] = json::array({pairs[0][0]});
+        change("order proof's first pair one key", json::json_pointer("/lower_proof/pairs"), pairs);
+        pairs = a["lower_proof"]["pairs"];
+        pairs.push_back(pairs[0]);
+        change("order proof's pairs three", json::json_pointer("/lower_proof/pairs"), pairs);
+      }
       json rows = a["lower_proof"]["rows"];
       rows.push_back(rows[0]);
       change("a row twice", json::json_pointer("/lower_proof/rows"), rows);

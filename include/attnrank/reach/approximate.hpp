@@ -80,6 +80,9 @@ struct LowerBoundProof {
   std::vector<Eigen::Index> rows, cols;
   double sigma_lower = 0;
   Eigen::MatrixXd vectors;
+  /// At width 1 the order bound may prove more (reach/detail/order_bound.hpp):
+  /// then rows are its two rows, cols its two key pairs, and vectors is empty.
+  bool orders = false;
 };
 
 /// error_lower <= E*(A, d_k) <= error_upper, both certified.
@@ -176,8 +179,11 @@ void search_open_widths(WidthResult& out, const std::function<double(Eigen::Inde
 /// widths' searches sharing every point (lower_bound_search.hpp). ceilings[k] is a
 /// certified error at width first + k (no eps at or above it can be impossible);
 /// n and dk are set, the upper bound left to the caller.
+/// With a mask (nullptr: none), the order bound at width 1 uses only keys both of
+/// its rows allow.
 std::vector<ApproxBounds> free_lower_bounds(const Matrix<Rational>& A, Eigen::Index first, Eigen::Index last,
-                                            const std::vector<double>& ceilings, const ApproxOptions& options);
+                                            const std::vector<double>& ceilings, const ApproxOptions& options,
+                                            const Mask* mask = nullptr);
 /// input_error unless 0 <= epsilon <= 1 and 1 <= max_dk <= n.
 void require_width_question(double epsilon, Eigen::Index max_dk, Eigen::Index n);
 /// Certified: for this eps and d_k, no P = softmax(S) with rank S <= d_k has
