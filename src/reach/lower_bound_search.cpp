@@ -102,6 +102,87 @@ void bisect(std::vector<Member> group, double lo, double hi, double theta, bool 
 
 }  // namespace
 
+double approx_ratio(const LowerBoundCache& cache, const std::vector<Index>& rows, const std::vector<Index>& cols,
+                    Index width, double eps) {
+  const auto r = static_cast<Index>(rows.size()), c = static_cast<Index>(cols.size());
+  if (r < width + 1 || c < width + 2) return 0;
+  Eigen::MatrixXd L(r, c), eta(r, c);
+  for (Index j = 0; j < c; ++j)
+    for (Index i = 0; i < r; ++i) {
+      const Index a = rows[static_cast<std::size_t>(i)], b = cols[static_cast<std::size_t>(j)];
+      L(i, j) = 0.5 * (cache.log().lo(a, b) + cache.log().hi(a, b));
+      eta(i, j) = -std::log1p(-eps / cache.below()(a, b));
+    }
+  L = L.colwise() - L.rowwise().mean();
+  const Eigen::VectorXd sigma = Eigen::BDCSVD<Eigen::MatrixXd>(L).singularValues();
+  const double norm = std::min(eta.norm(), std::sqrt(eta.colwise().sum().maxCoeff() * eta.rowwise().sum().maxCoeff()));
+  return norm > 0 && std::isfinite(norm) ? sigma(width) / norm : 0;
+}
+
+bool refine_rectangle(const LowerBoundCache& cache, std::vector<Index>& rows, std::vector<Index>& cols, Index width,
+                      double eps) {
+  const double r = static_cast<double>(rows.size()), c = static_cast<double>(cols.size());
+  if (3 * (r + c) * 4 * r * c * std::min(r, c) > local_refinement_flops) return false;
+  double current = approx_ratio(cache, rows, cols, width, eps);
+  if (!(current > 0)) return false;
+  for (int sweep = 0; sweep < 3 && current <= 1; ++sweep) {
+    bool improved = false;
+    for (std::vector<Index>* lines : {&rows, &cols})
+      for (std::size_t k = 0; k < lines->size() && current <= 1;) {
+        std::vector<Index> fewer = *lines;
+        fewer.erase(fewer.begin() + static_cast<std::ptrdiff_t>(k));
+        const double v = lines == &rows ? approx_ratio(cache, fewer, cols, width, eps)
+                                        : approx_ratio(cache, rows, fewer, width, eps);
+        if (v > current) {
+          current = v;
+          *lines = std::move(fewer);
+          improved = true;
+        } else {
+          ++k;
+        }
+      }
+    if (!improved) break;
+  }
+  return current > 1;
+}
+
+namespace {
+
+/// From each width's best proof, a few more geometric steps up to its ceiling
+/// with R x J refined locally (refine_rectangle) for theta = 1, 2, 4, 8; each
+/// accepted eps is proven with the certified numbers as every other point.
+void refine_search(LowerSearch& s, int steps, LowerBoundCache& cache) {
+  // The top is a power of 2 (as the bisection's): the points tried do not move
+  // with the last digits of the witness's error.
+  double lo = s.best, hi = std::min(power_of_two_above(s.ceiling), 8 * s.best);
+  for (int step = 0; step < steps && lo > 0 && lo < hi; ++step) {
+    const double mid = std::sqrt(lo * hi);
+    if (!(mid > lo && mid < hi)) break;
+    if (!(mid < s.ceiling)) {  // no eps at or above a certified error can be proven
+      hi = mid;
+      continue;
+    }
+    bool proven = false;
+    for (const double theta : {1.0, 2.0, 4.0, 8.0}) {
+      Point p;
+      p.eps = mid;
+      cache.rows_and_columns(theta * mid, p.rows, p.cols);
+      if (!refine_rectangle(cache, p.rows, p.cols, s.width, mid)) continue;
+      ImpossibilityCheck c = verdict(cache, p, s.width);
+      if (c.impossible) {
+        s.best = mid;
+        s.proof = std::move(c);
+        proven = true;
+        break;
+      }
+    }
+    if (proven) lo = mid;
+    else hi = mid;
+  }
+}
+
+}  // namespace
+
 LowerBoundCache::LowerBoundCache(BoundsMatrix logs, const Eigen::MatrixXd& below, Index values)
     : log_(std::move(logs)), values_(values), smallest_(below.minCoeff()), smallest_positive_(0), below_(below) {
   for (Index j = 0; j < below.cols(); ++j)
@@ -249,6 +330,9 @@ void search_lower_bounds(std::vector<LowerSearch>& searches, int steps, int step
       top = std::max(top, std::min(power_of_two_above(s->ceiling), smallest));
     }
   bisect(std::move(below), 0, std::nextafter(top, 0.0), 1, false, cache);
+  // Last, each width's best pushed up with locally refined rectangles.
+  for (LowerSearch& s : searches)
+    if (s.best > 0 && s.best < s.ceiling) refine_search(s, steps_above, cache);
 }
 
 double eta_norm_upper(const Eigen::MatrixXd& below, const std::vector<Index>& rows, const std::vector<Index>& cols,

@@ -305,6 +305,32 @@ TEST_CASE("attnrank::detail::search_lower_bounds") {
   });
 }
 
+TEST_CASE("attnrank::detail::refine_rectangle") {
+  rc::prop("only drops lines, never lowers the ratio in doubles, and says above 1 only when it is", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(6, 28);
+    const auto d = *rc::gen::inRange<Eigen::Index>(1, 5);
+    const Generated g = generated_target(n, d, *rc::gen::element(0.7, 2.0, 4.0), *rc::gen::element(0.0, 1e-3),
+                                         *rc::gen::arbitrary<std::uint64_t>());
+    const Eigen::MatrixXd below = normalized_target_bounds(g.A).lo;
+    detail::LowerBoundCache cache(g.A, below, d + 1);
+    const Eigen::Index width = *rc::gen::inRange<Eigen::Index>(1, d + 1);
+    const double eps = below.maxCoeff() * std::ldexp(1.0, -*rc::gen::inRange(1, 14));
+    std::vector<Eigen::Index> rows, cols;
+    cache.rows_and_columns(eps * *rc::gen::element(1.0, 2.0, 4.0, 8.0), rows, cols);
+    const double before = detail::approx_ratio(cache, rows, cols, width, eps);
+    std::vector<Eigen::Index> r2 = rows, c2 = cols;
+    const bool above = detail::refine_rectangle(cache, r2, c2, width, eps);
+    const double after = detail::approx_ratio(cache, r2, c2, width, eps);
+    RC_CLASSIFY(after > before, "raised");
+    RC_CLASSIFY(above, "above 1");
+    for (auto* v : {&rows, &cols, &r2, &c2}) std::sort(v->begin(), v->end());
+    RC_ASSERT(std::includes(rows.begin(), rows.end(), r2.begin(), r2.end()));
+    RC_ASSERT(std::includes(cols.begin(), cols.end(), c2.begin(), c2.end()));
+    RC_ASSERT(after >= before);
+    RC_ASSERT(above == (after > 1));
+  });
+}
+
 TEST_CASE("attnrank::approx_error_bounds with fixed embeddings") {
   const Matrix<Rational> A = generated_target(6, 2, 1.0, 1e-2, 11).A;
   SECTION("X = I: the free question; the lower bound is the free one, the upper bound as good within 2x") {

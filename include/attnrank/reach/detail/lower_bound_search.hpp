@@ -46,6 +46,8 @@ class LowerBoundCache {
   double smallest_positive() const { return smallest_positive_; }
   /// The enclosed logs of A (zeros replaced as detail::zeros_replaced does).
   const BoundsMatrix& log() const { return log_; }
+  /// The lower bounds of Â it was made with.
+  const Eigen::MatrixXd& below() const { return below_; }
   const std::vector<Eigen::Index>& all_rows() const { return all_rows_; }
   const std::vector<Eigen::Index>& all_cols() const { return all_cols_; }
 
@@ -87,11 +89,33 @@ struct LowerSearch {
   ImpossibilityCheck proof;
 };
 
+/// sigma_(w+1)(L C_J) / ||eta(eps)|| on R x J in doubles, the norm as
+/// eta_norm_upper takes it (min of Frobenius and sqrt(||.||_1 ||.||_inf)): a
+/// guide for choosing R x J, never a proof. 0 when R x J is too small for sigma_(w+1).
+double approx_ratio(const LowerBoundCache& cache, const std::vector<Eigen::Index>& rows,
+                    const std::vector<Eigen::Index>& cols, Eigen::Index width, double eps);
+
+/// The flops one refine_rectangle may cost (three sweeps of an SVD per line):
+/// larger rectangles keep the greedy's choice.
+inline constexpr double local_refinement_flops = 4e7;
+
+/// Drops lines of R x J, one at a time, while that raises approx_ratio (the
+/// greedy drops lines for their small entries, blind to the singular values);
+/// rows and cols only shrink. True when the ratio in doubles ends above 1: a
+/// candidate for the certified check, which alone proves anything. A rectangle
+/// over local_refinement_flops is left as it is, and the answer is false.
+bool refine_rectangle(const LowerBoundCache& cache, std::vector<Eigen::Index>& rows, std::vector<Eigen::Index>& cols,
+                      Eigen::Index width, double eps);
+
 /// Runs every search: the edge just below min Â; above min Â (when the ceiling
 /// is higher) `steps_above` geometric steps for each threshold factor theta = 1, 2, 4, 8
 /// (R x J drops the entries <= theta eps: eta_ij <= log(theta / (theta - 1)), a
 /// smaller R x J with smaller eta, which often proves more); then, for a width with nothing proven, `steps` bisection
-/// steps on [0, edge). A step counts for a width only where that width is tried,
+/// steps on [0, edge); last, from each width's best, `steps_above` geometric steps
+/// up to 8 times it (within the ceiling) whose R x J, the greedy's for theta = 1,
+/// 2, 4, 8, is then refined by dropping lines while that raises
+/// sigma_(w+1) / ||eta|| in doubles (small R x J only; any R x J is sound, the
+/// certified check decides). A step counts for a width only where that width is tried,
 /// so each width gets the resolution it would alone, and widths whose answers
 /// agree share every point.
 void search_lower_bounds(std::vector<LowerSearch>& searches, int steps, int steps_above, LowerBoundCache& cache);
