@@ -148,9 +148,39 @@ bool refine_rectangle(const LowerBoundCache& cache, std::vector<Index>& rows, st
 
 namespace {
 
-/// From each width's best proof, a few more geometric steps up to its ceiling
-/// with R x J refined locally (refine_rectangle) for theta = 1, 2, 4, 8; each
-/// accepted eps is proven with the certified numbers as every other point.
+/// The largest target (entries) whose refinement also starts from the greedy's R x J.
+constexpr std::size_t max_greedy_refinement_entries = 512 * 512;
+
+/// Drops, one at a time, the row or column of R x J with the most entries whose
+/// lower bound is <= t, until none is left (the greedy's rule, on a small R x J).
+void drop_entries_at_most(const Eigen::MatrixXd& below, double t, std::vector<Index>& rows, std::vector<Index>& cols) {
+  for (;;) {
+    std::vector<Index> in_row(rows.size(), 0), in_col(cols.size(), 0);
+    bool any = false;
+    for (std::size_t j = 0; j < cols.size(); ++j)
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        if (!(below(rows[i], cols[j]) > t)) {
+          ++in_row[i];
+          ++in_col[j];
+          any = true;
+        }
+    if (!any || rows.empty() || cols.empty()) return;
+    const auto r = std::max_element(in_row.begin(), in_row.end()) - in_row.begin();
+    const auto c = std::max_element(in_col.begin(), in_col.end()) - in_col.begin();
+    // By share, as the greedy: a row's count against the columns left, a column's against the rows.
+    if (static_cast<double>(in_row[static_cast<std::size_t>(r)]) * static_cast<double>(rows.size()) >=
+        static_cast<double>(in_col[static_cast<std::size_t>(c)]) * static_cast<double>(cols.size()))
+      rows.erase(rows.begin() + r);
+    else
+      cols.erase(cols.begin() + c);
+  }
+}
+
+/// From each width's best proof, a few more geometric steps up to 8 times its eps
+/// (within the ceiling): the best proof's R x J, less the lines with entries at or
+/// below the new eps, and (on targets up to 512 x 512) the greedy's for each
+/// theta, refined locally (refine_rectangle); each accepted eps is proven with
+/// the certified numbers as every other point.
 void refine_search(LowerSearch& s, int steps, LowerBoundCache& cache) {
   // The top is a power of 2 (as the bisection's): the points tried do not move
   // with the last digits of the witness's error.
@@ -162,22 +192,34 @@ void refine_search(LowerSearch& s, int steps, LowerBoundCache& cache) {
       hi = mid;
       continue;
     }
-    bool proven = false;
-    for (const double theta : {1.0, 2.0, 4.0, 8.0}) {
+    // Candidates: the best proof's R x J less its entries at or below mid; then,
+    // on targets up to 512 x 512 (each costs a greedy over the whole target), the
+    // greedy's R x J for theta = 1, 2, 4, 8.
+    ImpossibilityCheck check;
+    const auto try_rectangle = [&](std::vector<Index> rows, std::vector<Index> cols) {
       Point p;
       p.eps = mid;
-      cache.rows_and_columns(theta * mid, p.rows, p.cols);
-      if (!refine_rectangle(cache, p.rows, p.cols, s.width, mid)) continue;
-      ImpossibilityCheck c = verdict(cache, p, s.width);
-      if (c.impossible) {
-        s.best = mid;
-        s.proof = std::move(c);
-        proven = true;
-        break;
+      p.rows = std::move(rows);
+      p.cols = std::move(cols);
+      drop_entries_at_most(cache.below(), mid, p.rows, p.cols);
+      if (refine_rectangle(cache, p.rows, p.cols, s.width, mid)) check = verdict(cache, p, s.width);
+      return check.impossible;
+    };
+    bool proven = try_rectangle(s.proof.rows, s.proof.cols);
+    if (cache.all_rows().size() * cache.all_cols().size() <= max_greedy_refinement_entries)
+      for (const double theta : {1.0, 2.0, 4.0, 8.0}) {
+        if (proven) break;
+        std::vector<Index> rows, cols;
+        cache.rows_and_columns(theta * mid, rows, cols);
+        proven = try_rectangle(std::move(rows), std::move(cols));
       }
+    if (proven) {
+      s.best = mid;
+      s.proof = std::move(check);
+      lo = mid;
+    } else {
+      hi = mid;
     }
-    if (proven) lo = mid;
-    else hi = mid;
   }
 }
 
