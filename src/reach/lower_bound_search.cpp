@@ -50,6 +50,13 @@ ImpossibilityCheck verdict(LowerBoundCache& cache, Point& p, Index width) {
   return c;
 }
 
+/// Whether refine_rectangle takes R x J: three sweeps of an SVD per line within
+/// local_refinement_flops.
+bool refinable(const std::vector<Index>& rows, const std::vector<Index>& cols) {
+  const double r = static_cast<double>(rows.size()), c = static_cast<double>(cols.size());
+  return 3 * (r + c) * 4 * r * c * std::min(r, c) <= local_refinement_flops;
+}
+
 /// The least power of 2 strictly above x > 0.
 double power_of_two_above(double x) {
   int exponent = 0;
@@ -121,8 +128,7 @@ double approx_ratio(const LowerBoundCache& cache, const std::vector<Index>& rows
 
 bool refine_rectangle(const LowerBoundCache& cache, std::vector<Index>& rows, std::vector<Index>& cols, Index width,
                       double eps) {
-  const double r = static_cast<double>(rows.size()), c = static_cast<double>(cols.size());
-  if (3 * (r + c) * 4 * r * c * std::min(r, c) > local_refinement_flops) return false;
+  if (!refinable(rows, cols)) return false;
   double current = approx_ratio(cache, rows, cols, width, eps);
   if (!(current > 0)) return false;
   for (int sweep = 0; sweep < 3 && current <= 1; ++sweep) {
@@ -201,6 +207,7 @@ void refine_search(LowerSearch& s, int steps, LowerBoundCache& cache) {
       p.eps = mid;
       p.rows = std::move(rows);
       p.cols = std::move(cols);
+      if (!refinable(p.rows, p.cols)) return false;  // what refine_rectangle would skip: the drops cost |R| |J| a line
       drop_entries_at_most(cache.below(), mid, p.rows, p.cols);
       if (refine_rectangle(cache, p.rows, p.cols, s.width, mid)) check = verdict(cache, p, s.width);
       return check.impossible;
