@@ -111,7 +111,8 @@ bool refine_rectangle(const LowerBoundCache& cache, std::vector<Eigen::Index>& r
 /// is higher) `steps_above` geometric steps for each threshold factor theta = 1, 2, 4, 8
 /// (R x J drops the entries <= theta eps: eta_ij <= log(theta / (theta - 1)), a
 /// smaller R x J with smaller eta, which often proves more); then, for a width with nothing proven, `steps` bisection
-/// steps on [0, edge); last, from each width's best, `steps_above` geometric steps
+/// steps on [0, edge); last, for a single width (not a profile's joint search),
+/// from its best, `steps_above` geometric steps
 /// up to 8 times it (within the ceiling) whose R x J, the greedy's for theta = 1,
 /// 2, 4, 8, is then refined by dropping lines while that raises
 /// sigma_(w+1) / ||eta|| in doubles (small R x J only; any R x J is sound, the
