@@ -157,29 +157,16 @@ namespace {
 /// The largest target (entries) whose refinement also starts from the greedy's R x J.
 constexpr std::size_t max_greedy_refinement_entries = 512 * 512;
 
-/// Drops, one at a time, the row or column of R x J with the most entries whose
-/// lower bound is <= t, until none is left (the greedy's rule, on a small R x J).
+/// R x J less its entries at or below t: the greedy's own rule
+/// (rows_and_columns_above) on the small rectangle, its indices mapped back.
 void drop_entries_at_most(const Eigen::MatrixXd& below, double t, std::vector<Index>& rows, std::vector<Index>& cols) {
-  for (;;) {
-    std::vector<Index> in_row(rows.size(), 0), in_col(cols.size(), 0);
-    bool any = false;
-    for (std::size_t j = 0; j < cols.size(); ++j)
-      for (std::size_t i = 0; i < rows.size(); ++i)
-        if (!(below(rows[i], cols[j]) > t)) {
-          ++in_row[i];
-          ++in_col[j];
-          any = true;
-        }
-    if (!any || rows.empty() || cols.empty()) return;
-    const auto r = std::max_element(in_row.begin(), in_row.end()) - in_row.begin();
-    const auto c = std::max_element(in_col.begin(), in_col.end()) - in_col.begin();
-    // By share, as the greedy: a row's count against the columns left, a column's against the rows.
-    if (static_cast<double>(in_row[static_cast<std::size_t>(r)]) * static_cast<double>(rows.size()) >=
-        static_cast<double>(in_col[static_cast<std::size_t>(c)]) * static_cast<double>(cols.size()))
-      rows.erase(rows.begin() + r);
-    else
-      cols.erase(cols.begin() + c);
-  }
+  if (rows.empty() || cols.empty()) return;
+  std::vector<Index> kept_rows, kept_cols;
+  rows_and_columns_above(entry_order(below(rows, cols)), t, kept_rows, kept_cols);
+  for (Index& i : kept_rows) i = rows[static_cast<std::size_t>(i)];
+  for (Index& j : kept_cols) j = cols[static_cast<std::size_t>(j)];
+  rows = std::move(kept_rows);
+  cols = std::move(kept_cols);
 }
 
 /// From each width's best proof, a few more geometric steps up to 8 times its eps
