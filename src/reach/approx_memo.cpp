@@ -3,6 +3,7 @@
 
 #include <attnrank/reach/detail/lower_bound_search.hpp>
 #include <attnrank/reach/masked.hpp>
+#include <attnrank/reach/target.hpp>
 
 #include <algorithm>
 #include <stdexcept>
@@ -30,7 +31,12 @@ const BoundsMatrix& ApproxMemo::bounds() {
 }
 
 const BoundsMatrix& ApproxMemo::logs() {
-  return logs_.get(0, [&] { return detail::LowerBoundCache::logs_of(A_); });
+  return logs_.get(0, [&] {
+    // Under a mask the lower bounds read logs only where Â > 0 (their R x J drop
+    // every zero), so the zeros keep log 1 = 0 instead of a copy of A with them replaced.
+    if (mask_) return certified_log_bounds_where(A_, [&](Index i, Index j) { return detail::entry_sign(A_(i, j)) != 0; });
+    return detail::LowerBoundCache::logs_of(A_);
+  });
 }
 
 const MaskedWitnessStarts& ApproxMemo::masked_starts(Index widest) {

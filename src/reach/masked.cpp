@@ -5,6 +5,7 @@
 #include <attnrank/numbers/decimal.hpp>
 #include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/reach/detail/chain_minors.hpp>
+#include <attnrank/reach/target.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -28,11 +29,8 @@ struct BlockContext {
   const std::optional<LogDecomposition>& exact() {
     if (!decomposition_tried) {
       decomposition_tried = true;
-      Matrix<Rational> ones_off = A;
-      for (Index i = 0; i < A.rows(); ++i)
-        for (Index j = 0; j < A.cols(); ++j)
-          if (A(i, j) == 0) ones_off(i, j) = 1;
-      decomposition = decompose_log(ones_off, o.limits);
+      // The zeros (masked positions) count as 1: log 1 = 0, never read.
+      decomposition = decompose_log_where(A, o.limits, [&](Index i, Index j) { return detail::entry_sign(A(i, j)) != 0; });
     }
     return decomposition;
   }
@@ -370,12 +368,9 @@ bool zeros_are_causal(const Matrix<Rational>& A) {
 }
 
 MaskedFloorBounds masked_floor_bounds(const Matrix<Rational>& A, const Mask& mask, const ReachOptions& o) {
-  const Index n = A.rows();
-  Matrix<Rational> ones_off = A;  // masked positions count as 1 (log 0 = exactly 0, never read)
-  for (Index i = 0; i < n; ++i)
-    for (Index j = 0; j < n; ++j)
-      if (!mask.allows(i, j)) ones_off(i, j) = 1;
-  BlockContext c{A, o, certified_log_bounds(ones_off), std::nullopt, false};
+  // Masked positions count as 1 (log 1 = 0, never read); A is not copied.
+  BlockContext c{A, o, certified_log_bounds_where(A, [&](Index i, Index j) { return mask.allows(i, j); }),
+                 std::nullopt, false};
   MaskedBlockLayout layout = masked_block_layout(mask);
   MaskedFloorBounds f = layout.nested ? nested_bounds(c, std::move(layout)) : rectangle_bounds(c, std::move(layout));
   f.lower_bits = o.bits;

@@ -133,11 +133,7 @@ std::vector<ApproxBounds> masked_lower_bounds(const Matrix<Rational>& A, const M
   if (A.rows() > max_block_search_n) return out;
   const Matrix<Rational> positive = detail::allowed_zeros_replaced(A, mask);
   const Eigen::MatrixXd below = options.memo ? options.memo->bounds().lo : normalized_target_bounds(A).lo;
-  Matrix<Rational> ones_off = positive;
-  for (Index i = 0; i < A.rows(); ++i)
-    for (Index j = 0; j < A.cols(); ++j)
-      if (!mask.allows(i, j)) ones_off(i, j) = 1;
-  const BoundsMatrix logs = certified_log_bounds(ones_off);
+  const BoundsMatrix logs = certified_log_bounds_where(positive, [&](Index i, Index j) { return mask.allows(i, j); });
   // Each block's search costs a few certified SVDs, shared by every width. For
   // a small target every block is tried; up to max_block_search_n three: the
   // squarest (largest min(rows, columns - 1), where sigma_(d_k+1) can be

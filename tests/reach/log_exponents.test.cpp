@@ -1,8 +1,11 @@
 // Tests for attnrank/reach/log_exponents.hpp: the coprime base and the exact
 // exponent matrices behind the exact upper bound on the floor. The oracle is
-// exact arithmetic: prod_t q_t^(E_t)_ij rebuilds every entry of A.
+// exact arithmetic: prod_t q_t^(E_t)_ij rebuilds every entry of A. The masked
+// variants (decompose_log_where, and certified_log_bounds_where of
+// reach/centered_log.hpp) against the copy with the uncounted entries set to 1.
 #include "support.hpp"
 
+#include <attnrank/reach/centered_log.hpp>
 #include <attnrank/reach/log_exponents.hpp>
 
 #include <numeric>
@@ -101,5 +104,51 @@ TEST_CASE("attnrank::decompose_log and stacked_centered_exponents") {
     CHECK(decompose_log(two_primes, {4096, 4096, 2}).has_value());
     CHECK_FALSE(decompose_log(two_primes, {4096, 4096, 1}).has_value());  // two bases > max_bases
     CHECK_FALSE(decompose_log(two_primes, {1, 4096, 512}).has_value());   // two distinct values > 1
+  }
+}
+
+TEST_CASE("attnrank::decompose_log_where and certified_log_bounds_where") {
+  rc::prop("uncounted entries (zeros among them) act as 1: the same as on a copy with 1 there, A untouched", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(1, 6);
+    Matrix<Rational> A(n, n), ones_off(n, n);
+    std::vector<std::vector<bool>> counted(static_cast<std::size_t>(n), std::vector<bool>(static_cast<std::size_t>(n)));
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) {
+        const bool c = *rc::gen::arbitrary<bool>();
+        counted[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = c;
+        // An uncounted entry may be 0 (a masked position), which the copy cannot hold.
+        A(i, j) = c || *rc::gen::arbitrary<bool>() ? Rational(gen_smooth(), gen_smooth()) : Rational(0);
+        ones_off(i, j) = c ? A(i, j) : Rational(1);
+      }
+    const Matrix<Rational> before = A;
+    const auto where = [&](Eigen::Index i, Eigen::Index j) {
+      return static_cast<bool>(counted[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
+    };
+    const auto d = decompose_log_where(A, DecompositionLimits{}, where);
+    const auto e = decompose_log(ones_off);
+    RC_ASSERT(d.has_value() == e.has_value());
+    RC_ASSERT(d->bases == e->bases);
+    for (std::size_t t = 0; t < d->exponents.size(); ++t) RC_ASSERT(d->exponents[t] == e->exponents[t]);
+    const BoundsMatrix L = certified_log_bounds_where(A, where);
+    const BoundsMatrix M = certified_log_bounds(ones_off);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) {
+        if (where(i, j)) {
+          RC_ASSERT(L.lo(i, j) == M.lo(i, j));
+          RC_ASSERT(L.hi(i, j) == M.hi(i, j));
+        } else {
+          RC_ASSERT(L.lo(i, j) == 0.0);  // log 1, exactly
+          RC_ASSERT(L.hi(i, j) == 0.0);
+        }
+      }
+    RC_ASSERT(A == before);
+  });
+  SECTION("a counted non-positive entry is still an input error naming it") {
+    Matrix<Rational> A = Matrix<Rational>::Constant(2, 2, Rational(1, 2));
+    A(0, 1) = 0;
+    CHECK(decompose_log_where(A, DecompositionLimits{}, [](Eigen::Index i, Eigen::Index j) { return i != 0 || j != 1; })
+              .has_value());
+    CHECK_THROWS_WITH(decompose_log_where(A, DecompositionLimits{}, [](Eigen::Index, Eigen::Index) { return true; }),
+                      Catch::Contains("[0, 1] (0-based)"));
   }
 }

@@ -90,7 +90,9 @@ class ApproxMemo {
 
   /// normalized_target_bounds(A).
   const BoundsMatrix& bounds();
-  /// The certified logs of Â the lower bounds start from (LowerBoundCache::logs_of(A)).
+  /// The certified logs of A the lower bounds start from: LowerBoundCache::logs_of(A)
+  /// free; under a mask, the same where A > 0 and exactly 0 at its zeros (which
+  /// no R x J holds).
   const BoundsMatrix& logs();
   /// The masked witness starts of A, its zeros at allowed positions replaced,
   /// for every width up to max(widest, min(n, shared_start_width)).

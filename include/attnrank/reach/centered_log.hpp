@@ -35,6 +35,10 @@ BallMatrix certified_centered_log_ball(const Eigen::MatrixBase<Derived>& A);
 /// Entrywise bounds lo <= log A <= hi (A positive), a few ulps apart.
 template <class Derived>
 BoundsMatrix certified_log_bounds(const Eigen::MatrixBase<Derived>& A);
+/// The same where counted(i, j), and exactly [0, 0] (the log of 1) elsewhere,
+/// without copying A: a masked target's logs on its allowed set.
+template <class Derived, class Counted>
+BoundsMatrix certified_log_bounds_where(const Eigen::MatrixBase<Derived>& A, const Counted& counted);
 /// A ball containing L C for every L within the bounds: each row's mean
 /// subtracted, in directed rounding. certified_centered_log_ball(A) is
 /// certified_row_centered(certified_log_bounds(A)).
@@ -56,6 +60,11 @@ Eigen::MatrixXd approx_centered_log(const Matrix<Rational>& A);
 
 template <class Derived>
 BoundsMatrix certified_log_bounds(const Eigen::MatrixBase<Derived>& A) {
+  return certified_log_bounds_where(A, [](Eigen::Index, Eigen::Index) { return true; });
+}
+
+template <class Derived, class Counted>
+BoundsMatrix certified_log_bounds_where(const Eigen::MatrixBase<Derived>& A, const Counted& counted) {
   const Eigen::Index n = A.rows(), m = A.cols();
   // Each entry enclosed in doubles, then their logs enclosed at double speed
   // (numbers/certified_log.hpp). An entry whose lower end is not a normal double
@@ -69,6 +78,10 @@ BoundsMatrix certified_log_bounds(const Eigen::MatrixBase<Derived>& A) {
   std::vector<std::pair<Eigen::Index, Eigen::Index>> wide;
   for (Eigen::Index j = 0; j < m; ++j)
     for (Eigen::Index i = 0; i < n; ++i) {
+      if (!counted(i, j)) {
+        x.lo(i, j) = x.hi(i, j) = 1;
+        continue;
+      }
       const auto [a, b] = rational_enclosure(entries(i, j));
       if (!(a >= 0x1p-1000 && b <= 0x1p1000)) {
         wide.emplace_back(i, j);
@@ -82,6 +95,9 @@ BoundsMatrix certified_log_bounds(const Eigen::MatrixBase<Derived>& A) {
   Eigen::MatrixXd& lo = out.lo;
   Eigen::MatrixXd& hi = out.hi;
   log_bounds(x.lo.data(), x.hi.data(), lo.data(), hi.data(), static_cast<std::size_t>(lo.size()));
+  for (Eigen::Index j = 0; j < m; ++j)
+    for (Eigen::Index i = 0; i < n; ++i)
+      if (!counted(i, j)) lo(i, j) = hi(i, j) = 0;  // log 1, exactly (whatever log_bounds rounds)
   if (wide.empty()) return out;
   mpfr_t q, l;
   mpfr_inits2(53, q, l, static_cast<mpfr_ptr>(nullptr));

@@ -40,6 +40,11 @@ struct DecompositionLimits {
 /// The decomposition of log A for a matrix of positive rationals, or nothing when
 /// the limits are exceeded (the caller then has no exact upper bound).
 std::optional<LogDecomposition> decompose_log(const Matrix<Rational>& A, const DecompositionLimits& limits = {});
+/// The same for the entries where counted(i, j), the others taken as 1 (every
+/// exponent 0), without copying A: a masked target's logs on its allowed set.
+template <class Counted>
+std::optional<LogDecomposition> decompose_log_where(const Matrix<Rational>& A, const DecompositionLimits& limits,
+                                                    const Counted& counted);
 
 /// The exponents of the positive integer x over the bases, or nothing when x has
 /// a factor outside them. Used by certificate checkers to rebuild E_t on their own.
@@ -108,11 +113,18 @@ inline std::optional<std::vector<long>> exponents_over(Integer x, const std::vec
 }
 
 inline std::optional<LogDecomposition> decompose_log(const Matrix<Rational>& A, const DecompositionLimits& limits) {
+  return decompose_log_where(A, limits, [](Eigen::Index, Eigen::Index) { return true; });
+}
+
+template <class Counted>
+std::optional<LogDecomposition> decompose_log_where(const Matrix<Rational>& A, const DecompositionLimits& limits,
+                                                    const Counted& counted) {
   // Distinct values kept sorted as they come: a target of doubles exceeds the
   // limit within its first few thousand entries, not after sorting a million.
   std::set<Integer> distinct;
   for (Eigen::Index i = 0; i < A.rows(); ++i)
     for (Eigen::Index j = 0; j < A.cols(); ++j) {
+      if (!counted(i, j)) continue;
       if (A(i, j) <= 0)
         throw input_error("log of a non-positive entry, " + entry_text("the target", static_cast<long>(i), static_cast<long>(j)),
                           "", static_cast<long>(i + 1), static_cast<long>(j + 1));
@@ -130,6 +142,7 @@ inline std::optional<LogDecomposition> decompose_log(const Matrix<Rational>& A, 
   d.exponents.assign(d.bases.size(), Matrix<Integer>::Zero(A.rows(), A.cols()));
   for (Eigen::Index i = 0; i < A.rows(); ++i)
     for (Eigen::Index j = 0; j < A.cols(); ++j) {
+      if (!counted(i, j)) continue;  // 1 = every base to the power 0
       const auto up = exponents_over(numerator(A(i, j)), d.bases);
       const auto down = exponents_over(denominator(A(i, j)), d.bases);
       if (!up || !down) return std::nullopt;  // cannot happen for a true coprime base
