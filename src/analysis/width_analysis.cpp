@@ -60,7 +60,8 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
              : q.refine.policy == RefinePolicy::never ? "not run (search off)"
              : r.ran ? (q.refine.policy == RefinePolicy::always ? "asked (refine), run where the cheap band left the bracket open"
                                                                 : "run where the cheap band left the bracket open")
-                     : "no search could start";
+             : r.time_limit_reached ? "not run: the time limit passed before it could start"
+                                    : "no search could start";
   guard_result(out);
   return out;
 }
@@ -116,7 +117,9 @@ std::string to_text(const WidthAnalysis& a) {
       << time_limit_words(r)
       << "; the bounds are certified whatever the seed)\n";
   if (r.time_limit_reached)
-    t << "  the optimiser stopped at the time limit: a larger time limit (or none) may lower width_upper\n";
+    t << (r.ran ? "  the optimiser stopped at the time limit: a larger time limit (or none) may lower width_upper\n"
+                : "  the time limit passed before the optimiser could start: a larger time limit (or none) lets it "
+                  "lower width_upper\n");
   return t.str();
 }
 

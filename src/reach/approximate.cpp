@@ -289,6 +289,31 @@ void take_lower_bound(Context& c, Index dk, detail::LowerSearch& s, ApproxBounds
                        " is not above the bound for any eps tried";
 }
 
+/// Whether E*(dk) >= eps is proven, for a width whose bound b (from a joint
+/// search) is within detail::refinement_reach of eps: width dk's own search (as
+/// reach's band at dk runs it, its refinement included, b.error_upper the
+/// ceiling), then, if that stops below eps, a refined rectangle at eps itself
+/// (detail::prove_lower_bound_at) from its best proof. b keeps the better bound,
+/// with its proof and reason, either way.
+bool lower_bound_above(Context& c, Index dk, double eps, const ApproxOptions& o, ApproxBounds& b) {
+  if (b.error_lower >= eps) return true;
+  if (!(eps < detail::refinement_reach * b.error_lower)) return false;
+  std::vector<detail::LowerSearch> own{lower_search(c, dk, b)};
+  detail::search_lower_bounds(own, o.bisection_steps, o.bisection_steps_above, c.sigma);
+  detail::LowerSearch& s = own.front();
+  if (!(s.best > b.error_lower)) {  // start from b's proof instead
+    s.best = b.error_lower;
+    s.proof = detail::ImpossibilityCheck{};
+    if (!b.lower_proof.orders) {
+      s.proof.rows = b.lower_proof.rows;
+      s.proof.cols = b.lower_proof.cols;
+    }
+  }
+  const bool proven = s.best >= eps || detail::prove_lower_bound_at(s, eps, c.sigma);
+  if (s.best > b.error_lower) take_lower_bound(c, dk, s, b);
+  return proven;
+}
+
 ApproxBounds bounds_at(Context& c, Index dk, const ApproxOptions& o, Certification how) {
   ApproxBounds out;
   out.n = c.A.rows();
@@ -322,6 +347,14 @@ std::vector<ApproxBounds> free_lower_bounds(const Matrix<Rational>& A, Index fir
   for (Index dk = first; dk <= last; ++dk)
     take_lower_bound(c, dk, searches[static_cast<std::size_t>(dk - first)], out[static_cast<std::size_t>(dk - first)]);
   return out;
+}
+
+bool free_lower_bound_above(const Matrix<Rational>& A, Index dk, double eps, const ApproxOptions& o, const Mask* mask,
+                            ApproxBounds& b) {
+  validate(A, dk);
+  Context c(A, dk, dk + 1, o.memo);
+  c.mask = mask;
+  return lower_bound_above(c, dk, eps, o, b);
 }
 }  // namespace detail
 
@@ -377,6 +410,17 @@ void settle_width(WidthResult& out) {
 }
 
 bool bracket_open(const WidthResult& w) { return w.width_upper == 0 || w.width_upper > w.width_lower; }
+
+void close_bracket_from_below(WidthResult& w, Index& tried, const std::function<bool(Index, double)>& proven_from) {
+  if (w.width_upper == 0 || w.width_upper <= w.width_lower || w.width_upper - 1 == tried) return;
+  const Index dk = w.width_upper - 1;
+  tried = dk;
+  WidthProfileEntry& e = w.profile[static_cast<std::size_t>(dk - 1)];
+  const double above = std::nextafter(w.epsilon, inf);  // E* >= above > epsilon: d_k misses
+  if (!(above < e.error_upper) || !proven_from(dk, above)) return;
+  e.error_lower = std::max(e.error_lower, above);
+  settle_width(w);
+}
 
 void search_open_widths(WidthResult& out, const std::function<double(Index)>& searched_upper) {
   Index lo = out.width_lower, hi = out.width_upper ? out.width_upper - 1 : out.max_dk;
@@ -462,6 +506,18 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   }
   detail::settle_width(out);
   out.start_width_upper = out.width_upper;
+  // Where a witness is within epsilon at width_upper, the width below it is asked
+  // directly whether it misses (a refined rectangle at epsilon itself): when it
+  // does, the bracket closes with no search.
+  Index tried = 0;
+  const auto close = [&] {
+    detail::close_bracket_from_below(out, tried, [&](Index dk, double eps) {
+      ApproxBounds& b = bounds[static_cast<std::size_t>(dk - 1)];
+      b.error_upper = out.profile[static_cast<std::size_t>(dk - 1)].error_upper;
+      return lower_bound_above(c, dk, eps, o, b);
+    });
+  };
+  close();
   // Then the search, where it can lower width_upper; each result certified in doubles.
   const auto search = [&](const ApproxOptions& options) {
     detail::search_open_widths(out, [&](Index dk) {
@@ -469,8 +525,9 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
       upper_bound(c, dk, options, Certification::doubles, b);
       return b.error_upper;
     });
+    close();
   };
-  if (o.optimise) search(o);
+  if (o.optimise && detail::bracket_open(out)) search(o);
   out.first_search_width_upper = out.width_upper;
   if (o.then_search && detail::bracket_open(out)) search(*o.then_search);
   return out;

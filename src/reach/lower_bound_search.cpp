@@ -170,14 +170,13 @@ void drop_entries_at_most(const Eigen::MatrixXd& below, double t, std::vector<In
 }
 
 /// From each width's best proof, a few more geometric steps up to 8 times its eps
-/// (within the ceiling): the best proof's R x J, less the lines with entries at or
-/// below the new eps, and (on targets up to 512 x 512) the greedy's for each
-/// theta, refined locally (refine_rectangle); each accepted eps is proven with
-/// the certified numbers as every other point.
+/// (within the ceiling), each point tried by prove_lower_bound_at (the greedy's
+/// rectangles only on targets up to 512 x 512: each costs a pass over the target).
 void refine_search(LowerSearch& s, int steps, LowerBoundCache& cache) {
   // The top is a power of 2 (as the bisection's): the points tried do not move
   // with the last digits of the witness's error.
-  double lo = s.best, hi = std::min(power_of_two_above(s.ceiling), 8 * s.best);
+  const bool greedy = cache.all_rows().size() * cache.all_cols().size() <= max_greedy_refinement_entries;
+  double lo = s.best, hi = std::min(power_of_two_above(s.ceiling), refinement_reach * s.best);
   for (int step = 0; step < steps && lo > 0 && lo < hi; ++step) {
     const double mid = std::sqrt(lo * hi);
     if (!(mid > lo && mid < hi)) break;
@@ -185,39 +184,40 @@ void refine_search(LowerSearch& s, int steps, LowerBoundCache& cache) {
       hi = mid;
       continue;
     }
-    // Candidates: the best proof's R x J less its entries at or below mid; then,
-    // on targets up to 512 x 512 (each costs a greedy over the whole target), the
-    // greedy's R x J for theta = 1, 2, 4, 8.
-    ImpossibilityCheck check;
-    const auto try_rectangle = [&](std::vector<Index> rows, std::vector<Index> cols) {
-      Point p;
-      p.eps = mid;
-      p.rows = std::move(rows);
-      p.cols = std::move(cols);
-      if (!refinable(p.rows, p.cols)) return false;  // what refine_rectangle would skip: the drops cost |R| |J| a line
-      drop_entries_at_most(cache.below(), mid, p.rows, p.cols);
-      if (refine_rectangle(cache, p.rows, p.cols, s.width, mid)) check = verdict(cache, p, s.width);
-      return check.impossible;
-    };
-    bool proven = try_rectangle(s.proof.rows, s.proof.cols);
-    if (cache.all_rows().size() * cache.all_cols().size() <= max_greedy_refinement_entries)
-      for (const double theta : {1.0, 2.0, 4.0, 8.0}) {
-        if (proven) break;
-        std::vector<Index> rows, cols;
-        cache.rows_and_columns(theta * mid, rows, cols);
-        proven = try_rectangle(std::move(rows), std::move(cols));
-      }
-    if (proven) {
-      s.best = mid;
-      s.proof = std::move(check);
-      lo = mid;
-    } else {
-      hi = mid;
-    }
+    if (prove_lower_bound_at(s, mid, cache, greedy)) lo = mid;
+    else hi = mid;
   }
 }
 
 }  // namespace
+
+bool prove_lower_bound_at(LowerSearch& s, double eps, LowerBoundCache& cache, bool greedy) {
+  if (!(eps > 0 && eps < s.ceiling)) return false;
+  ImpossibilityCheck check;
+  const auto try_rectangle = [&](std::vector<Index> rows, std::vector<Index> cols) {
+    Point p;
+    p.eps = eps;
+    p.rows = std::move(rows);
+    p.cols = std::move(cols);
+    if (!refinable(p.rows, p.cols)) return false;  // what refine_rectangle would skip: the drops cost |R| |J| a line
+    drop_entries_at_most(cache.below(), eps, p.rows, p.cols);
+    if (refine_rectangle(cache, p.rows, p.cols, s.width, eps)) check = verdict(cache, p, s.width);
+    return check.impossible;
+  };
+  bool proven = try_rectangle(s.proof.rows, s.proof.cols);
+  for (const double theta : {1.0, 2.0, 4.0, 8.0}) {
+    if (proven || !greedy) break;
+    std::vector<Index> rows, cols;
+    cache.rows_and_columns(theta * eps, rows, cols);
+    proven = try_rectangle(std::move(rows), std::move(cols));
+  }
+  if (!proven) return false;
+  if (eps > s.best) {
+    s.best = eps;
+    s.proof = std::move(check);
+  }
+  return true;
+}
 
 LowerBoundCache::LowerBoundCache(BoundsMatrix logs, const Eigen::MatrixXd& below, Index values)
     : log_(std::move(logs)), values_(values), smallest_(below.minCoeff()), smallest_positive_(0), below_(below) {

@@ -221,19 +221,31 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
       else lo = mid + 1;
     }
   for (std::size_t k = 1; k < uppers.size(); ++k) uppers[k] = std::min(uppers[k], uppers[k - 1]);  // the ceilings
-  const std::vector<ApproxBounds> lower = masked_lower_bounds(A, mask, 1, max_dk, uppers, starts_only);
+  std::vector<ApproxBounds> lower = masked_lower_bounds(A, mask, 1, max_dk, uppers, starts_only);
   for (Index dk = 1; dk <= max_dk; ++dk)
     w.profile.push_back({dk, lower[static_cast<std::size_t>(dk - 1)].error_lower, uppers[static_cast<std::size_t>(dk - 1)]});
   detail::settle_width(w);
   w.start_width_upper = w.width_upper;
+  // As the free profile does: the width below a witness within epsilon is asked
+  // directly whether it misses, before any search.
+  Index tried = 0;
+  const auto close = [&] {
+    detail::close_bracket_from_below(w, tried, [&](Index dk, double eps) {
+      ApproxBounds& b = lower[static_cast<std::size_t>(dk - 1)];
+      b.error_upper = w.profile[static_cast<std::size_t>(dk - 1)].error_upper;
+      return detail::free_lower_bound_above(A, dk, eps, starts_only, &mask, b);
+    });
+  };
+  close();
   const auto search = [&](const ApproxOptions& o) {
     detail::search_open_widths(w, [&](Index dk) {
       ApproxBounds b;
       masked_upper_bound(memo, max_dk, dk, mask, o, b);
       return b.error_upper;
     });
+    close();
   };
-  if (options.optimise) search(options);
+  if (options.optimise && detail::bracket_open(w)) search(options);
   w.first_search_width_upper = w.width_upper;
   if (options.then_search && detail::bracket_open(w)) search(*options.then_search);
   return w;

@@ -125,6 +125,31 @@ TEST_CASE("attnrank::analyze_reach time limit", "[unit]") {
   CHECK(to_json(limited)["refinement"]["time_limit_reached"] == true);
 }
 
+TEST_CASE("attnrank::analyze_width time limit", "[unit]") {
+  // Random scores at n = 32: no head within 1e-3 up to d_k = 4, so the bracket
+  // stays open; a limit of 1 ns passes before the optimiser can start.
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> e(-6, 6);
+  const Eigen::Index n = 32;
+  Matrix<Integer> M(n, n);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j < n; ++j) M(i, j) = e(rng);
+  const Matrix<Rational> A = masked_power_target(M, Mask::full(n));
+  WidthQuestion q;
+  q.epsilon = 1e-3;
+  q.max_dk = 4;
+  q.refine.policy = RefinePolicy::always;
+  q.refine.time_limit = 1e-9;
+  const WidthAnalysis w = analyze_width(A, q);
+  REQUIRE(w.result.width_upper == 0);
+  CHECK_FALSE(w.refinement.ran);
+  CHECK(w.refinement.time_limit_reached);
+  CHECK(w.refinement.reason == "not run: the time limit passed before it could start");
+  const std::string text = to_text(w);
+  CHECK(text.find("the time limit passed before the optimiser could start") != std::string::npos);
+  CHECK(text.find("stopped at the time limit") == std::string::npos);  // it never ran, so it never stopped
+}
+
 TEST_CASE("attnrank::RefineOptions validation", "[unit]") {
   Matrix<Rational> A(3, 3);
   A << Rational(4, 5), Rational(1, 10), Rational(1, 10), Rational(1, 10), Rational(4, 5), Rational(1, 10),
@@ -158,7 +183,11 @@ TEST_CASE("attnrank::analyze_width refinement", "[property]") {
     q.refine.policy = *rc::gen::element(RefinePolicy::automatic, RefinePolicy::always);
     q.refine.time_limit.reset();
     const WidthAnalysis searched = analyze_width(A, q);
-    RC_ASSERT(searched.result.width_lower == cheap.result.width_lower);  // the lower bounds do not search
+    // The lower bounds do not search; only the width below a lower width_upper is
+    // asked again whether it misses (detail::close_bracket_from_below).
+    RC_ASSERT(searched.result.width_lower >= cheap.result.width_lower);
+    if (searched.result.width_lower > cheap.result.width_lower)
+      RC_ASSERT(searched.result.width_upper != 0 && searched.result.width_lower == searched.result.width_upper);
     if (cheap.result.width_upper != 0)
       RC_ASSERT(searched.result.width_upper != 0 && searched.result.width_upper <= cheap.result.width_upper);
     RC_ASSERT(searched.result.start_width_upper == cheap.result.start_width_upper);

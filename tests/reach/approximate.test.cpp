@@ -12,6 +12,7 @@
 #include <attnrank/reach/detail/rectangle_above.hpp>
 #include <attnrank/reach/detail/witness_search.hpp>
 #include <attnrank/reach/embeddings.hpp>
+#include <attnrank/reach/masked.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -328,6 +329,123 @@ TEST_CASE("attnrank::detail::refine_rectangle") {
     RC_ASSERT(std::includes(cols.begin(), cols.end(), c2.begin(), c2.end()));
     RC_ASSERT(after >= before);
     RC_ASSERT(above == (after > 1));
+  });
+}
+
+TEST_CASE("attnrank::detail::prove_lower_bound_at") {
+  rc::prop("never proves an eps a generating head comes within; every proof it gives checks anew", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(6, 28);
+    const auto d = *rc::gen::inRange<Eigen::Index>(1, 4);
+    const Generated g = generated_target(n, d, *rc::gen::element(0.7, 2.0, 5.0), *rc::gen::element(0.0, 1e-3, 1e-2),
+                                         *rc::gen::arbitrary<std::uint64_t>());
+    const double known = certified_witness_error(g.A, g.Q, g.K, 64);  // E*(w) <= known for every w >= d
+    const Eigen::MatrixXd below = normalized_target_bounds(g.A).lo;
+    detail::LowerBoundCache cache(g.A, below, d + 3);
+    detail::LowerSearch s;
+    s.width = d + *rc::gen::inRange<Eigen::Index>(0, 2);
+    s.ceiling = 2;
+    const double at_or_above = known * *rc::gen::element(1.0, 1.01, 2.0);
+    if (at_or_above < s.ceiling) RC_ASSERT(!detail::prove_lower_bound_at(s, at_or_above, cache));
+    // Below it, any width: a proof must hold on its own (certified sigma against
+    // the certified eta norm on its R x J, every entry there above eps).
+    detail::LowerSearch t;
+    t.width = *rc::gen::inRange<Eigen::Index>(1, d + 2);
+    t.ceiling = 2;
+    const double eps = known * std::ldexp(1.0, -*rc::gen::inRange(1, 12));
+    const bool proven = detail::prove_lower_bound_at(t, eps, cache, *rc::gen::arbitrary<bool>());
+    RC_CLASSIFY(proven, "proven");
+    if (!proven) return;
+    RC_ASSERT(t.best == eps);
+    for (Eigen::Index i : t.proof.rows)
+      for (Eigen::Index j : t.proof.cols) RC_ASSERT(below(i, j) > eps);
+    const CertifiedSingularValues* values = cache.values(t.proof.rows, t.proof.cols, t.width + 1);
+    RC_ASSERT(values != nullptr);
+    RC_ASSERT(values->values[static_cast<std::size_t>(t.width)].lower > detail::eta_norm_upper(below, t.proof.rows, t.proof.cols, eps));
+  });
+}
+
+TEST_CASE("attnrank::detail::close_bracket_from_below") {
+  WidthResult w;
+  w.epsilon = 0.01;
+  w.max_dk = 5;
+  w.profile = {{1, 0.2, 1}, {2, 0.004, 0.5}, {3, 0.002, 0.3}, {4, 0, 0.005}, {5, 0, 0.001}};
+  detail::settle_width(w);
+  REQUIRE(w.width_lower == 2);
+  REQUIRE(w.width_upper == 4);
+  std::vector<std::pair<Eigen::Index, double>> asked;
+  Eigen::Index tried = 0;
+  const auto answer = [&](bool yes) {
+    return [&asked, yes](Eigen::Index dk, double eps) {
+      asked.emplace_back(dk, eps);
+      return yes;
+    };
+  };
+  SECTION("asks width_upper - 1 at the double above epsilon; on yes every narrower width misses") {
+    detail::close_bracket_from_below(w, tried, answer(true));
+    REQUIRE(asked.size() == 1);
+    CHECK(asked[0].first == 3);
+    CHECK(asked[0].second == std::nextafter(0.01, 1.0));
+    CHECK(tried == 3);
+    CHECK(w.width_lower == 4);
+    CHECK(w.width_upper == 4);
+    CHECK(w.profile[2].error_lower == std::nextafter(0.01, 1.0));
+    CHECK(w.profile[1].error_lower == std::nextafter(0.01, 1.0));  // carried to the narrower width
+    CHECK(w.profile[0].error_lower == 0.2);
+  }
+  SECTION("on no nothing moves, and the same width is not asked twice") {
+    detail::close_bracket_from_below(w, tried, answer(false));
+    detail::close_bracket_from_below(w, tried, answer(true));
+    CHECK(asked.size() == 1);
+    CHECK(w.width_lower == 2);
+    CHECK(w.width_upper == 4);
+    CHECK(w.profile[2].error_lower == 0.002);
+  }
+  SECTION("nothing to ask: no witness within epsilon, or no eps above epsilon below the width's upper bound") {
+    WidthResult none = w;
+    for (WidthProfileEntry& e : none.profile) e.error_upper = 0.5;
+    detail::settle_width(none);
+    REQUIRE(none.width_upper == 0);
+    detail::close_bracket_from_below(none, tried, answer(true));
+    WidthResult tight = w;
+    tight.profile[2].error_upper = std::nextafter(0.01, 1.0);  // above epsilon, yet nothing between
+    detail::settle_width(tight);
+    REQUIRE(tight.width_upper == 4);
+    detail::close_bracket_from_below(tight, tried, answer(true));
+    CHECK(asked.empty());
+    CHECK(tight.width_lower == 2);
+  }
+}
+
+TEST_CASE("attnrank::approx_width: closing the bracket from below is sound", "[property]") {
+  rc::prop("no width a generating head comes within epsilon at is proven to miss (free and causal, noise, saturated)", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(4, 21);
+    const auto r = *rc::gen::inRange<Eigen::Index>(1, 4);
+    const bool causal = *rc::gen::arbitrary<bool>();
+    const std::optional<Mask> mask = causal ? std::optional<Mask>(Mask::causal(n)) : std::nullopt;
+    std::mt19937_64 rng(*rc::gen::arbitrary<std::uint64_t>());
+    std::normal_distribution<double> gauss(0.0, *rc::gen::element(0.7, 2.0, 5.0));
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    const double noise = *rc::gen::element(0.0, 1e-3, 1e-2);
+    const Eigen::MatrixXd Q = Eigen::MatrixXd::NullaryExpr(n, r, [&] { return gauss(rng); });
+    const Eigen::MatrixXd K = Eigen::MatrixXd::NullaryExpr(n, r, [&] { return gauss(rng); });
+    const Eigen::MatrixXd S = Q * K.transpose() / std::sqrt(static_cast<double>(r));
+    const Eigen::MatrixXd P = mask ? softmax_rows(S, *mask) : softmax_rows(S);
+    Matrix<Rational> A(n, n);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < n; ++j)
+        A(i, j) = mask && !mask->allows(i, j) ? Rational(0) : to_rational(std::max(P(i, j) + noise * u(rng), 1e-9));
+    const double known = mask ? certified_masked_witness_error(A, *mask, Q, K) : certified_witness_error(A, Q, K, 64);
+    const double epsilon = std::min(1.0, known * *rc::gen::element(1.0, 1.25, 3.0));
+    ApproxOptions o = quick();
+    o.optimise = *rc::gen::arbitrary<bool>();
+    const Eigen::Index max_dk = std::min<Eigen::Index>(n, r + 2);
+    const WidthResult w = mask ? approx_width(A, epsilon, max_dk, *mask, o) : approx_width(A, epsilon, max_dk, o);
+    RC_LOG() << (causal ? "causal" : "free") << " n " << n << " r " << r << " known " << known << " width "
+             << w.width_lower << ".." << w.width_upper << "\n";
+    RC_CLASSIFY(w.width_upper != 0 && w.width_lower == w.width_upper, "closed");
+    RC_ASSERT(w.width_lower <= r);  // E*(r) <= known <= epsilon: r does not miss
+    RC_ASSERT(w.profile[static_cast<std::size_t>(r - 1)].error_lower <= known);
+    for (const WidthProfileEntry& e : w.profile) RC_ASSERT(e.error_lower <= e.error_upper);
   });
 }
 

@@ -95,6 +95,10 @@ struct LowerSearch {
 double approx_ratio(const LowerBoundCache& cache, const std::vector<Eigen::Index>& rows,
                     const std::vector<Eigen::Index>& cols, Eigen::Index width, double eps);
 
+/// How far above a width's best bound its refinement reaches: refine_search's top
+/// is this times the best, and a width's bracket asks eps directly only within it.
+inline constexpr double refinement_reach = 8;
+
 /// The flops one refine_rectangle may cost (three sweeps of an SVD per line):
 /// larger rectangles keep the greedy's choice.
 inline constexpr double local_refinement_flops = 4e7;
@@ -106,6 +110,15 @@ inline constexpr double local_refinement_flops = 4e7;
 /// over local_refinement_flops is left as it is, and the answer is false.
 bool refine_rectangle(const LowerBoundCache& cache, std::vector<Eigen::Index>& rows, std::vector<Eigen::Index>& cols,
                       Eigen::Index width, double eps);
+
+/// Whether eps (0 < eps < s.ceiling) is proven for s.width by a locally refined
+/// rectangle: s.proof's R x J less its entries at or below eps, then (with
+/// `greedy`: each costs a pass over the target) the greedy's R x J for theta = 1,
+/// 2, 4, 8; each refined (refine_rectangle) and checked with the certified
+/// numbers, which alone decide. On success s.best = max(s.best, eps), with the
+/// proof when eps is the larger. The question a width's open bracket asks at
+/// width_upper - 1 (is E* > epsilon?), and each step of a single width's refinement.
+bool prove_lower_bound_at(LowerSearch& s, double eps, LowerBoundCache& cache, bool greedy = true);
 
 /// Runs every search: the edge just below min Â; above min Â (when the ceiling
 /// is higher) `steps_above` geometric steps for each threshold factor theta = 1, 2, 4, 8
