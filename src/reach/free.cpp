@@ -160,7 +160,7 @@ double fast_certified_witness_error(const BoundsMatrix& target, const Eigen::Mat
   if (Q.rows() != n || K.rows() != n || Q.cols() != K.cols() || Q.cols() < 1)
     throw input_error("witness: Q and K must both be " + std::to_string(n) + " x d_k");
   if (!Q.allFinite() || !K.allFinite()) return INFINITY;
-  return max_abs_difference_upper(certified_softmax_bounds(certified_scaled_scores(Q, K)), target);
+  return max_softmax_distance_upper(certified_scaled_scores(Q, K), nullptr, target);
 }
 
 namespace detail {

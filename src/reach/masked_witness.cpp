@@ -151,8 +151,8 @@ double certified_masked_witness_error(const BoundsMatrix& target, const Mask& ma
   if (Q.rows() != target.lo.rows() || K.rows() != target.lo.rows() || Q.cols() != K.cols() || Q.cols() < 1)
     throw input_error("witness: Q and K must both be " + std::to_string(target.lo.rows()) + " x d_k");
   if (!Q.allFinite() || !K.allFinite()) return std::numeric_limits<double>::infinity();
-  const BoundsMatrix P = certified_softmax_bounds(certified_scaled_scores(Q, K), mask);
-  return max_abs_difference_upper(P, target);
+  mask.require_size(target.lo.rows(), "witness");
+  return max_softmax_distance_upper(certified_scaled_scores(Q, K), &mask, target);
 }
 
 double certified_masked_witness_error(const Matrix<Rational>& A, const Mask& mask, const MatrixXd& Q, const MatrixXd& K,

@@ -5,6 +5,7 @@
 #include "support.hpp"
 
 #include <attnrank/attention/certified_softmax.hpp>
+#include <attnrank/attention/softmax.hpp>
 
 #include <cmath>
 #include <limits>
@@ -125,5 +126,59 @@ TEST_CASE("attnrank::certified_softmax_bounds with a mask, every lower end under
     CHECK(P.hi(0, 0) == 1);  // true: the one allowed key's weight is 1
     CHECK(P.lo(1, 0) >= 0);
     CHECK(P.hi(1, 1) <= 1);
+  }
+}
+
+TEST_CASE("attnrank::max_softmax_distance_upper", "[property]") {
+  rc::prop("bounds the distance of the softmax of a point within the scores (MPFR at 256 bits) from the target, over "
+           "several blocks of rows, masked or not, and is within a few ulps of the one-block bound",
+           [] {
+             const auto n = *rc::gen::inRange<Eigen::Index>(1, 300);
+             const bool causal = *rc::gen::arbitrary<bool>();
+             const double scale = *rc::gen::element(1.0, 30.0, 700.0);
+             BoundsMatrix S{Eigen::MatrixXd(n, n), Eigen::MatrixXd(n, n)};
+             for (Eigen::Index i = 0; i < n; ++i)
+               for (Eigen::Index j = 0; j < n; ++j) {
+                 S.lo(i, j) = scale * std::ldexp(*rc::gen::inRange(-1000, 1001), -10);
+                 S.hi(i, j) = S.lo(i, j) + *rc::gen::element(0.0, 1e-12, 1e-3);
+               }
+             const Mask mask = Mask::causal(n);
+             const Eigen::MatrixXd point = S.lo;  // a point within the bounds
+             // The target: the point's softmax moved by up to 1e-3 (0 where masked).
+             Eigen::MatrixXd target = Eigen::MatrixXd::Zero(n, n);
+             {
+               const PrecisionScope scope(256);
+               const Matrix<Real> P = (causal ? softmax_rows(Matrix<Real>(point.cast<Real>()), mask) : softmax_rows(Matrix<Real>(point.cast<Real>())));
+               for (Eigen::Index i = 0; i < n; ++i)
+                 for (Eigen::Index j = 0; j < n; ++j)
+                   target(i, j) = P(i, j).convert_to<double>() + (causal && j > i ? 0.0 : 1e-3 * ((i + 2 * j) % 3 - 1));
+             }
+             const BoundsMatrix T{target, target};
+             const Matrix<Real> reference = [&] {
+               const PrecisionScope scope(256);
+               return (causal ? softmax_rows(Matrix<Real>(point.cast<Real>()), mask) : softmax_rows(Matrix<Real>(point.cast<Real>())));
+             }();
+             const double bound = max_softmax_distance_upper(S, causal ? &mask : nullptr, T);
+             const double whole = max_abs_difference_upper(causal ? certified_softmax_bounds(S, mask)
+                                                                  : certified_softmax_bounds(S), T);
+             RC_ASSERT(std::isfinite(bound));
+             const PrecisionScope scope(256);
+             const Matrix<Real>& P = reference;
+             Real distance = 0;
+             for (Eigen::Index i = 0; i < n; ++i)
+               for (Eigen::Index j = 0; j < n; ++j) distance = std::max(distance, Real(abs(P(i, j) - Real(target(i, j)))));
+             RC_ASSERT(distance <= Real(bound));
+             RC_ASSERT(std::abs(bound - whole) <= 1e-13);  // the blocks decide the one-exp-pass rule for themselves
+           });
+  SECTION("a row with a non-finite score bound is only known in [0, 1]; shapes that do not match are input errors") {
+    BoundsMatrix S{Eigen::MatrixXd::Zero(200, 200), Eigen::MatrixXd::Zero(200, 200)};
+    const BoundsMatrix T{Eigen::MatrixXd::Constant(200, 200, 0.005), Eigen::MatrixXd::Constant(200, 200, 0.005)};
+    CHECK(max_softmax_distance_upper(S, nullptr, T) < 1e-12);
+    S.hi(150, 3) = std::numeric_limits<double>::infinity();  // in the second block of rows
+    const double d = max_softmax_distance_upper(S, nullptr, T);
+    CHECK(d >= 0.995);  // that row's weights are only known in [0, 1], against 0.005
+    CHECK(d <= 0.995 + 1e-15);
+    const BoundsMatrix small{Eigen::MatrixXd::Zero(3, 3), Eigen::MatrixXd::Zero(3, 3)};
+    CHECK_THROWS_AS(max_softmax_distance_upper(small, nullptr, T), input_error);
   }
 }

@@ -55,4 +55,12 @@ BoundsMatrix certified_scaled_scores(const Eigen::MatrixXd& Q, const Eigen::Matr
 /// (same shape), rounded up; +inf when a bound is not finite.
 double max_abs_difference_upper(const BoundsMatrix& P, const BoundsMatrix& T);
 
+/// An upper bound on max |softmax(S)_ij - T_ij| over every S within `S` and T
+/// within `T` (same shape), the softmax masked by `mask` (nullptr: none): a
+/// witness's certified error. The softmax and the difference run by fixed blocks
+/// of rows on the cores (rows are independent; the blocks do not depend on the
+/// number of threads, so neither does the bound). A row whose score bounds are not
+/// finite has weights known only in [0, 1], as certified_softmax_bounds says.
+double max_softmax_distance_upper(const BoundsMatrix& S, const Mask* mask, const BoundsMatrix& T);
+
 }  // namespace attnrank
