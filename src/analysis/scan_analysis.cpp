@@ -105,6 +105,7 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
     wq.refine = q.refine;
     wq.target_name = name;
     wq.memo = &memo;
+    if (q.dk) wq.first_fit = rq.dk;  // its fit is in the memo already
     const WidthAnalysis w = analyze_width(A, wq);
     WidthResult width = w.result;
     // One story per head: the band at d_k and the profile are both proven, so each

@@ -29,6 +29,7 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
   SearchMonitor monitor(q.refine.time_limit, q.refine.on_progress);
   ApproxOptions base;
   base.seed = q.seed;
+  base.first_fit = q.first_fit.value_or(0);
   std::optional<ApproxMemo> own_memo;
   if (q.memo) q.memo->require_target(A, q.mask ? &*q.mask : nullptr);
   base.memo = q.memo ? q.memo : &own_memo.emplace(A, q.mask);

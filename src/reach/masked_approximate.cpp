@@ -203,9 +203,11 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   starts_only.memo = &memo;
   // One SVD per completion serves every width's start. Each width's fit costs
   // alternating least squares, so the fits run where they can move width_upper:
-  // by bisection over the widths (max_dk first), as the search does. A width
-  // left out keeps E* <= 1 (|P - Â| <= 1 entrywise), and settle_width carries the
-  // fitted widths' bounds to it.
+  // by bisection over the widths, as the search does. After the first probes the
+  // lower bounds come in (each width's ceiling the fits so far),
+  // and the bisection goes on only over the widths they leave open: a width
+  // proven to miss needs no fit. A width left out keeps E* <= 1 (|P - Â| <= 1
+  // entrywise), and settle_width carries the fitted widths' bounds to it.
   std::vector<double> uppers(static_cast<std::size_t>(max_dk), 1.0);
   const auto fit = [&](Index dk) {
     ApproxBounds b;
@@ -214,16 +216,42 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
     u = std::min(u, b.error_upper);
     return u;
   };
-  if (fit(max_dk) <= epsilon)
-    for (Index lo = 1, hi = max_dk - 1; lo <= hi;) {
-      const Index mid = lo + (hi - lo) / 2;
-      if (fit(mid) <= epsilon) hi = mid - 1;
-      else lo = mid + 1;
+  const auto ceilings = [&] {  // a certified error at d holds for every wider width
+    std::vector<double> c = uppers;
+    for (std::size_t k = 1; k < c.size(); ++k) c[k] = std::min(c[k], c[k - 1]);
+    return c;
+  };
+  // The smallest width within epsilon lies in [lo, hi + 1] once `within`.
+  Index lo = 1, hi = max_dk;
+  bool within = false;
+  const auto probe_at = [&](Index dk) {
+    if (fit(dk) <= epsilon) {
+      within = true;
+      hi = dk - 1;
+    } else {
+      lo = dk + 1;
     }
-  for (std::size_t k = 1; k < uppers.size(); ++k) uppers[k] = std::min(uppers[k], uppers[k - 1]);  // the ceilings
-  std::vector<ApproxBounds> lower = masked_lower_bounds(A, mask, 1, max_dk, uppers, starts_only);
+  };
+  const auto probe = [&] { probe_at(lo + (hi - lo) / 2); };
+  // First the width the options name (a scan's d_k, already fitted for reach's
+  // band), then max_dk: nothing within epsilon there, no fit can move width_upper.
+  const Index first = options.first_fit >= 1 && options.first_fit <= max_dk ? options.first_fit : max_dk;
+  probe_at(first);
+  if (!within && first < max_dk) probe_at(max_dk);
+  if (within && hi == max_dk - 1 && lo <= hi) probe();  // only max_dk within: one midpoint gives the wider widths ceilings
+  std::vector<ApproxBounds> lower = masked_lower_bounds(A, mask, 1, max_dk, ceilings(), starts_only);
+  if (within) {
+    for (Index dk = max_dk; dk >= 1; --dk)
+      if (lower[static_cast<std::size_t>(dk - 1)].error_lower > epsilon) {  // dk and every narrower width miss
+        lo = std::max(lo, dk + 1);
+        break;
+      }
+    while (lo <= hi) probe();
+  }
+  const std::vector<double> profile_uppers = ceilings();
   for (Index dk = 1; dk <= max_dk; ++dk)
-    w.profile.push_back({dk, lower[static_cast<std::size_t>(dk - 1)].error_lower, uppers[static_cast<std::size_t>(dk - 1)]});
+    w.profile.push_back({dk, lower[static_cast<std::size_t>(dk - 1)].error_lower,
+                         profile_uppers[static_cast<std::size_t>(dk - 1)]});
   detail::settle_width(w);
   w.start_width_upper = w.width_upper;
   // As the free profile does: the width below a witness within epsilon is asked

@@ -324,3 +324,42 @@ TEST_CASE("attnrank::approx_width with a mask", "[property]") {
     RC_ASSERT(w.width_lower <= (w.width_upper ? w.width_upper : n + 1));
   });
 }
+
+TEST_CASE("attnrank::approx_width with a mask: the first fit", "[property]") {
+  rc::prop("whichever width is fitted first, the two profiles are proven bands of the same E*: they meet everywhere, "
+           "and neither proves a width misses that the other shows within epsilon",
+           [] {
+             const auto n = *rc::gen::inRange<Eigen::Index>(3, 14);
+             const auto r = *rc::gen::inRange<Eigen::Index>(1, std::min<Eigen::Index>(n, 5));
+             const Mask mask = *rc::gen::arbitrary<bool>() ? Mask::causal(n) : gen_any_mask(n);
+             std::mt19937_64 rng(static_cast<std::uint64_t>(*rc::gen::arbitrary<unsigned>()));
+             std::normal_distribution<double> gauss(0, *rc::gen::element(0.5, 1.5));
+             Eigen::MatrixXd Q(n, r), K(n, r);
+             for (auto& x : Q.reshaped()) x = gauss(rng);
+             for (auto& x : K.reshaped()) x = gauss(rng);
+             const Eigen::MatrixXd P =
+                 softmax_rows(Eigen::MatrixXd(Q * K.transpose() / std::sqrt(static_cast<double>(r))), mask);
+             Matrix<Rational> A(n, n);
+             for (Eigen::Index i = 0; i < n; ++i)
+               for (Eigen::Index j = 0; j < n; ++j)
+                 A(i, j) = mask.allows(i, j) ? Rational(std::max(P(i, j), 1e-300)) : Rational(0);
+             ApproxOptions o;
+             o.bisection_steps = 12;
+             o.optimise = false;
+             const Eigen::Index max_dk = std::min<Eigen::Index>(n, r + 3);
+             const double epsilon = *rc::gen::element(1e-6, 1e-3, 3e-2);
+             const WidthResult a = approx_width(A, epsilon, max_dk, mask, o);
+             o.first_fit = *rc::gen::inRange<Eigen::Index>(1, max_dk + 1);
+             const WidthResult b = approx_width(A, epsilon, max_dk, mask, o);
+             RC_LOG() << "first fit " << o.first_fit << ": widths " << a.width_lower << ".." << a.width_upper << " and "
+                      << b.width_lower << ".." << b.width_upper << "\n";
+             for (std::size_t k = 0; k < a.profile.size(); ++k) {
+               RC_ASSERT(a.profile[k].error_lower <= b.profile[k].error_upper);
+               RC_ASSERT(b.profile[k].error_lower <= a.profile[k].error_upper);
+             }
+             if (a.width_upper) RC_ASSERT(b.width_lower <= a.width_upper);
+             if (b.width_upper) RC_ASSERT(a.width_lower <= b.width_upper);
+             // A fit at the first width is taken wherever it is within epsilon.
+             if (b.width_upper) RC_ASSERT(b.profile[static_cast<std::size_t>(b.width_upper - 1)].error_upper <= epsilon);
+           });
+}

@@ -36,6 +36,9 @@ struct WidthQuestion {
   /// very target and mask, when other questions on it share it (a scan's reach and
   /// width); the answer is the same either way. nullptr: the analysis makes its own.
   ApproxMemo* memo = nullptr;
+  /// Under a mask, the width whose fit the profile probes first (ApproxOptions::first_fit):
+  /// a scan names its d_k, fitted already for reach's band. nullopt: max_dk.
+  std::optional<Eigen::Index> first_fit;
 };
 
 struct WidthAnalysis {

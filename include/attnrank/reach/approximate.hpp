@@ -69,6 +69,10 @@ struct ApproxOptions {
   /// and mask: what it holds is taken from it instead of computed again (the same
   /// values). Not owned; nullptr: the call computes its own.
   ApproxMemo* memo = nullptr;
+  /// approx_width under a mask: the width whose fit comes first (0: max_dk). A
+  /// witness within epsilon there settles every wider width without a fit;
+  /// otherwise max_dk is next. A scan names reach's d_k, whose fit its memo holds.
+  Eigen::Index first_fit = 0;
 };
 
 /// The proof of error_lower (empty when error_lower is 0): the rows R and

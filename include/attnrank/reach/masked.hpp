@@ -207,8 +207,12 @@ ApproxBounds approx_error_bounds(const Matrix<Rational>& A, Eigen::Index dk, con
                                  const ApproxOptions& options = {});
 
 /// approx_width for masked heads: for every d_k = 1..max_dk (0: n) the lower
-/// bound and the masked witness's error of approx_error_bounds with the mask;
-/// then, with options.optimise, the search only where it can lower width_upper
+/// bound of approx_error_bounds with the mask, and the masked witness's error
+/// where a fit can move width_upper (options.first_fit first, then max_dk, then
+/// bisection over the widths the lower bounds leave open; a width left out keeps
+/// the bound of a narrower one, or 1); the width below a witness within epsilon
+/// asked directly whether it misses (close_bracket_from_below); then, with
+/// options.optimise, the search only where it can lower width_upper
 /// (bisection over the open widths, as approx_width). Each bound is carried to
 /// its neighbours (E*_Omega is non-increasing in d_k: upper bounds carry up,
 /// lower bounds down). input_error on a bad target, mask, max_dk or epsilon
