@@ -81,17 +81,19 @@ MaskedWitnessStarts masked_witness_starts(const Matrix<Rational>& A, const Mask&
   // log A on the allowed set (accurate even for entries beyond the double range),
   // each row's masked positions filled with the row's mean.
   MatrixXd L = MatrixXd::Zero(n, n);
-  for (Index i = 0; i < n; ++i) {
-    double mean = 0;
-    for (Index j = 0; j < n; ++j)
-      if (mask.allows(i, j)) {
-        L(i, j) = approx_log(A(i, j));
-        mean += L(i, j);
-      }
-    mean /= static_cast<double>(mask.allowed_in_row(i));
-    for (Index j = 0; j < n; ++j)
-      if (!mask.allows(i, j)) L(i, j) = mean;
-  }
+  detail::for_row_blocks(static_cast<long>(n), static_cast<double>(n) * static_cast<double>(n) / 10, [&](long begin, long end) {
+    for (Index i = begin; i < end; ++i) {
+      double mean = 0;
+      for (Index j = 0; j < n; ++j)
+        if (mask.allows(i, j)) {
+          L(i, j) = approx_log(A(i, j));
+          mean += L(i, j);
+        }
+      mean /= static_cast<double>(mask.allowed_in_row(i));
+      for (Index j = 0; j < n; ++j)
+        if (!mask.allows(i, j)) L(i, j) = mean;
+    }
+  });
   // Two starts: the row means, and for a nested mask the minimal-rank
   // completion (exact for a reachable target, up to rounding; for an
   // unreachable one the row means often fit a narrow head better).

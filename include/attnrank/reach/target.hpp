@@ -9,6 +9,7 @@
 
 #include <attnrank/io/double_tensor.hpp>
 #include <attnrank/numbers/decimal.hpp>
+#include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 #include <attnrank/numbers/rational_enclosure.hpp>
 #include <attnrank/error.hpp>
@@ -125,11 +126,14 @@ inline Matrix<Interval> normalized_target(const Matrix<Rational>& A) {
 
 inline Eigen::MatrixXd approx_normalized_target(const Matrix<Rational>& A) {
   Eigen::MatrixXd T(A.rows(), A.cols());
-  for (Eigen::Index i = 0; i < A.rows(); ++i) {
-    Rational sum = 0;
-    for (Eigen::Index j = 0; j < A.cols(); ++j) sum += A(i, j);
-    for (Eigen::Index j = 0; j < A.cols(); ++j) T(i, j) = scalar_traits<double>::from_rational(Rational(A(i, j) / sum));
-  }
+  // Rows on the cores: each entry is a rational division (a gcd), ~0.3 us.
+  detail::for_row_blocks(static_cast<long>(A.rows()), static_cast<double>(A.size()) / 5, [&](long begin, long end) {
+    for (Eigen::Index i = begin; i < end; ++i) {
+      Rational sum = 0;
+      for (Eigen::Index j = 0; j < A.cols(); ++j) sum += A(i, j);
+      for (Eigen::Index j = 0; j < A.cols(); ++j) T(i, j) = scalar_traits<double>::from_rational(Rational(A(i, j) / sum));
+    }
+  });
   return T;
 }
 
