@@ -38,7 +38,7 @@ struct WidthQuestion {
   ApproxMemo* memo = nullptr;
   /// Under a mask, the width whose fit the profile probes first (ApproxOptions::first_fit):
   /// a scan names its d_k, fitted already for reach's band. nullopt: max_dk.
-  std::optional<Eigen::Index> first_fit;
+  std::optional<Eigen::Index> first_fit = std::nullopt;
 };
 
 struct WidthAnalysis {
