@@ -289,15 +289,14 @@ void take_lower_bound(Context& c, Index dk, detail::LowerSearch& s, ApproxBounds
                        " is not above the bound for any eps tried";
 }
 
-/// Whether E*(dk) >= eps is proven, for a width whose bound b (from a joint
+/// A lower bound on E*(dk) aimed at eps, for a width whose bound b (from a joint
 /// search) is within detail::refinement_reach of eps: width dk's own search (as
 /// reach's band at dk runs it, its refinement included, b.error_upper the
 /// ceiling), then, if that stops below eps, a refined rectangle at eps itself
 /// (detail::prove_lower_bound_at) from its best proof. b keeps the better bound,
-/// with its proof and reason, either way.
-bool lower_bound_above(Context& c, Index dk, double eps, const ApproxOptions& o, ApproxBounds& b) {
-  if (b.error_lower >= eps) return true;
-  if (!(eps < detail::refinement_reach * b.error_lower)) return false;
+/// with its proof and reason, and b.error_lower is returned (>= eps: proven).
+double lower_bound_above(Context& c, Index dk, double eps, const ApproxOptions& o, ApproxBounds& b) {
+  if (b.error_lower >= eps || !(eps < detail::refinement_reach * b.error_lower)) return b.error_lower;
   std::vector<detail::LowerSearch> own{lower_search(c, dk, b)};
   detail::search_lower_bounds(own, o.bisection_steps, o.bisection_steps_above, c.sigma);
   detail::LowerSearch& s = own.front();
@@ -309,9 +308,9 @@ bool lower_bound_above(Context& c, Index dk, double eps, const ApproxOptions& o,
       s.proof.cols = b.lower_proof.cols;
     }
   }
-  const bool proven = s.best >= eps || detail::prove_lower_bound_at(s, eps, c.sigma);
+  if (s.best < eps) detail::prove_lower_bound_at(s, eps, c.sigma);  // on success s.best = eps
   if (s.best > b.error_lower) take_lower_bound(c, dk, s, b);
-  return proven;
+  return b.error_lower;
 }
 
 ApproxBounds bounds_at(Context& c, Index dk, const ApproxOptions& o, Certification how) {
@@ -349,8 +348,8 @@ std::vector<ApproxBounds> free_lower_bounds(const Matrix<Rational>& A, Index fir
   return out;
 }
 
-bool free_lower_bound_above(const Matrix<Rational>& A, Index dk, double eps, const ApproxOptions& o, const Mask* mask,
-                            ApproxBounds& b) {
+double free_lower_bound_above(const Matrix<Rational>& A, Index dk, double eps, const ApproxOptions& o, const Mask* mask,
+                              ApproxBounds& b) {
   validate(A, dk);
   Context c(A, dk, dk + 1, o.memo);
   c.mask = mask;
@@ -411,14 +410,14 @@ void settle_width(WidthResult& out) {
 
 bool bracket_open(const WidthResult& w) { return w.width_upper == 0 || w.width_upper > w.width_lower; }
 
-void close_bracket_from_below(WidthResult& w, Index& tried, const std::function<bool(Index, double)>& proven_from) {
+void close_bracket_from_below(WidthResult& w, Index& tried, const std::function<double(Index, double)>& lower_toward) {
   if (w.width_upper == 0 || w.width_upper <= w.width_lower || w.width_upper - 1 == tried) return;
   const Index dk = w.width_upper - 1;
   tried = dk;
   WidthProfileEntry& e = w.profile[static_cast<std::size_t>(dk - 1)];
   const double above = std::nextafter(w.epsilon, inf);  // E* >= above > epsilon: d_k misses
-  if (!(above < e.error_upper) || !proven_from(dk, above)) return;
-  e.error_lower = std::max(e.error_lower, above);
+  if (!(above < e.error_upper)) return;
+  e.error_lower = std::max(e.error_lower, lower_toward(dk, above));  // proven either way
   settle_width(w);
 }
 

@@ -374,10 +374,11 @@ TEST_CASE("attnrank::detail::close_bracket_from_below") {
   REQUIRE(w.width_upper == 4);
   std::vector<std::pair<Eigen::Index, double>> asked;
   Eigen::Index tried = 0;
+  // A proven lower bound at or above eps (yes), or a smaller one (no: 0.003).
   const auto answer = [&](bool yes) {
     return [&asked, yes](Eigen::Index dk, double eps) {
       asked.emplace_back(dk, eps);
-      return yes;
+      return yes ? eps : 0.003;
     };
   };
   SECTION("asks width_upper - 1 at the double above epsilon; on yes every narrower width misses") {
@@ -392,13 +393,14 @@ TEST_CASE("attnrank::detail::close_bracket_from_below") {
     CHECK(w.profile[1].error_lower == std::nextafter(0.01, 1.0));  // carried to the narrower width
     CHECK(w.profile[0].error_lower == 0.2);
   }
-  SECTION("on no nothing moves, and the same width is not asked twice") {
+  SECTION("on no the bracket stays open, the better bound joins the profile, and the same width is not asked twice") {
     detail::close_bracket_from_below(w, tried, answer(false));
     detail::close_bracket_from_below(w, tried, answer(true));
     CHECK(asked.size() == 1);
     CHECK(w.width_lower == 2);
     CHECK(w.width_upper == 4);
-    CHECK(w.profile[2].error_lower == 0.002);
+    CHECK(w.profile[2].error_lower == 0.003);
+    CHECK(w.profile[1].error_lower == 0.004);  // carried: max(its own 0.004, 0.003)
   }
   SECTION("nothing to ask: no witness within epsilon, or no eps above epsilon below the width's upper bound") {
     WidthResult none = w;

@@ -188,21 +188,22 @@ void search_open_widths(WidthResult& out, const std::function<double(Eigen::Inde
 std::vector<ApproxBounds> free_lower_bounds(const Matrix<Rational>& A, Eigen::Index first, Eigen::Index last,
                                             const std::vector<double>& ceilings, const ApproxOptions& options,
                                             const Mask* mask = nullptr);
-/// Whether E*(dk) >= eps is proven, b holding width dk's bound from a joint
-/// search (its error_upper the ceiling): when eps is within refinement_reach of
-/// b.error_lower, width dk's own search (reach's at dk, refinement included),
-/// then a locally refined rectangle at eps itself (lower_bound_search.hpp's
-/// prove_lower_bound_at). b keeps the better bound, with its proof and reason.
+/// A certified lower bound on E*(dk) aimed at eps (>= eps: E*(dk) >= eps is
+/// proven), b holding width dk's bound from a joint search (its error_upper the
+/// ceiling): when eps is within refinement_reach of b.error_lower, width dk's own
+/// search (reach's at dk, refinement included), then a locally refined rectangle
+/// at eps itself (lower_bound_search.hpp's prove_lower_bound_at); otherwise
+/// b.error_lower as it is. b keeps the better bound, with its proof and reason.
 /// With a mask, its target's memo (options.memo) supplies the logs.
-bool free_lower_bound_above(const Matrix<Rational>& A, Eigen::Index dk, double eps, const ApproxOptions& options,
-                            const Mask* mask, ApproxBounds& b);
+double free_lower_bound_above(const Matrix<Rational>& A, Eigen::Index dk, double eps, const ApproxOptions& options,
+                              const Mask* mask, ApproxBounds& b);
 /// After settle_width, when a witness is within epsilon at width_upper and the
 /// width d = width_upper - 1 is not proven to miss (and is not `tried`, which it
-/// becomes): proven_from(d, eps') with eps' the double just above epsilon. On
-/// true, E*(d) >= eps' > epsilon, so d and every narrower width miss: the bracket
-/// closes, settled again.
+/// becomes): lower_toward(d, eps'), with eps' the double just above epsilon,
+/// returns a certified lower bound on E*(d), which joins d's entry. When it is
+/// >= eps' > epsilon, d and every narrower width miss: the bracket closes.
 void close_bracket_from_below(WidthResult& w, Eigen::Index& tried,
-                              const std::function<bool(Eigen::Index, double)>& proven_from);
+                              const std::function<double(Eigen::Index, double)>& lower_toward);
 /// input_error unless 0 <= epsilon <= 1 and 1 <= max_dk <= n.
 void require_width_question(double epsilon, Eigen::Index max_dk, Eigen::Index n);
 /// Certified: for this eps and d_k, no P = softmax(S) with rank S <= d_k has
