@@ -39,6 +39,10 @@ const BoundsMatrix& ApproxMemo::logs() {
   });
 }
 
+const detail::EntryOrder& ApproxMemo::entry_order() {
+  return order_.get(0, [&] { return detail::entry_order(bounds().lo); });
+}
+
 const MaskedWitnessStarts& ApproxMemo::masked_starts(Index widest) {
   if (!mask_) throw std::logic_error("ApproxMemo: masked starts of a free question");
   widest = std::max(widest, std::min(A_.rows(), shared_start_width));

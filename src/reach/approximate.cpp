@@ -128,7 +128,9 @@ std::pair<BoundsMatrix, BoundsMatrix> normalized_bounds_and_logs(const Matrix<Ra
 struct Context {
   Context(const Matrix<Rational>& target, Index widest, Index values, ApproxMemo* memo,
           const Embeddings* embeddings = nullptr)
-      : Context(target, widest, values, embeddings, normalized_bounds_and_logs(target, memo)) {}
+      : Context(target, widest, values, embeddings, normalized_bounds_and_logs(target, memo)) {
+    if (memo) sigma.adopt_order(memo->entry_order());  // bounds.lo is the memo's bounds().lo
+  }
   Context(const Matrix<Rational>& target, Index widest, Index values, const Embeddings* embeddings,
           std::pair<BoundsMatrix, BoundsMatrix>&& bounds_and_logs)
       : A(target),

@@ -19,6 +19,25 @@
 using namespace attnrank;
 using namespace attnrank::test;
 
+namespace {
+
+/// The masked softmax of Q K^T / sqrt(r) for Gaussian Q, K (n x r, deviation
+/// sigma, from `seed`), as exact rationals: 0 where masked, entries floored at 1e-300.
+Matrix<Rational> planted_masked_target(Eigen::Index n, Eigen::Index r, const Mask& mask, double sigma, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> gauss(0, sigma);
+  Eigen::MatrixXd Q(n, r), K(n, r);
+  for (auto& x : Q.reshaped()) x = gauss(rng);
+  for (auto& x : K.reshaped()) x = gauss(rng);
+  const Eigen::MatrixXd P = softmax_rows(Eigen::MatrixXd(Q * K.transpose() / std::sqrt(static_cast<double>(r))), mask);
+  Matrix<Rational> A(n, n);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j < n; ++j) A(i, j) = mask.allows(i, j) ? Rational(std::max(P(i, j), 1e-300)) : Rational(0);
+  return A;
+}
+
+}  // namespace
+
 TEST_CASE("attnrank::validate_masked_target on doubles", "[property]") {
   // The scan validates the doubles it reads without making rationals: the same
   // checks, in the same words, as on the rationals the doubles denote.
@@ -296,15 +315,8 @@ TEST_CASE("attnrank::approx_width with a mask", "[property]") {
     const auto n = *rc::gen::inRange<Eigen::Index>(3, 10);
     const auto r = *rc::gen::inRange<Eigen::Index>(1, n);
     const Mask mask = *rc::gen::arbitrary<bool>() ? Mask::causal(n) : gen_any_mask(n);
-    std::mt19937_64 rng(static_cast<std::uint64_t>(*rc::gen::arbitrary<unsigned>()));
-    std::normal_distribution<double> gauss(0, *rc::gen::element(0.3, 0.7));
-    Eigen::MatrixXd Q(n, r), K(n, r);
-    for (auto& x : Q.reshaped()) x = gauss(rng);
-    for (auto& x : K.reshaped()) x = gauss(rng);
-    const Eigen::MatrixXd P = softmax_rows(Eigen::MatrixXd(Q * K.transpose() / std::sqrt(static_cast<double>(r))), mask);
-    Matrix<Rational> A(n, n);
-    for (Eigen::Index i = 0; i < n; ++i)
-      for (Eigen::Index j = 0; j < n; ++j) A(i, j) = mask.allows(i, j) ? Rational(std::max(P(i, j), 1e-300)) : Rational(0);
+    const double sigma = *rc::gen::element(0.3, 0.7);
+    const Matrix<Rational> A = planted_masked_target(n, r, mask, sigma, *rc::gen::arbitrary<unsigned>());
     ApproxOptions o;
     o.bisection_steps = 12;
     o.optimise = false;
@@ -332,17 +344,8 @@ TEST_CASE("attnrank::approx_width with a mask: the first fit", "[property]") {
              const auto n = *rc::gen::inRange<Eigen::Index>(3, 14);
              const auto r = *rc::gen::inRange<Eigen::Index>(1, std::min<Eigen::Index>(n, 5));
              const Mask mask = *rc::gen::arbitrary<bool>() ? Mask::causal(n) : gen_any_mask(n);
-             std::mt19937_64 rng(static_cast<std::uint64_t>(*rc::gen::arbitrary<unsigned>()));
-             std::normal_distribution<double> gauss(0, *rc::gen::element(0.5, 1.5));
-             Eigen::MatrixXd Q(n, r), K(n, r);
-             for (auto& x : Q.reshaped()) x = gauss(rng);
-             for (auto& x : K.reshaped()) x = gauss(rng);
-             const Eigen::MatrixXd P =
-                 softmax_rows(Eigen::MatrixXd(Q * K.transpose() / std::sqrt(static_cast<double>(r))), mask);
-             Matrix<Rational> A(n, n);
-             for (Eigen::Index i = 0; i < n; ++i)
-               for (Eigen::Index j = 0; j < n; ++j)
-                 A(i, j) = mask.allows(i, j) ? Rational(std::max(P(i, j), 1e-300)) : Rational(0);
+             const double sigma = *rc::gen::element(0.5, 1.5);
+             const Matrix<Rational> A = planted_masked_target(n, r, mask, sigma, *rc::gen::arbitrary<unsigned>());
              ApproxOptions o;
              o.bisection_steps = 12;
              o.optimise = false;

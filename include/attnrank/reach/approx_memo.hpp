@@ -13,6 +13,7 @@
 // another is a logic error.
 
 #include <attnrank/attention/mask.hpp>
+#include <attnrank/reach/detail/rectangle_above.hpp>
 #include <attnrank/reach/free.hpp>
 #include <attnrank/reach/target.hpp>
 
@@ -94,6 +95,10 @@ class ApproxMemo {
   /// free; under a mask, the same where A > 0 and exactly 0 at its zeros (which
   /// no R x J holds).
   const BoundsMatrix& logs();
+  /// detail::entry_order(bounds().lo): the greedy R x J's sorted entries, which
+  /// every lower-bound search on the target (reach's band, the profile, the
+  /// bracket's question) would otherwise sort again.
+  const detail::EntryOrder& entry_order();
   /// The masked witness starts of A, its zeros at allowed positions replaced,
   /// for every width up to max(widest, min(n, shared_start_width)).
   const MaskedWitnessStarts& masked_starts(Eigen::Index widest);
@@ -107,6 +112,7 @@ class ApproxMemo {
   const Matrix<Rational>& A_;
   std::optional<Mask> mask_;
   detail::OnceMap<int, BoundsMatrix> bounds_, logs_;
+  detail::OnceMap<int, detail::EntryOrder> order_;
   detail::OnceMap<Eigen::Index, MaskedWitnessStarts> starts_;
   detail::OnceMap<std::pair<Eigen::Index, Eigen::Index>, Witness> fits_;
 };

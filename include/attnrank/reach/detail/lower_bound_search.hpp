@@ -54,6 +54,9 @@ class LowerBoundCache {
   /// Sorts the entries for rows_and_columns above min Â (once; before threads
   /// share the cache, which then only reads the order).
   void sort_entries();
+  /// The same order computed elsewhere, for the same `below` (a memo's): a copy,
+  /// so sort_entries has nothing left to do.
+  void adopt_order(const EntryOrder& order) { order_ = order; }
   /// R x J for threshold t: every entry when t < smallest(), else the rows and
   /// columns whose entries all exceed t (rows_and_columns_above).
   void rows_and_columns(double t, std::vector<Eigen::Index>& rows, std::vector<Eigen::Index>& cols);
