@@ -53,37 +53,43 @@ std::vector<int> prefix_lengths(const std::vector<double>& values, Index lines, 
 
 /// The lines by their count of entries <= eps, one bitset of lines per count:
 /// the first line with the most such entries (what the dense rule picks) is the
-/// lowest set bit of the highest non-empty count. Counts only fall, one at a
-/// time, so the highest count only falls too; a move is two bit flips.
+/// lowest set bit of the highest non-empty count. Counts only fall, and they
+/// fall in the caller's array without touching the buckets: a line's bit stays
+/// where it was until top() meets it and moves it down to its current count.
+/// Every bucket above the one top() answers from has been emptied, so each line
+/// with that count is in it, and the answer is the dense rule's. (Moving a bit at
+/// every fall cost two scattered writes per entry, most of the greedy's time.)
 class LineBuckets {
  public:
   LineBuckets(const std::vector<int>& counts, int most)
       : words_((counts.size() + 63) / 64), bits_(static_cast<std::size_t>(most + 1) * words_, 0),
-        sizes_(static_cast<std::size_t>(most + 1), 0) {
+        recorded_(counts) {
     for (std::size_t l = 0; l < counts.size(); ++l) {
       flip(counts[l], l);
-      ++sizes_[static_cast<std::size_t>(counts[l])];
       top_ = std::max(top_, counts[l]);
     }
   }
-  /// The line's count fell from `from` by one.
-  void fall(int from, std::size_t line) {
-    flip(from, line);
-    flip(from - 1, line);
-    --sizes_[static_cast<std::size_t>(from)];
-    ++sizes_[static_cast<std::size_t>(from - 1)];
-  }
-  void remove(int count, std::size_t line) {
-    flip(count, line);
-    --sizes_[static_cast<std::size_t>(count)];
-  }
-  /// The first line with the highest count above 0, or -1.
-  Index top() {
-    while (top_ > 0 && sizes_[static_cast<std::size_t>(top_)] == 0) --top_;
-    if (top_ == 0) return -1;
-    const std::uint64_t* bucket = bits_.data() + static_cast<std::size_t>(top_) * words_;
-    for (std::size_t w = 0;; ++w)
-      if (bucket[w]) return static_cast<Index>(w * 64 + static_cast<std::size_t>(std::countr_zero(bucket[w])));
+  /// The line leaves; top() has just named it, so its bit is at its count.
+  void remove(std::size_t line) { flip(recorded_[line], line); }
+  /// The first line with the highest count above 0, or -1, by `counts`: the
+  /// counts given at construction, each fallen since by zero or more.
+  Index top(const std::vector<int>& counts) {
+    while (top_ > 0) {
+      std::uint64_t* bucket = bits_.data() + static_cast<std::size_t>(top_) * words_;
+      std::size_t w = 0;
+      while (w < words_ && bucket[w] == 0) ++w;
+      if (w == words_) {
+        --top_;
+        continue;
+      }
+      const std::size_t line = w * 64 + static_cast<std::size_t>(std::countr_zero(bucket[w]));
+      const int now = counts[line];
+      if (now == top_) return static_cast<Index>(line);
+      flip(top_, line);  // fallen since it was placed: down to where it is now
+      recorded_[line] = now;
+      if (now > 0) flip(now, line);
+    }
+    return -1;
   }
 
  private:
@@ -92,7 +98,7 @@ class LineBuckets {
   }
   std::size_t words_;
   std::vector<std::uint64_t> bits_;
-  std::vector<std::size_t> sizes_;
+  std::vector<int> recorded_;  // the bucket each line's bit is in
   int top_ = 0;
 };
 
@@ -146,32 +152,27 @@ void rows_and_columns_above(const EntryOrder& order, double eps, std::vector<Ind
   std::vector<bool> row_in(static_cast<std::size_t>(n), true), col_in(static_cast<std::size_t>(m), true);
   std::int64_t rows_left = n, cols_left = m;
   while (true) {
-    const Index best_row = row_buckets.top(), best_col = col_buckets.top();
+    const Index best_row = row_buckets.top(row_bad), best_col = col_buckets.top(col_bad);
     const int r = best_row < 0 ? 0 : row_bad[static_cast<std::size_t>(best_row)];
     const int c = best_col < 0 ? 0 : col_bad[static_cast<std::size_t>(best_col)];
     if (r == 0 && c == 0) break;
     // The larger share of bad entries goes: c of the column's rows_left against
     // r of the row's cols_left (a count alone drops every row of a tall R x J).
+    // The counts of lines already dropped fall too: no one reads them again.
     if (static_cast<std::int64_t>(c) * cols_left >= static_cast<std::int64_t>(r) * rows_left) {
       --cols_left;
       col_in[static_cast<std::size_t>(best_col)] = false;
-      col_buckets.remove(c, static_cast<std::size_t>(best_col));
+      col_buckets.remove(static_cast<std::size_t>(best_col));
       const std::int32_t* across = order.col_row.data() + best_col * n;
-      for (int t = 0; t < col_prefix[static_cast<std::size_t>(best_col)]; ++t) {
-        const std::size_t i = static_cast<std::size_t>(across[t]);
-        if (row_in[i]) row_buckets.fall(row_bad[i]--, i);
-      }
-      col_bad[static_cast<std::size_t>(best_col)] = 0;
+      const int bad = col_prefix[static_cast<std::size_t>(best_col)];
+      for (int t = 0; t < bad; ++t) --row_bad[static_cast<std::size_t>(across[t])];
     } else {
       --rows_left;
       row_in[static_cast<std::size_t>(best_row)] = false;
-      row_buckets.remove(r, static_cast<std::size_t>(best_row));
+      row_buckets.remove(static_cast<std::size_t>(best_row));
       const std::int32_t* across = order.row_col.data() + best_row * m;
-      for (int t = 0; t < row_prefix[static_cast<std::size_t>(best_row)]; ++t) {
-        const std::size_t j = static_cast<std::size_t>(across[t]);
-        if (col_in[j]) col_buckets.fall(col_bad[j]--, j);
-      }
-      row_bad[static_cast<std::size_t>(best_row)] = 0;
+      const int bad = row_prefix[static_cast<std::size_t>(best_row)];
+      for (int t = 0; t < bad; ++t) --col_bad[static_cast<std::size_t>(across[t])];
     }
   }
   rows = flagged(row_in);

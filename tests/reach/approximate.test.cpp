@@ -260,6 +260,8 @@ TEST_CASE("attnrank::detail::eta_norm_upper and rows_and_columns_above") {
     Eigen::MatrixXd below(n, m);
     for (Eigen::Index i = 0; i < n; ++i)
       for (Eigen::Index j = 0; j < m; ++j) below(i, j) = *rc::gen::inRange(0, 100) / 100.0;
+    // A causal target's lower bounds: zeros above the diagonal, at every threshold.
+    if (*rc::gen::inRange(0, 3) == 0) below.triangularView<Eigen::StrictlyUpper>().setZero();
     const double t = *rc::gen::inRange(0, 100) / 100.0;
     std::vector<Eigen::Index> rows, cols;
     detail::rows_and_columns_above(detail::entry_order(below), t, rows, cols);
