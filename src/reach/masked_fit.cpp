@@ -1,6 +1,8 @@
 // The masked witness's alternating least squares (attnrank/reach/detail/masked_fit.hpp).
 #include <attnrank/reach/detail/masked_fit.hpp>
 
+#include <attnrank/numbers/detail/parallel.hpp>
+
 #include <Eigen/Cholesky>
 
 #include <algorithm>
@@ -30,16 +32,23 @@ AllowedSums::AllowedSums(const Mask& mask) : n_(mask.size()), staircase_(stairca
     for (Index i = 0; i < n_; ++i) indicator_(i, j) = mask.allows(i, j) ? 1.0 : 0.0;
 }
 
+// Both sums run column by column: within a column the terms come in the same
+// order as a row-at-a-time running sum would add them, and the loads stay in
+// one column (rows of a column-major matrix are n doubles apart).
 MatrixXd AllowedSums::over_keys(const MatrixXd& F) const {
   if (!staircase_) return indicator_ * F;
   const Staircase& st = *staircase_;
   MatrixXd out(n_, F.cols());
-  Eigen::RowVectorXd running = Eigen::RowVectorXd::Zero(F.cols());
-  Index added = 0;  // keys cols[0 .. added) are in `running`
-  for (Index p = 0; p < n_; ++p) {
-    for (const Index width = st.width[static_cast<std::size_t>(p)]; added < width; ++added)
-      running += F.row(st.cols[static_cast<std::size_t>(added)]);
-    out.row(st.rows[static_cast<std::size_t>(p)]) = running;
+  for (Index c = 0; c < F.cols(); ++c) {
+    const double* f = F.col(c).data();
+    double* o = out.col(c).data();
+    double running = 0;
+    Index added = 0;  // keys cols[0 .. added) are in `running`
+    for (Index p = 0; p < n_; ++p) {
+      for (const Index width = st.width[static_cast<std::size_t>(p)]; added < width; ++added)
+        running += f[st.cols[static_cast<std::size_t>(added)]];
+      o[st.rows[static_cast<std::size_t>(p)]] = running;
+    }
   }
   return out;
 }
@@ -48,12 +57,16 @@ MatrixXd AllowedSums::over_queries(const MatrixXd& F) const {
   if (!staircase_) return indicator_.transpose() * F;
   const Staircase& st = *staircase_;
   MatrixXd out(n_, F.cols());
-  Eigen::RowVectorXd running = Eigen::RowVectorXd::Zero(F.cols());
-  Index from = n_;  // row positions [from, n) are in `running`
-  for (Index q = n_ - 1; q >= 0; --q) {
-    for (const Index first = first_row_[static_cast<std::size_t>(q)]; from > first;)
-      running += F.row(st.rows[static_cast<std::size_t>(--from)]);
-    out.row(st.cols[static_cast<std::size_t>(q)]) = running;
+  for (Index c = 0; c < F.cols(); ++c) {
+    const double* f = F.col(c).data();
+    double* o = out.col(c).data();
+    double running = 0;
+    Index from = n_;  // row positions [from, n) are in `running`
+    for (Index q = n_ - 1; q >= 0; --q) {
+      for (const Index first = first_row_[static_cast<std::size_t>(q)]; from > first;)
+        running += f[st.rows[static_cast<std::size_t>(--from)]];
+      o[st.cols[static_cast<std::size_t>(q)]] = running;
+    }
   }
   return out;
 }
@@ -69,14 +82,54 @@ struct Residual {
   double max = 0, squares = 0;
 };
 
+// The products below run in blocks of fixed size dealt to the cores: the same
+// blocks, so the same sums and the same fit, on any number of threads. Each
+// block is a product of about 2 n x 64 x d_k flops; for_row_blocks counts
+// multi-precision operations, about a hundred flops each.
+constexpr Index product_block = 64;
+
+double block_operations(Index n, Index width) {
+  return 2 * static_cast<double>(n) * static_cast<double>(product_block) * static_cast<double>(width) / 100;
+}
+
 /// max and sum of squares of Q K^T + c 1^T - L over the allowed set, with the mask
-/// as a 0/1 matrix M and ML = M o L; S is scratch space for Q K^T.
+/// as a 0/1 matrix M and ML = M o L, a block of columns at a time.
 Residual allowed_residual(const MatrixXd& ML, const MatrixXd& M, const MatrixXd& Q, const MatrixXd& K,
-                          const VectorXd& c, MatrixXd& S) {
-  S.noalias() = Q * K.transpose();
-  S.colwise() += c;
-  S = S.cwiseProduct(M) - ML;
-  return {S.cwiseAbs().maxCoeff(), S.squaredNorm()};
+                          const VectorXd& c) {
+  const Index n = ML.rows(), blocks = (n + product_block - 1) / product_block;
+  std::vector<Residual> part(static_cast<std::size_t>(blocks));
+  for_row_blocks(static_cast<long>(blocks), static_cast<double>(blocks) * block_operations(n, Q.cols()),
+                 [&](long begin, long end) {
+                   MatrixXd S;
+                   for (long b = begin; b < end; ++b) {
+                     const Index first = b * product_block, cols = std::min(product_block, n - first);
+                     S.noalias() = Q * K.middleRows(first, cols).transpose();
+                     S.colwise() += c;
+                     S = S.cwiseProduct(M.middleCols(first, cols)) - ML.middleCols(first, cols);
+                     part[static_cast<std::size_t>(b)] = {S.cwiseAbs().maxCoeff(), S.squaredNorm()};
+                   }
+                 });
+  Residual r;
+  for (const Residual& p : part) {  // in block order
+    r.max = std::max(r.max, p.max);
+    r.squares += p.squares;
+  }
+  return r;
+}
+
+/// ML F, or ML^T F when `transposed`, a block of the result's rows at a time.
+MatrixXd times(const MatrixXd& ML, const MatrixXd& F, bool transposed) {
+  const Index n = ML.rows(), blocks = (n + product_block - 1) / product_block;
+  MatrixXd out(n, F.cols());
+  for_row_blocks(static_cast<long>(blocks), static_cast<double>(blocks) * block_operations(n, F.cols()),
+                 [&](long begin, long end) {
+                   for (long b = begin; b < end; ++b) {
+                     const Index first = b * product_block, rows = std::min(product_block, n - first);
+                     if (transposed) out.middleRows(first, rows).noalias() = ML.middleCols(first, rows).transpose() * F;
+                     else out.middleRows(first, rows).noalias() = ML.middleRows(first, rows) * F;
+                   }
+                 });
+  return out;
 }
 
 /// Row j of the result: vec(f_j f_j^T) for the first `width` columns f of F.
@@ -128,9 +181,8 @@ std::pair<MatrixXd, MatrixXd> fit_masked_scores(const MaskedWitnessStarts::Start
       M(i, j) = allowed ? 1.0 : 0.0;
       ML(i, j) = allowed ? T(i, j) : 0.0;
     }
-  MatrixXd scratch(n, n);
   MatrixXd bestQ = Q, bestK = K;
-  const Residual first = allowed_residual(ML, M, Q, K, c, scratch);
+  const Residual first = allowed_residual(ML, M, Q, K, c);
   double best = first.max, squares = first.squares;
   int idle = 0;
   const std::vector<bool> every_row(static_cast<std::size_t>(n), true);
@@ -144,14 +196,14 @@ std::pair<MatrixXd, MatrixXd> fit_masked_scores(const MaskedWitnessStarts::Start
     MatrixXd Kt(n, w);
     Kt << K, VectorXd::Ones(n);
     MatrixXd X(n, w);
-    solve_rows(sums.over_keys(outer_products(Kt, w)), ML * Kt, w, ridge, X, every_row);
+    solve_rows(sums.over_keys(outer_products(Kt, w)), times(ML, Kt, false), w, ridge, X, every_row);
     Q = X.leftCols(dk);
     c = X.col(dk);
     // Keys: (sum_i M_ij q_i q_i^T + ridge) k_j = sum_i M_ij q_i (L_ij - c_i); a key
     // nobody attends to keeps its value (any k_j serves).
-    const MatrixXd key_rhs = ML.transpose() * Q - sums.over_queries(c.asDiagonal() * Q);
+    const MatrixXd key_rhs = times(ML, Q, true) - sums.over_queries(c.asDiagonal() * Q);
     solve_rows(sums.over_queries(outer_products(Q, dk)), key_rhs, dk, ridge, K, attended);
-    const Residual now = allowed_residual(ML, M, Q, K, c, scratch);
+    const Residual now = allowed_residual(ML, M, Q, K, c);
     if (now.max < best) {
       best = now.max;
       bestQ = Q;
