@@ -112,14 +112,25 @@ EntryOrder entry_order(const Eigen::MatrixXd& below) {
   // (sign bit flipped for non-negatives, every bit for negatives; -0 counts as +0),
   // and the index breaks ties as a stable sort would. Then each entry goes to its
   // row's and its column's list in that order, so every list is sorted.
+  // Zeros (half of a causal target's bounds: its masked entries) skip the sort:
+  // they share one key, so in index order they already are in place, between
+  // the negatives and the positives.
   const std::size_t size = static_cast<std::size_t>(below.size());
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> keyed(size);
+  constexpr std::uint64_t zero_key = std::uint64_t{1} << 63;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> keyed, zeros;
+  keyed.reserve(size);
   for (std::size_t t = 0; t < size; ++t) {
-    const double v = below.data()[t] == 0 ? 0.0 : below.data()[t];
+    const double v = below.data()[t];
+    if (v == 0) {
+      zeros.emplace_back(zero_key, t);
+      continue;
+    }
     const std::uint64_t bits = std::bit_cast<std::uint64_t>(v);
-    keyed[t] = {bits >> 63 ? ~bits : bits | (std::uint64_t{1} << 63), t};
+    keyed.emplace_back(bits >> 63 ? ~bits : bits | zero_key, t);
   }
   radix_sort_keyed(keyed);
+  const auto positives = std::partition_point(keyed.begin(), keyed.end(), [](const auto& e) { return e.first < zero_key; });
+  keyed.insert(positives, zeros.begin(), zeros.end());
   o.row_value.resize(size);
   o.row_col.resize(size);
   o.col_value.resize(size);
