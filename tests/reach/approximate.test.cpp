@@ -308,6 +308,34 @@ TEST_CASE("attnrank::detail::search_lower_bounds") {
   });
 }
 
+TEST_CASE("attnrank::detail::search_lower_bounds on one width (three grids)", "[property]") {
+  rc::prop("a single width's bound (the best of its shifted grids) stays below a generating head's error and its proof checks anew", [] {
+    const auto n = *rc::gen::inRange<Eigen::Index>(6, 40);
+    const auto d = *rc::gen::inRange<Eigen::Index>(1, 4);
+    const Generated g = generated_target(n, d, *rc::gen::element(0.7, 2.0, 5.0), *rc::gen::element(0.0, 1e-3, 1e-2),
+                                         *rc::gen::arbitrary<std::uint64_t>());
+    const double known = certified_witness_error(g.A, g.Q, g.K, 64);  // E*(w) <= known for every w >= d
+    const Eigen::MatrixXd below = normalized_target_bounds(g.A).lo;
+    detail::LowerBoundCache cache(g.A, below, d + 2);
+    std::vector<detail::LowerSearch> searches(1);
+    searches[0].width = *rc::gen::inRange<Eigen::Index>(1, d + 2);
+    // The ceiling a witness would give: at or above E*, here anywhere up to 1.
+    searches[0].ceiling = std::min(1.0, known * *rc::gen::element(1.0, 3.0, 50.0, 1e4));
+    detail::search_lower_bounds(searches, 12, 8, cache);
+    const detail::LowerSearch& s = searches[0];
+    RC_CLASSIFY(s.best > 0, "proven");
+    if (searches[0].width >= d) RC_ASSERT(s.best < known);
+    RC_ASSERT(s.best < searches[0].ceiling);
+    if (!(s.best > 0)) return;
+    for (Eigen::Index i : s.proof.rows)
+      for (Eigen::Index j : s.proof.cols) RC_ASSERT(below(i, j) > s.best);
+    const CertifiedSingularValues* values = cache.values(s.proof.rows, s.proof.cols, s.width + 1);
+    RC_ASSERT(values != nullptr);
+    RC_ASSERT(values->values[static_cast<std::size_t>(s.width)].lower >
+              detail::eta_norm_upper(below, s.proof.rows, s.proof.cols, s.best));
+  });
+}
+
 TEST_CASE("attnrank::detail::refine_rectangle") {
   rc::prop("only drops lines, never lowers the ratio in doubles, and says above 1 only when it is", [] {
     const auto n = *rc::gen::inRange<Eigen::Index>(6, 28);
