@@ -30,7 +30,8 @@ ApproxOptions cheap_search(ApproxOptions o) {
   o.floored_starts = false;
   o.max_evaluations = 0;
   o.search_flops = cheap_search_flops;
-  o.min_evaluations = 0;
+  o.min_evaluations = cheap_search_evaluations;
+  o.min_evaluation_flops = cheap_search_most_flops;
   o.skip_below = 10;  // a handful of evaluations rarely helps and costs as much as the rest
   o.monitor = nullptr;
   return o;

@@ -51,6 +51,9 @@ struct ApproxOptions {
   long max_evaluations = 0;
   double search_flops = 2.5e10;
   long min_evaluations = 50;
+  /// When positive, min_evaluations counts at most this many flops' worth: the
+  /// floor of evaluations stays a fixed amount of work where each is dear.
+  double min_evaluation_flops = 0;
   /// No search at all when the budget comes to fewer evaluations than this.
   long skip_below = 0;
   /// The floored-target starts (two more truncated SVDs) besides the log-domain one.
