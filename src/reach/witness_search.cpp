@@ -154,15 +154,21 @@ double surrogate_value(const Eigen::MatrixXd& T, Index dk, const Eigen::MatrixXd
   return f;
 }
 
+long search_budget(const ApproxOptions& o, double evaluation_flops) {
+  if (o.max_evaluations > 0) return o.max_evaluations;
+  constexpr double most = 20000;
+  double least = static_cast<double>(o.min_evaluations);
+  if (o.min_evaluation_flops > 0) least = std::min(least, o.min_evaluation_flops / evaluation_flops);
+  least = std::clamp(least, 0.0, most);
+  return static_cast<long>(std::clamp(o.search_flops / evaluation_flops, least, most));
+}
+
 Eigen::VectorXd search_witness(const Eigen::MatrixXd& T, Index dk, const Eigen::MatrixXd* X,
                                const std::vector<Eigen::VectorXd>& given, const ApproxOptions& o, const Mask* mask) {
   const double n = static_cast<double>(T.rows()), m = X ? static_cast<double>(X->cols()) : 0.0;
   // An evaluation costs about 6 n^2 d_k flops (and 8 n d_model d_k with X).
   const double flops = 6.0 * n * n * double(dk) + 8.0 * n * m * double(dk);
-  const double least = o.min_evaluation_flops > 0 ? std::min(static_cast<double>(o.min_evaluations), o.min_evaluation_flops / flops)
-                                                 : static_cast<double>(o.min_evaluations);
-  long budget = o.max_evaluations > 0 ? o.max_evaluations
-                                      : static_cast<long>(std::clamp(o.search_flops / flops, std::min(least, 20000.0), 20000.0));
+  long budget = search_budget(o, flops);
   if (budget < o.skip_below) return {};
   std::vector<Eigen::VectorXd> starts = given;
   if (!starts.empty()) {

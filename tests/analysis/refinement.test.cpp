@@ -6,6 +6,7 @@
 #include "support.hpp"
 
 #include <attnrank/analysis.hpp>
+#include <attnrank/reach/detail/witness_search.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -27,6 +28,34 @@ Matrix<Rational> gen_open_target(Eigen::Index n, const Mask& mask) {
 }
 
 }  // namespace
+
+TEST_CASE("attnrank::cheap_search's budget (detail::search_budget)", "[unit]") {
+  const ApproxOptions cheap = cheap_search(ApproxOptions{});
+  const auto evaluations = [&](double n, double dk) { return detail::search_budget(cheap, 6 * n * n * dk); };
+  SECTION("cheap_search_flops' worth, raised to 2500 evaluations while those cost at most 4e9 flops") {
+    CHECK(evaluations(256, 7) == 1453);   // 4e9 flops' worth: 363 from the flops alone
+    CHECK(evaluations(256, 3) == 2500);   // the floor: 848 from the flops alone
+    CHECK(evaluations(256, 1) == 2543);   // the flops alone buy more than the floor
+    CHECK(evaluations(1024, 8) == 79);    // 4e9 flops: 19 from the flops alone
+    CHECK(evaluations(16, 1) == 20000);   // the cap
+  }
+  rc::prop("never below the flops' worth nor above the larger of it and the floor's flops (both within the cap)", [] {
+    ApproxOptions o;
+    o.search_flops = std::ldexp(1.0, *rc::gen::inRange(20, 40));
+    o.min_evaluations = *rc::gen::inRange(0, 40000);
+    o.min_evaluation_flops = *rc::gen::element(0.0, 1e6, 4e9, 1e12);
+    const double flops = std::ldexp(1.0, *rc::gen::inRange(0, 36));
+    const long b = detail::search_budget(o, flops);
+    RC_ASSERT(b >= 0);
+    RC_ASSERT(b <= 20000);
+    RC_ASSERT(b >= std::min<long>(static_cast<long>(o.search_flops / flops), 20000));
+    if (o.min_evaluation_flops > 0)
+      RC_ASSERT(b <= std::max<long>(static_cast<long>(o.search_flops / flops),
+                                    static_cast<long>(o.min_evaluation_flops / flops)));
+    else
+      RC_ASSERT(b >= std::min<long>(o.min_evaluations, 20000));
+  });
+}
 
 TEST_CASE("attnrank::intersect_bands", "[unit]") {
   ApproxBounds cheap, refined;

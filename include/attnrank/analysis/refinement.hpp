@@ -57,7 +57,7 @@ struct Refinement {
 /// at n = 16), but at least cheap_search_evaluations of them as long as those
 /// cost at most cheap_search_most_flops (at n = 256: 363 -> 1453 evaluations at
 /// d_k = 7, 848 -> 2500 at d_k = 3, none more at d_k = 1; at n = 1024 and d_k = 8,
-/// 20 -> 80). 2.5e8 flops left the cheap upper bound 3x above the optimiser's on
+/// 19 -> 79). 2.5e8 flops left the cheap upper bound 3x above the optimiser's on
 /// planted heads at n = 256, 1e9 within 1.6x; the floor brings the rank-8 heads'
 /// bound at d_k = 7 to the optimiser's (free 1.18e-2 -> 7.24e-3, causal 1.78e-2 ->
 /// 1.23e-2) for about half a second more per head there.

@@ -13,13 +13,20 @@
 
 namespace attnrank::detail {
 
+/// The surrogate evaluations a search may spend when each costs
+/// `evaluation_flops`: options.max_evaluations when positive; otherwise
+/// options.search_flops' worth, raised to options.min_evaluations (to at most
+/// options.min_evaluation_flops' worth of them when that is positive), within
+/// 0 .. 20000.
+long search_budget(const ApproxOptions& options, double evaluation_flops);
+
 /// The point with the smallest double max error |softmax(Q K^T / sqrt(d_k)) - T|
 /// that any run met. A point is [vec Q; vec K] (Q, K: n x d_k), or with fixed
 /// embeddings X (n x d_model, doubles) [vec W^Q; vec W^K] (d_model x d_k) with
 /// Q = X W^Q, K = X W^K. Runs go from each start in turn, then from
 /// options.restarts seeded points (even: the first start perturbed; odd: fresh
-/// points of its scale, another basin), while the budget lasts: options.max_evaluations
-/// surrogate evaluations, or by default about 2.5e10 flops' worth (50..20000).
+/// points of its scale, another basin), while the budget lasts (search_budget, at
+/// about 6 n^2 d_k flops an evaluation: by default 2.5e10 flops' worth, 50..20000).
 /// Empty when no run met a finite point. With `mask` the head is masked: the
 /// softmax runs over the allowed keys only (masked scores are -inf, their
 /// weights exactly 0), and T must be 0 at the masked positions.
