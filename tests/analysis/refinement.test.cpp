@@ -32,11 +32,12 @@ Matrix<Rational> gen_open_target(Eigen::Index n, const Mask& mask) {
 TEST_CASE("attnrank::cheap_search's budget (detail::search_budget)", "[unit]") {
   const ApproxOptions cheap = cheap_search(ApproxOptions{});
   const auto evaluations = [&](double n, double dk) { return detail::search_budget(cheap, 6 * n * n * dk); };
-  SECTION("cheap_search_flops' worth, raised to 2500 evaluations while those cost at most 4e9 flops") {
-    CHECK(evaluations(256, 7) == 1453);   // 4e9 flops' worth: 363 from the flops alone
-    CHECK(evaluations(256, 3) == 2500);   // the floor: 848 from the flops alone
+  SECTION("cheap_search_flops' worth, raised to 2500 evaluations while those cost at most 2e9 flops") {
+    CHECK(evaluations(256, 7) == 726);    // 2e9 flops' worth: 363 from the flops alone
+    CHECK(evaluations(256, 3) == 1695);   // 847 from the flops alone
+    CHECK(evaluations(200, 2) == 2500);   // the floor itself: 2083 from the flops alone, 4166 in 2e9
     CHECK(evaluations(256, 1) == 2543);   // the flops alone buy more than the floor
-    CHECK(evaluations(1024, 8) == 79);    // 4e9 flops: 19 from the flops alone
+    CHECK(evaluations(1024, 8) == 39);    // 19 from the flops alone
     CHECK(evaluations(16, 1) == 20000);   // the cap
   }
   rc::prop("never below the flops' worth nor above the larger of it and the floor's flops (both within the cap)", [] {

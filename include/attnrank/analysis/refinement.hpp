@@ -4,7 +4,7 @@
 // (error_lower from certified singular values, error_upper from the SVD or
 // completion start after a short search of fixed work, cheap_search_flops and
 // its floor of evaluations, so that it is reproducible and costs at most about
-// 4e9 flops, a second or so) always;
+// 2e9 flops, half a second or so) always;
 // the full L-BFGS search (restarts, floored starts, 100 times the work) only when
 // asked, or when the question needs it and the cheap band cannot settle it,
 // within a time limit.
@@ -55,15 +55,17 @@ struct Refinement {
 /// The cheap band's search: the log-domain (or completion) start alone, no
 /// restarts, no clock; cheap_search_flops' worth of evaluations (the cap of 20000
 /// at n = 16), but at least cheap_search_evaluations of them as long as those
-/// cost at most cheap_search_most_flops (at n = 256: 363 -> 1453 evaluations at
-/// d_k = 7, 848 -> 2500 at d_k = 3, none more at d_k = 1; at n = 1024 and d_k = 8,
-/// 19 -> 79). 2.5e8 flops left the cheap upper bound 3x above the optimiser's on
-/// planted heads at n = 256, 1e9 within 1.6x; the floor brings the rank-8 heads'
-/// bound at d_k = 7 to the optimiser's (free 1.18e-2 -> 7.24e-3, causal 1.78e-2 ->
-/// 1.23e-2) for about half a second more per head there.
+/// cost at most cheap_search_most_flops (at n = 256: 363 -> 726 evaluations at
+/// d_k = 7, 848 -> 1695 at d_k = 3, none more at d_k = 1; at n = 1024 and d_k = 8,
+/// 19 -> 39). 2.5e8 flops left the cheap upper bound 3x above the optimiser's on
+/// planted heads at n = 256, 1e9 within 1.6x; the floor lowers the rank-8 heads'
+/// bound at d_k = 7 (free 1.18e-2 -> 8.69e-3, causal 1.78e-2 -> 1.31e-2) for a
+/// quarter to half a second more per head there. 4e9 flops reached the optimiser's
+/// bound (7.24e-3, 1.23e-2) but cost reach at n = 300 and d_k = 4 0.7 s for
+/// nothing (its default answer 0.41 -> 1.1 s, 6x NumPy's; goal 5x).
 inline constexpr double cheap_search_flops = 1e9;
 inline constexpr long cheap_search_evaluations = 2500;
-inline constexpr double cheap_search_most_flops = 4e9;
+inline constexpr double cheap_search_most_flops = 2e9;
 ApproxOptions cheap_search(ApproxOptions options);
 
 /// input_error unless the time limit is positive and finite (or absent).
