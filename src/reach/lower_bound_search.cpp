@@ -231,7 +231,7 @@ LowerBoundCache::LowerBoundCache(BoundsMatrix logs, const Eigen::MatrixXd& below
 BoundsMatrix LowerBoundCache::logs_of(const Matrix<Rational>& A) { return log_bounds_of(A); }
 
 void LowerBoundCache::sort_entries() {
-  if (order_.empty()) order_ = entry_order(below_);
+  if (!adopted_ && order_.empty()) order_ = entry_order(below_);
 }
 
 void LowerBoundCache::rows_and_columns(double t, std::vector<Index>& rows, std::vector<Index>& cols) {
@@ -244,7 +244,7 @@ void LowerBoundCache::rows_and_columns(double t, std::vector<Index>& rows, std::
   // Every width's bisection starts from the same power of 2 and the thresholds
   // theta eps repeat, so the same R x J comes back often: remembered by the
   // count of entries it excludes (which fixes it).
-  const std::int64_t key = entries_at_most(order_, t);
+  const std::int64_t key = entries_at_most(order(), t);
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     const auto it = rectangles_.find(key);
@@ -254,7 +254,7 @@ void LowerBoundCache::rows_and_columns(double t, std::vector<Index>& rows, std::
       return;
     }
   }
-  rows_and_columns_above(order_, t, rows, cols);
+  rows_and_columns_above(order(), t, rows, cols);
   const std::lock_guard<std::mutex> lock(mutex_);
   if (rectangles_.size() < max_remembered_rectangles) rectangles_.emplace(key, std::pair{rows, cols});
 }

@@ -54,9 +54,10 @@ class LowerBoundCache {
   /// Sorts the entries for rows_and_columns above min Â (once; before threads
   /// share the cache, which then only reads the order).
   void sort_entries();
-  /// The same order computed elsewhere, for the same `below` (a memo's): a copy,
-  /// so sort_entries has nothing left to do.
-  void adopt_order(const EntryOrder& order) { order_ = order; }
+  /// The same order computed elsewhere, for the same `below` (a memo's), so
+  /// sort_entries has nothing left to do. Not owned, not copied (24 bytes an
+  /// entry): it must outlive the cache, as a memo outlives the calls it serves.
+  void adopt_order(const EntryOrder& order) { adopted_ = &order; }
   /// R x J for threshold t: every entry when t < smallest(), else the rows and
   /// columns whose entries all exceed t (rows_and_columns_above).
   void rows_and_columns(double t, std::vector<Eigen::Index>& rows, std::vector<Eigen::Index>& cols);
@@ -72,7 +73,9 @@ class LowerBoundCache {
   Eigen::Index values_;
   double smallest_, smallest_positive_;
   const Eigen::MatrixXd& below_;
-  EntryOrder order_;  ///< sorted on first use above min Â
+  EntryOrder order_;  ///< sorted on first use above min Â, unless adopted
+  const EntryOrder* adopted_ = nullptr;
+  const EntryOrder& order() const { return adopted_ ? *adopted_ : order_; }
   std::vector<Eigen::Index> all_rows_, all_cols_;
   std::mutex mutex_;  ///< guards the maps: two searches may share the cache
   std::map<double, double> full_eta_;
