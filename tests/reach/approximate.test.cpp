@@ -47,6 +47,17 @@ Generated generated_target(Eigen::Index n, Eigen::Index d, double scale, double 
 
 using Eigen::Index;
 
+/// A search's proof at eps, checked on its own: every entry of its R x J above
+/// eps, and the certified sigma_(width+1) there above the certified eta norm.
+void assert_proof_holds(detail::LowerBoundCache& cache, const detail::LowerSearch& s, double eps) {
+  for (Index i : s.proof.rows)
+    for (Index j : s.proof.cols) RC_ASSERT(cache.below()(i, j) > eps);
+  const CertifiedSingularValues* values = cache.values(s.proof.rows, s.proof.cols, s.width + 1);
+  RC_ASSERT(values != nullptr);
+  RC_ASSERT(values->values[static_cast<std::size_t>(s.width)].lower >
+            detail::eta_norm_upper(cache.below(), s.proof.rows, s.proof.cols, eps));
+}
+
 /// The reference for detail::rows_and_columns_above: the same greedy rule on the
 /// dense matrix, step for step (what the library ran before the sorted version).
 void dense_rows_and_columns_above(const Eigen::MatrixXd& below, double eps, std::vector<Index>& rows,
@@ -327,12 +338,7 @@ TEST_CASE("attnrank::detail::search_lower_bounds on one width (three grids)", "[
     if (searches[0].width >= d) RC_ASSERT(s.best < known);
     RC_ASSERT(s.best < searches[0].ceiling);
     if (!(s.best > 0)) return;
-    for (Eigen::Index i : s.proof.rows)
-      for (Eigen::Index j : s.proof.cols) RC_ASSERT(below(i, j) > s.best);
-    const CertifiedSingularValues* values = cache.values(s.proof.rows, s.proof.cols, s.width + 1);
-    RC_ASSERT(values != nullptr);
-    RC_ASSERT(values->values[static_cast<std::size_t>(s.width)].lower >
-              detail::eta_norm_upper(below, s.proof.rows, s.proof.cols, s.best));
+    assert_proof_holds(cache, s, s.best);
   });
 }
 
@@ -386,11 +392,7 @@ TEST_CASE("attnrank::detail::prove_lower_bound_at") {
     RC_CLASSIFY(proven, "proven");
     if (!proven) return;
     RC_ASSERT(t.best == eps);
-    for (Eigen::Index i : t.proof.rows)
-      for (Eigen::Index j : t.proof.cols) RC_ASSERT(below(i, j) > eps);
-    const CertifiedSingularValues* values = cache.values(t.proof.rows, t.proof.cols, t.width + 1);
-    RC_ASSERT(values != nullptr);
-    RC_ASSERT(values->values[static_cast<std::size_t>(t.width)].lower > detail::eta_norm_upper(below, t.proof.rows, t.proof.cols, eps));
+    assert_proof_holds(cache, t, eps);
   });
 }
 
