@@ -4,7 +4,8 @@
 // greedily. Any choice is sound (the lemma holds on every R x J with Â > eps);
 // this one is deterministic, and the same as the dense reference in the tests.
 // The entries are sorted once per matrix, so each threshold costs time in
-// proportion to the entries at or below it, not to the matrix.
+// proportion to the entries at or below it, or (where nearly all are) to those
+// above it, not to the matrix.
 
 #include <Eigen/Core>
 
