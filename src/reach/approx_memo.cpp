@@ -1,6 +1,7 @@
 // One target's shared work for the approximate question (attnrank/reach/approx_memo.hpp).
 #include <attnrank/reach/approx_memo.hpp>
 
+#include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/reach/detail/lower_bound_search.hpp>
 #include <attnrank/reach/masked.hpp>
 #include <attnrank/reach/target.hpp>
@@ -41,6 +42,11 @@ const BoundsMatrix& ApproxMemo::logs() {
 
 const detail::EntryOrder& ApproxMemo::entry_order() {
   return order_.get(0, [&] { return detail::entry_order(bounds().lo); });
+}
+
+void ApproxMemo::prefetch_entry_order() {
+  if (A_.size() < prefetch_order_entries || detail::row_threads() < 2) return;
+  std::call_once(prefetch_once_, [&] { prefetch_ = std::async(std::launch::async, [this] { entry_order(); }); });
 }
 
 const MaskedWitnessStarts& ApproxMemo::masked_starts(Index widest) {

@@ -83,6 +83,7 @@ void block_lower_bounds(const BoundsMatrix& logs, const Eigen::MatrixXd& below, 
 /// better kept.
 void masked_upper_bound(ApproxMemo& memo, Index widest, Index dk, const Mask& mask, const ApproxOptions& o,
                         ApproxBounds& b) {
+  memo.prefetch_entry_order();  // the lower bounds come next
   Witness w = memo.masked_start_witness(widest, dk);
   b.start_error = w.max_abs_error;
   if (o.optimise) {

@@ -3,6 +3,7 @@
 //    are the same numbers (and the same witness) with a memo as without, in either
 //    order of asking;
 //  * a memo serves only its own target and mask;
+//  * the entry order sorted beside the fit (prefetch_entry_order) is the same;
 //  * OnceMap makes each entry once, for any number of concurrent askers, and an
 //    exception reaches every asker.
 #include "mask_support.hpp"
@@ -113,6 +114,33 @@ TEST_CASE("attnrank::ApproxMemo", "[property]") {
     CHECK_THROWS_AS(memo.require_target(A, nullptr), std::logic_error);
     ApproxMemo free_memo(copy, std::nullopt);
     CHECK_THROWS_AS(free_memo.masked_starts(2), std::logic_error);
+  }
+
+  SECTION("an entry order sorted beside the fit is the order sorted on demand; a memo left mid-sort joins it") {
+    std::mt19937_64 rng(7);
+    const Index n = 256;  // prefetch_order_entries: the smallest target it sorts beside
+    REQUIRE(n * n >= prefetch_order_entries);
+    const Mask causal = Mask::causal(n);
+    const Matrix<Rational> A = planted_target(n, 3, &causal, 0.01, rng);
+    ApproxMemo memo(A, causal);
+    memo.prefetch_entry_order();
+    memo.prefetch_entry_order();  // once
+    const detail::EntryOrder& order = memo.entry_order();
+    const detail::EntryOrder fresh = detail::entry_order(normalized_target_bounds(A).lo);
+    CHECK(order.row_value == fresh.row_value);
+    CHECK(order.row_col == fresh.row_col);
+    CHECK(order.col_value == fresh.col_value);
+    CHECK(order.col_row == fresh.col_row);
+    CHECK(&memo.entry_order() == &order);
+    {
+      ApproxMemo left(A, causal);
+      left.prefetch_entry_order();
+    }  // destroyed while the sort may still run: it waits for it
+    ApproxOptions alone;
+    alone.optimise = false;  // the starts' bounds: the lower search is what reads the order
+    ApproxOptions shared = alone;
+    shared.memo = &memo;
+    CHECK(approx_error_bounds(A, 2, causal, shared).error_lower == approx_error_bounds(A, 2, causal, alone).error_lower);
   }
 }
 
