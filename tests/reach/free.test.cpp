@@ -85,6 +85,18 @@ TEST_CASE("attnrank::reach") {
     CHECK_THROWS_WITH(reach(neg, 1), Catch::Contains("cannot be negative"));
     CHECK_THROWS_WITH(reach(rect, 1), Catch::Contains("must be square"));
     CHECK_THROWS_WITH(reach(zero_row, 1), Catch::Contains("[0, :] (0-based) is all zeros"));
+    // The first problem in reading order is named, whichever column holds it.
+    Matrix<Rational> two(3, 3);
+    two << 1, 1, -2, -3, 1, 1, 0, 0, 0;
+    CHECK_THROWS_WITH(reach(two, 1), Catch::Contains("[0, 2] (0-based) is -2"));
+    two(0, 2) = 1;
+    CHECK_THROWS_WITH(reach(two, 1), Catch::Contains("[1, 0] (0-based) is -3"));
+    two(1, 0) = 0;
+    two(1, 2) = -1;
+    two(1, 1) = -4;
+    CHECK_THROWS_WITH(reach(two, 1), Catch::Contains("[1, 1] (0-based) is -4"));
+    two.row(1).setConstant(0);
+    CHECK_THROWS_WITH(reach(two, 1), Catch::Contains("[1, :] (0-based) is all zeros"));
     CHECK_THROWS_WITH(reach(*builtin_matrix("diag:3:0.8"), 0), Catch::Contains("out of range"));
     CHECK_THROWS_WITH(reach(*builtin_matrix("diag:3:0.8"), 4), Catch::Contains("out of range"));
   }
