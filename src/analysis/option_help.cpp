@@ -31,7 +31,8 @@ std::string seed_text() { return "Seed of the optimiser's restarts (printed in t
 std::string refine_text() {
   return "Whether the optimiser (L-BFGS restarts) sharpens the upper bounds within the time limit: yes; no (the "
          "cheap band only: the starts and a short search of fixed work, reproducible and quick); or, by default, only "
-         "where the cheap band leaves the question open (reach's epsilon undecided, width's bracket)";
+         "where the cheap band leaves the question open (reach's epsilon undecided; width's bracket, when its best "
+         "witness is within 8 times epsilon)";
 }
 std::string time_limit_text() {
   return "Seconds the optimiser may run in all (default " + number(default_time_limit) +

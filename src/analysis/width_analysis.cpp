@@ -38,6 +38,7 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
   refine.monitor = &monitor;
   ApproxOptions o = cheap_search(base);
   if (q.refine.policy != RefinePolicy::never) o.then_search = &refine;
+  if (q.refine.policy == RefinePolicy::automatic) o.then_search_reach = optimiser_reach;
   WidthAnalysis out;
   out.n = n;
   out.target_name = q.target_name;
@@ -55,10 +56,18 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
   r.ran = r.evaluations > 0;
   r.time_limit_reached = monitor.deadline_reached();
   r.improved_upper = out.result.width_upper != out.result.first_search_width_upper;
-  const bool open = out.result.first_search_width_upper == 0 ||
-                    out.result.first_search_width_upper > out.result.width_lower;
+  // Open after the cheap stage: some width is neither proven to miss nor settled
+  // by a witness within epsilon below it.
+  const bool open = out.result.first_search_width_upper == 0 ? out.result.width_lower <= out.result.max_dk
+                                                              : out.result.first_search_width_upper > out.result.width_lower;
+  const bool out_of_reach = q.refine.policy == RefinePolicy::automatic && open && !r.ran &&
+                           detail::bracket_open(out.result) &&
+                           !detail::search_within_reach(out.result, optimiser_reach);
   r.reason = !open ? "not needed: the starts and the short search settle the bracket"
              : q.refine.policy == RefinePolicy::never ? "not run (search off)"
+             : out_of_reach ? "not run: the open widths' best witness is more than " +
+                                  shortest_decimal(optimiser_reach) +
+                                  " times epsilon away, past what it gains; refine runs it anyway"
              : r.ran ? (q.refine.policy == RefinePolicy::always ? "asked (refine), run where the cheap band left the bracket open"
                                                                 : "run where the cheap band left the bracket open")
              : r.time_limit_reached ? "not run: the time limit passed before it could start"

@@ -412,6 +412,12 @@ void settle_width(WidthResult& out) {
 
 bool bracket_open(const WidthResult& w) { return w.width_upper == 0 || w.width_upper > w.width_lower; }
 
+bool search_within_reach(const WidthResult& w, double reach) {
+  const Index widest = w.width_upper ? w.width_upper - 1 : w.max_dk;
+  if (widest < 1 || widest > static_cast<Index>(w.profile.size())) return false;
+  return w.profile[static_cast<std::size_t>(widest - 1)].error_upper <= reach * w.epsilon;
+}
+
 void close_bracket_from_below(WidthResult& w, Index& tried, const std::function<double(Index, double)>& lower_toward) {
   if (w.width_upper == 0 || w.width_upper <= w.width_lower || w.width_upper - 1 == tried) return;
   const Index dk = w.width_upper - 1;
@@ -530,7 +536,9 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   };
   if (o.optimise && detail::bracket_open(out)) search(o);
   out.first_search_width_upper = out.width_upper;
-  if (o.then_search && detail::bracket_open(out)) search(*o.then_search);
+  if (o.then_search && detail::bracket_open(out) &&
+      (o.then_search_reach <= 0 || detail::search_within_reach(out, o.then_search_reach)))
+    search(*o.then_search);
   return out;
 }
 

@@ -276,7 +276,9 @@ WidthResult approx_width(const Matrix<Rational>& A, double epsilon, Index max_dk
   };
   if (options.optimise && detail::bracket_open(w)) search(options);
   w.first_search_width_upper = w.width_upper;
-  if (options.then_search && detail::bracket_open(w)) search(*options.then_search);
+  if (options.then_search && detail::bracket_open(w) &&
+      (options.then_search_reach <= 0 || detail::search_within_reach(w, options.then_search_reach)))
+    search(*options.then_search);
   return w;
 }
 

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <random>
 #include <thread>
 
 using namespace attnrank;
@@ -224,9 +225,70 @@ TEST_CASE("attnrank::analyze_width refinement", "[property]") {
     RC_ASSERT(searched.result.first_search_width_upper == cheap.result.width_upper);  // the same cheap stage first
     for (std::size_t k = 0; k < cheap.result.profile.size(); ++k)
       RC_ASSERT(searched.result.profile[k].error_upper <= cheap.result.profile[k].error_upper);
-    const bool open = cheap.result.width_upper == 0 || cheap.result.width_upper > cheap.result.width_lower;
+    const bool open = cheap.result.width_upper == 0 ? cheap.result.width_lower <= cheap.result.max_dk
+                                                    : cheap.result.width_upper > cheap.result.width_lower;
     if (!open) RC_ASSERT(!searched.refinement.ran);
+    // Asked, it runs wherever the bracket is open; unasked, only within
+    // optimiser_reach of epsilon, and the reason says why not.
+    const bool near = open && detail::search_within_reach(cheap.result, optimiser_reach);
+    if (q.refine.policy == RefinePolicy::always) RC_ASSERT(searched.refinement.ran == open);
+    else RC_ASSERT(searched.refinement.ran == near);
+    if (open && !searched.refinement.ran)
+      RC_ASSERT(searched.refinement.reason.find("times epsilon away") != std::string::npos);
   });
+}
+
+TEST_CASE("attnrank::detail::search_within_reach", "[unit]") {
+  WidthResult w;
+  w.epsilon = 1e-3;
+  w.max_dk = 4;
+  w.profile = {{1, 0, 0.5}, {2, 0, 0.02}, {3, 0, 0.009}, {4, 0, 0.007}};
+  SECTION("none within epsilon: the widest width's error, against the factor") {
+    w.width_upper = 0;
+    CHECK(detail::search_within_reach(w, 8));       // 0.007 <= 8e-3
+    CHECK_FALSE(detail::search_within_reach(w, 6));  // 0.007 > 6e-3
+  }
+  SECTION("a witness within epsilon at width_upper: the width below it") {
+    w.profile[3].error_upper = 1e-3;
+    w.width_upper = 4;
+    CHECK(detail::search_within_reach(w, 9));        // width 3: 0.009 <= 9e-3
+    CHECK_FALSE(detail::search_within_reach(w, 8));  // 0.009 > 8e-3
+  }
+  SECTION("epsilon 0: no factor reaches it") {
+    w.epsilon = 0;
+    w.width_upper = 0;
+    CHECK_FALSE(detail::search_within_reach(w, 1e6));
+  }
+}
+
+TEST_CASE("attnrank::analyze_width optimiser reach", "[unit]") {
+  // Random scores at n = 48, epsilon 1e-3: no width up to 4 is proven to miss
+  // (d_k = 4's lower bound is below epsilon), and the cheap band's best witness
+  // is far more than optimiser_reach times epsilon away, so by default the
+  // optimiser does not run (and says why); asked, it does.
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> e(-6, 6);
+  const Eigen::Index n = 48;
+  Matrix<Integer> M(n, n);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j < n; ++j) M(i, j) = e(rng);
+  const Matrix<Rational> A = masked_power_target(M, Mask::full(n));
+  WidthQuestion q;
+  q.epsilon = 1e-3;
+  q.max_dk = 4;
+  const WidthAnalysis unasked = analyze_width(A, q);
+  REQUIRE(unasked.result.width_upper == 0);
+  REQUIRE(unasked.result.width_lower <= 4);
+  REQUIRE(unasked.result.profile.back().error_upper > optimiser_reach * q.epsilon);
+  CHECK_FALSE(unasked.refinement.ran);
+  CHECK(unasked.refinement.reason ==
+        "not run: the open widths' best witness is more than 8 times epsilon away, past what it gains; refine runs it anyway");
+  CHECK(to_text(unasked).find("more than 8 times epsilon away") != std::string::npos);
+  q.refine.policy = RefinePolicy::always;
+  q.refine.time_limit = 5;  // the cheap stage's time counts too
+  const WidthAnalysis asked = analyze_width(A, q);
+  CHECK(asked.refinement.ran);
+  CHECK(asked.result.profile.back().error_upper <= unasked.result.profile.back().error_upper);
 }
 
 TEST_CASE("attnrank::SearchMonitor", "[unit]") {

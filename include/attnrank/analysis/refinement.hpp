@@ -68,6 +68,14 @@ inline constexpr long cheap_search_evaluations = 2500;
 inline constexpr double cheap_search_most_flops = 2e9;
 ApproxOptions cheap_search(ApproxOptions options);
 
+/// How far above epsilon (a factor) the best witness of width's open bracket may
+/// be for the automatic policy to run the optimiser there. The optimiser lowers the
+/// cheap band's error_upper by 1.07-1.2x on planted heads at n = 256 (d_k = r - 1);
+/// a witness 8 times epsilon away, after the cheap search, is past what the time
+/// limit buys (a random head at n = 128, epsilon 1e-3: 17.8x away at d_k = 16,
+/// and 2 s of search left it 17.8x away). `always` runs it whatever the distance.
+inline constexpr double optimiser_reach = 8;
+
 /// input_error unless the time limit is positive and finite (or absent).
 void validate(const RefineOptions& options);
 

@@ -28,8 +28,10 @@ struct WidthQuestion {
   std::optional<Eigen::Index> max_dk;  ///< largest width tried, in [1, n]; nullopt: min(n, 16)
   std::optional<Mask> mask;   ///< widths of a masked head
   std::uint64_t seed = 1;     ///< the optimiser's restarts
-  /// The bracket from the starts is the default answer (automatic, never); with
-  /// always (--refine) the search runs where it is open, within refine.time_limit.
+  /// The bracket from the starts and the cheap search is the answer with never;
+  /// automatic (the default) then runs the optimiser where it is open and its best
+  /// witness is within optimiser_reach times epsilon, always (--refine) wherever it
+  /// is open; within refine.time_limit.
   RefineOptions refine;
   std::string target_name = "target";
   /// The target's shared approximate work (reach/approx_memo.hpp), made for this

@@ -68,6 +68,10 @@ struct ApproxOptions {
   /// optimise), run only where the first left the bracket open, on its own budget
   /// and monitor -- the cheap band, then the optimiser. Not owned; nullptr: none.
   const ApproxOptions* then_search = nullptr;
+  /// approx_width only: when positive, then_search runs only where the open
+  /// widths' best certified error is within this factor of epsilon
+  /// (detail::search_within_reach); 0: wherever the bracket is open.
+  double then_search_reach = 0;
   /// The target's shared work (reach/approx_memo.hpp), made for this very target
   /// and mask: what it holds is taken from it instead of computed again (the same
   /// values). Not owned; nullptr: the call computes its own.
@@ -176,6 +180,12 @@ void settle_width(WidthResult& out);
 /// Whether a search could still lower width_upper: none within epsilon yet, or
 /// widths between width_lower and width_upper not settled.
 bool bracket_open(const WidthResult& w);
+/// After settle_width, with the bracket open: whether the widest open width (the
+/// last below width_upper, or max_dk when none is within epsilon) has a certified
+/// error within `reach` times epsilon, the best any open width has (upper bounds
+/// carry to wider widths). A search that gains less than that factor over it
+/// cannot bring a witness within epsilon.
+bool search_within_reach(const WidthResult& w, double reach);
 /// After settle_width: the search, only where it can lower width_upper, by
 /// bisection over the open widths [width_lower, width_upper) (a witness within
 /// epsilon at d settles every width above d). searched_upper(d_k) returns the
