@@ -192,7 +192,7 @@ def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=None, time_limit
     if search is not None:
         import warnings
         warnings.warn("width(search=...) is now width(refine=...); the default is the command line's "
-                      "(the cheap band, then the optimiser where the bracket is open)", DeprecationWarning, stacklevel=2)
+                      "(the cheap band, then the optimiser where the bracket is open and within reach)", DeprecationWarning, stacklevel=2)
         refine = bool(search)
     a = exact_matrix(A, "A")
     return _core.width(a, float(epsilon), _optional_integer("max_dk", max_dk, _INDEX), _mask(mask, a.shape[0]),
