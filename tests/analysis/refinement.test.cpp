@@ -285,9 +285,10 @@ TEST_CASE("attnrank::analyze_width optimiser reach", "[unit]") {
         "not run: the open widths' best witness is more than 8 times epsilon away, past what it gains; refine runs it anyway");
   CHECK(to_text(unasked).find("more than 8 times epsilon away") != std::string::npos);
   q.refine.policy = RefinePolicy::always;
-  q.refine.time_limit = 5;  // the cheap stage's time counts too
+  q.refine.time_limit = 5;  // the cheap stage's time counts too (under ASan at -O0 it may take all of it)
   const WidthAnalysis asked = analyze_width(A, q);
-  CHECK(asked.refinement.ran);
+  CHECK(asked.refinement.reason.find("times epsilon away") == std::string::npos);
+  CHECK((asked.refinement.ran || asked.refinement.time_limit_reached));  // tried, whatever the clock allowed
   CHECK(asked.result.profile.back().error_upper <= unasked.result.profile.back().error_upper);
 }
 
