@@ -28,6 +28,16 @@ Matrix<Rational> gen_open_target(Eigen::Index n, const Mask& mask) {
   return masked_power_target(M, mask);
 }
 
+/// 2^M with M's entries uniform in -6..6 from `seed`: random scores, far from every narrow head.
+Matrix<Rational> random_power_target(Eigen::Index n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> e(-6, 6);
+  Matrix<Integer> M(n, n);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j < n; ++j) M(i, j) = e(rng);
+  return masked_power_target(M, Mask::full(n));
+}
+
 }  // namespace
 
 TEST_CASE("attnrank::cheap_search's budget (detail::search_budget)", "[unit]") {
@@ -128,17 +138,12 @@ TEST_CASE("attnrank::analyze_reach refinement", "[property]") {
 
 TEST_CASE("attnrank::analyze_reach time limit", "[unit]") {
   // A target no head of width 2 makes, large enough that the search runs for a while.
-  std::mt19937_64 rng(5);
-  std::uniform_int_distribution<int> e(-6, 6);
 #ifdef ATTNRANK_SANITIZED  // -O0 under ASan: the cheap analysis of n = 48 takes two minutes; 16 still outlasts 0.02 s
   const Eigen::Index n = 16;
 #else
   const Eigen::Index n = 48;
 #endif
-  Matrix<Integer> M(n, n);
-  for (Eigen::Index i = 0; i < n; ++i)
-    for (Eigen::Index j = 0; j < n; ++j) M(i, j) = e(rng);
-  const Matrix<Rational> A = masked_power_target(M, Mask::full(n));
+  const Matrix<Rational> A = random_power_target(n, 5);
   ReachQuestion q;
   q.dk = 2;
   q.refine.policy = RefinePolicy::never;
@@ -159,13 +164,8 @@ TEST_CASE("attnrank::analyze_reach time limit", "[unit]") {
 TEST_CASE("attnrank::analyze_width time limit", "[unit]") {
   // Random scores at n = 32: no head within 1e-3 up to d_k = 4, so the bracket
   // stays open; a limit of 1 ns passes before the optimiser can start.
-  std::mt19937_64 rng(5);
-  std::uniform_int_distribution<int> e(-6, 6);
   const Eigen::Index n = 32;
-  Matrix<Integer> M(n, n);
-  for (Eigen::Index i = 0; i < n; ++i)
-    for (Eigen::Index j = 0; j < n; ++j) M(i, j) = e(rng);
-  const Matrix<Rational> A = masked_power_target(M, Mask::full(n));
+  const Matrix<Rational> A = random_power_target(n, 5);
   WidthQuestion q;
   q.epsilon = 1e-3;
   q.max_dk = 4;
@@ -266,17 +266,12 @@ TEST_CASE("attnrank::analyze_width optimiser reach", "[unit]") {
   // (d_k = 4's lower bound is below epsilon), and the cheap band's best witness
   // is far more than optimiser_reach times epsilon away, so by default the
   // optimiser does not run (and says why); asked, it tries.
-  std::mt19937_64 rng(11);
-  std::uniform_int_distribution<int> e(-6, 6);
 #ifdef ATTNRANK_SANITIZED  // -O0 under ASan: n = 48 took 80 s; these seeds hold at 16 and 32 alike
   const Eigen::Index n = 16;
 #else
   const Eigen::Index n = 32;
 #endif
-  Matrix<Integer> M(n, n);
-  for (Eigen::Index i = 0; i < n; ++i)
-    for (Eigen::Index j = 0; j < n; ++j) M(i, j) = e(rng);
-  const Matrix<Rational> A = masked_power_target(M, Mask::full(n));
+  const Matrix<Rational> A = random_power_target(n, 11);
   WidthQuestion q;
   q.epsilon = 1e-3;
   q.max_dk = 4;
