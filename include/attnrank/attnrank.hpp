@@ -3,6 +3,7 @@
 // header is reached from here).
 #include <attnrank/error.hpp>
 #include <attnrank/out_of_memory.hpp>
+#include <attnrank/freed_memory.hpp>
 #include <attnrank/numbers.hpp>
 #include <attnrank/linalg.hpp>
 #include <attnrank/io.hpp>
