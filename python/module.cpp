@@ -27,16 +27,63 @@ using namespace attnrank;
 using namespace attnrank::python;
 using nlohmann::json;
 
+namespace {
+
+/// The scan of a (heads, n, n) array of T, each head read from the array when the
+/// scan reaches it (`heads` outlives the scan).
+template <class T, int Flags>
+py::object scan_stack(const py::array_t<T, Flags>& heads, const std::vector<std::vector<std::size_t>>& index,
+                      const std::vector<std::size_t>& shape, std::optional<Eigen::Index> dk,
+                      std::optional<double> epsilon, std::optional<Mask> mask, std::optional<Eigen::Index> max_dk,
+                      unsigned jobs, std::uint64_t seed, std::optional<bool> refine, std::optional<double> time_limit,
+                      const std::string& name) {
+  if (heads.ndim() != 3) throw input_error(name + ": heads must be stacked as (heads, n, n)");
+  HeadStack stack;
+  stack.name = name;
+  stack.shape = shape;
+  stack.index = index;
+  const auto count = static_cast<std::size_t>(heads.shape(0));
+  if (index.size() != count)
+    throw input_error(name + ": " + std::to_string(index.size()) + " indices for " + std::to_string(count) + " heads");
+  const Eigen::Index rows = heads.shape(1), cols = heads.shape(2);
+  const T* base = heads.data();
+  stack.read = [base, rows, cols](std::size_t t) -> Eigen::MatrixXd {
+    using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    return Eigen::Map<const RowMajor>(base + static_cast<Eigen::Index>(t) * rows * cols, rows, cols)
+        .template cast<double>();  // exact: every float is a double
+  };
+  ScanQuestion q;
+  q.dk = dk;
+  q.epsilon = epsilon;
+  q.mask = std::move(mask);
+  q.max_dk = max_dk;
+  q.jobs = jobs;
+  q.seed = seed;
+  q.refine = refine_options(refine, time_limit);
+  return released([&] {
+    const std::vector<HeadScan> done = analyze_scan(stack, q);
+    json list = json::array();
+    for (const HeadScan& h : done) list.push_back(to_json(h));
+    return list;
+  });
+}
+
+}  // namespace
+
 PYBIND11_MODULE(_attnrank, m) {
   m.doc() = "attnrank's C++ analyses: exact inputs from NumPy, each question answered with the GIL released";
   py::register_exception<input_error>(m, "InputError", PyExc_ValueError);
   m.attr("__version__") = ATTNRANK_VERSION;  // CMake's project version, as attnrank --version prints
+  // With glibc's defaults a head at n = 1024 took twice as long here as in the
+  // command (documents.hpp). At most 128 MiB of freed memory stays with the process.
+  m.attr("keeps_freed_memory") = keep_freed_memory(kept_block_bytes);
   m.def(
       "main",
       [](const std::vector<std::string>& args) {
         std::vector<const char*> argv;
         for (const std::string& a : args) argv.push_back(a.c_str());
         const py::gil_scoped_release release;
+        const FreedMemoryKept keep(kept_block_bytes);
         const int code = cli::run(static_cast<int>(argv.size()), argv.data(), std::cout, std::cerr);
         std::cout.flush();
         return code;
@@ -190,46 +237,15 @@ PYBIND11_MODULE(_attnrank, m) {
       },
       "input_error (ValueError) when scan's options are invalid, as the scan itself would raise it",
       py::arg("epsilon"), py::arg("refine"), py::arg("time_limit"));
-  m.def(
-      "scan",
-      [](const py::array_t<double, py::array::c_style | py::array::forcecast>& heads,
-         const std::vector<std::vector<std::size_t>>& index, const std::vector<std::size_t>& shape,
-         std::optional<Eigen::Index> dk, std::optional<double> epsilon, std::optional<Mask> mask,
-         std::optional<Eigen::Index> max_dk,
-         unsigned jobs, std::uint64_t seed, std::optional<bool> refine, std::optional<double> time_limit,
-         const std::string& name) {
-        if (heads.ndim() != 3) throw input_error(name + ": heads must be stacked as (heads, n, n)");
-        HeadStack stack;
-        stack.name = name;
-        stack.shape = shape;
-        stack.index = index;
-        const auto count = static_cast<std::size_t>(heads.shape(0));
-        if (index.size() != count)
-          throw input_error(name + ": " + std::to_string(index.size()) + " indices for " + std::to_string(count) + " heads");
-        // Each head copied out of the array when the scan reads it (`heads` outlives the scan).
-        const Eigen::Index rows = heads.shape(1), cols = heads.shape(2);
-        const double* base = heads.data();
-        stack.read = [base, rows, cols](std::size_t t) -> Eigen::MatrixXd {
-          using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-          return Eigen::Map<const RowMajor>(base + static_cast<Eigen::Index>(t) * rows * cols, rows, cols);
-        };
-        ScanQuestion q;
-        q.dk = dk;
-        q.epsilon = epsilon;
-        q.mask = std::move(mask);
-        q.max_dk = max_dk;
-        q.jobs = jobs;
-        q.seed = seed;
-        q.refine = refine_options(refine, time_limit);
-        return released([&] {
-          const std::vector<HeadScan> done = analyze_scan(stack, q);
-          json list = json::array();
-          for (const HeadScan& h : done) list.push_back(to_json(h));
-          return list;
-        });
-      },
-      doc_of("scan"), py::arg("heads"), py::arg("index"), py::arg("shape"), py::arg("d_k"), py::arg("epsilon"), py::arg("mask"),
-      py::arg("max_dk"), py::arg("jobs"), py::arg("seed"), py::arg("refine"), py::arg("time_limit"), py::arg("name"));
+  // float32 stacks are read as they are (a memory-mapped file stays on disk; no
+  // float64 copy of the whole stack); other dtypes come as float64.
+  const auto def_scan = [&](auto scan, const char* doc) {
+    m.def("scan", scan, doc, py::arg("heads"), py::arg("index"), py::arg("shape"), py::arg("d_k"),
+          py::arg("epsilon"), py::arg("mask"), py::arg("max_dk"), py::arg("jobs"), py::arg("seed"), py::arg("refine"),
+          py::arg("time_limit"), py::arg("name"));
+  };
+  def_scan(&scan_stack<float, py::array::c_style>, doc_of("scan"));  // first: only a C-ordered float32 array
+  def_scan(&scan_stack<double, py::array::c_style | py::array::forcecast>, "");  // pybind11 joins the docs
   m.def(
       "check_kernel",
       [](NamedTensor q, NamedTensor k, NamedTensor v, std::optional<NamedTensor> candidate,

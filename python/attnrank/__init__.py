@@ -20,6 +20,7 @@ rows (of ints, ``Fraction``s, strings or floats) work, and numeric matrices come
 back as lists of floats.
 """
 
+import collections as _collections
 from fractions import Fraction as _Fraction
 import operator as _operator
 import textwrap as _textwrap
@@ -393,8 +394,9 @@ def from_torch(module):
 
 
 def _head_stack(tensor):
-    """A NumPy array or torch tensor (..., n, n) as float64 heads (exact for every
-    float and integer dtype NumPy and torch have) with each head's leading index."""
+    """A NumPy array or torch tensor (..., n, n) as a (heads, n, n) view (no copy where
+    NumPy can reshape without one: a memory-mapped stack stays on disk) with each
+    head's leading index."""
     if _is_torch(tensor):
         tensor = _from_torch(tensor)[0]
     np = _numpy("tensor")
@@ -406,15 +408,24 @@ def _head_stack(tensor):
     if array.dtype.kind in "iu" and array.size and np.abs(array).max() > 2 ** 53:
         raise ValueError("tensor: integers beyond 2^53 are not all doubles")
     lead = array.shape[:-2]
-    heads = np.ascontiguousarray(array.reshape((-1,) + array.shape[-2:]), dtype=np.float64)
+    heads = array.reshape((-1,) + array.shape[-2:])
     index = [list(i) for i in np.ndindex(*lead)] if lead else [[]]
     return heads, index, list(array.shape)
+
+
+def _exact_floats(heads):
+    """Heads as the library reads them without a copy: C-ordered float32 as they are,
+    anything else as float64 (exact for every float and integer dtype accepted)."""
+    np = _numpy("tensor")
+    if heads.dtype == np.float32 or heads.dtype == np.float64:
+        return np.ascontiguousarray(heads)
+    return np.ascontiguousarray(heads, dtype=np.float64)
 
 
 def _scan_heads(heads, index, shape, d_k, epsilon, mask, max_dk, jobs, seed, refine, time_limit):
     """The local scan of some heads (what each Dask task runs on its worker)."""
     n = heads.shape[-1]
-    return _core.scan(heads, index, shape, _optional_integer("d_k", d_k, _INDEX),
+    return _core.scan(_exact_floats(heads), index, shape, _optional_integer("d_k", d_k, _INDEX),
                       None if epsilon is None else float(epsilon), _mask(mask, n),
                       _optional_integer("max_dk", max_dk, _INDEX),
                       _jobs(jobs), _integer("seed", seed, _SEED), None if refine is None else bool(refine),
@@ -431,7 +442,9 @@ def _jobs(jobs):
              '("index" holds the leading indices). Without ``client`` the heads run on ``jobs`` threads here, '
              'with the GIL released. With ``client`` a ``dask.distributed.Client``, the heads are submitted to'
              ' its cluster, ``heads_per_task`` per task (each worker imports attnrank and computes its heads),'
-             ' and gathered in index order; the library itself never needs Dask.')
+             ' and gathered in index order; the library itself never needs Dask. The heads are read and sent'
+             ' a few tasks ahead of the results, so a memory-mapped stack is never copied whole; each task'
+             ' checks its own heads, so a bad head stops the scan when its task runs.')
 def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, max_dk=None, seed=1, refine=None,
          time_limit=_core.default_time_limit, heads_per_task=1):
     heads, index, shape = _head_stack(tensor)
@@ -445,12 +458,28 @@ def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, m
     if client is None:
         return _scan_heads(heads, index, shape, *options)
     step = _integer("heads_per_task", heads_per_task, (1, _INDEX[1]), "an integer >= 1")
-    chunks = [(heads[k:k + step], index[k:k + step]) for k in range(0, len(index), step)]
-    worker_options = (d_k, epsilon, mask, max_dk, 1, seed, refine, time_limit)  # one thread per task
-    futures = [client.submit(_scan_heads, h, i, shape, *worker_options, pure=False) for h, i in chunks]
-    out = []
-    for part in client.gather(futures):
-        out.extend(part)
+    return _scan_on_cluster(client, heads, index, shape, step, (d_k, epsilon, mask, max_dk, 1, seed, refine, time_limit))
+
+
+def _scan_on_cluster(client, heads, index, shape, step, options):
+    """The heads on a Dask client's cluster, ``step`` per task on one thread each, in
+    index order. Chunks are read from ``heads`` (a memory-mapped stack too) and
+    scattered as they are submitted, a few per worker thread ahead of the results:
+    the client holds a few chunks at a time, never the whole stack, and no array sits
+    in the task graph."""
+    ahead = 2 * max(1, sum(client.nthreads().values()))
+    pending, out = _collections.deque(), []
+    try:
+        for k in range(0, len(index), step):
+            data = client.scatter(_exact_floats(heads[k:k + step]), hash=False)
+            pending.append(client.submit(_scan_heads, data, index[k:k + step], shape, *options, pure=False))
+            if len(pending) >= ahead:
+                out.extend(pending.popleft().result())
+        while pending:
+            out.extend(pending.popleft().result())
+    except BaseException:
+        client.cancel(list(pending))
+        raise
     return out
 
 

@@ -14,8 +14,10 @@
 import ast
 import inspect
 import os
+import platform
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -125,3 +127,21 @@ def test_the_command_line_help_says_the_same_of_every_option():
             assert _words(h["title"]) in shown and _words(h["details"]) in shown, command
         for name, text in h["options"]:
             assert _words(text) in shown, (command, name)
+
+
+
+def _keeps_freed_memory(env):
+    """What a fresh interpreter importing attnrank reports, with `env` added to ours
+    less glibc's malloc settings."""
+    ours = {k: v for k, v in os.environ.items()
+            if k not in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")}
+    code = "import attnrank; print(attnrank._attnrank.keeps_freed_memory)"
+    out = subprocess.run([sys.executable, "-c", code], env={**ours, **env}, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the setting is glibc's malloc's")
+def test_importing_keeps_freed_memory_unless_the_environment_chose():
+    assert _keeps_freed_memory({}) == "True"
+    assert _keeps_freed_memory({"MALLOC_TRIM_THRESHOLD_": "131072"}) == "False"
+    assert _keeps_freed_memory({"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072"}) == "False"

@@ -57,6 +57,29 @@ def test_bad_slices_raise_value_error_naming_them():
         attnrank.scan(stack[:, :1], epsilon=2)
 
 
+def _answers(rows):
+    """Everything a scan says of its heads but the time it took."""
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in rows]
+
+
+def test_every_dtype_and_layout_gives_the_answer_of_its_doubles(tmp_path):
+    # float32 is read in place (a memory-mapped stack too), the rest as float64: the
+    # same values give the same answers, in any order or stride.
+    rng = np.random.default_rng(SEED)
+    exact32 = planted(rng, 2, 2, 12, [1, 2, 3, 2]).astype(np.float32)
+    doubles = _answers(attnrank.scan(exact32.astype(np.float64), d_k=2, epsilon=0.01, time_limit=None))
+    path = tmp_path / "stack.npy"
+    np.save(path, exact32)
+    mapped = np.load(path, mmap_mode="r")
+    fortran = np.asfortranarray(exact32)
+    strided = np.ascontiguousarray(np.swapaxes(exact32, -1, -2)).swapaxes(-1, -2)  # a transposed view
+    for stack in (exact32, mapped, fortran, strided):
+        assert _answers(attnrank.scan(stack, d_k=2, epsilon=0.01, time_limit=None)) == doubles
+    half = exact32.astype(np.float16)
+    assert _answers(attnrank.scan(half, d_k=2, time_limit=None)) == \
+        _answers(attnrank.scan(half.astype(np.float64), d_k=2, time_limit=None))
+
+
 @pytest.mark.skipif(not CLI, reason="ATTNRANK_CLI (the attnrank command) is not set")
 def test_the_same_answer_as_the_command_line(tmp_path):
     rng = np.random.default_rng(SEED)
@@ -71,20 +94,31 @@ def test_the_same_answer_as_the_command_line(tmp_path):
         assert a == b
 
 
-def test_planted_heads_on_a_dask_local_cluster_with_two_worker_processes():
+def test_planted_heads_on_a_dask_local_cluster_with_two_worker_processes(tmp_path):
     distributed = pytest.importorskip("distributed", reason="python3-distributed (Dask) is not installed: "
                                       "scripts/install-deps --test installs it")
     rng = np.random.default_rng(SEED)
-    widths = list(rng.integers(1, 4, size=6))
-    stack = planted(rng, 2, 3, 24, widths)
+    widths = list(rng.integers(1, 4, size=10))
+    stack = planted(rng, 2, 5, 24, widths)
+    path = tmp_path / "stack.npy"
+    np.save(path, stack.astype(np.float32))
+    mapped = np.load(path, mmap_mode="r")
+    bad = stack.copy()
+    bad[1, 3, 4, 5] = -0.25
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
+        # 10 tasks: more than the four the client sends ahead of the results
         results = attnrank.scan(stack, epsilon=1e-9, max_dk=6, client=client)
+        # float32, memory-mapped, 4 heads per task (the last task 2)
+        from_file = attnrank.scan(mapped, epsilon=1e-9, max_dk=6, client=client, heads_per_task=4)
+        with pytest.raises(ValueError, match="negative"):  # a worker's error, raised here
+            attnrank.scan(bad, epsilon=1e-9, max_dk=6, client=client)
         workers = client.run(lambda: os.getpid())
     assert len(set(workers.values())) == 2  # two processes really ran
-    check_planted(results, widths, (2, 3))
+    check_planted(results, widths, (2, 5))
     local = attnrank.scan(stack, epsilon=1e-9, max_dk=6)
     assert [h["width_upper"] for h in results] == [h["width_upper"] for h in local]
+    assert _answers(from_file) == _answers(attnrank.scan(mapped, epsilon=1e-9, max_dk=6))
 
 
 def test_the_traps_are_named():
