@@ -2,7 +2,7 @@
 worker processes (one thread each), and compared head by head with the CLI's JSON
 lines of the same stack and options (bench/compare-scan, ATTNRANK_BENCH_STACK=1).
 
-    dask_scan.py STACK.npy CLI_ROWS.jsonl d_k epsilon mask
+    dask_scan.py STACK.npy CLI_ROWS.jsonl d_k epsilon mask [time_limit]
 
 Prints the wall time, the peak memory of the client and its workers (summed RSS,
 and the anonymous part: without the stack file's mapped pages, sampled every 0.5 s),
@@ -38,6 +38,7 @@ def peak_memory(stop, peak):
 
 def main():
     path, cli_rows, d_k, epsilon, mask = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    time_limit = float(sys.argv[6]) if len(sys.argv) > 6 else attnrank._attnrank.default_time_limit
     stack = np.load(path, mmap_mode="r")
     peak, stop = [0, 0], threading.Event()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
@@ -45,7 +46,7 @@ def main():
         sampler = threading.Thread(target=peak_memory, args=(stop, peak), daemon=True)
         sampler.start()
         start = time.perf_counter()
-        rows = attnrank.scan(stack, d_k=d_k, epsilon=epsilon, mask=mask, client=client)
+        rows = attnrank.scan(stack, d_k=d_k, epsilon=epsilon, mask=mask, client=client, time_limit=time_limit)
         wall = time.perf_counter() - start
         stop.set()
     cli = {tuple(r["index"]): r for r in map(json.loads, open(cli_rows))}

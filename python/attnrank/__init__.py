@@ -20,7 +20,7 @@ rows (of ints, ``Fraction``s, strings or floats) work, and numeric matrices come
 back as lists of floats.
 """
 
-import collections as _collections
+import itertools as _itertools
 from fractions import Fraction as _Fraction
 import operator as _operator
 import textwrap as _textwrap
@@ -464,23 +464,31 @@ def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, m
 def _scan_on_cluster(client, heads, index, shape, step, options):
     """The heads on a Dask client's cluster, ``step`` per task on one thread each, in
     index order. Chunks are read from ``heads`` (a memory-mapped stack too) and
-    scattered as they are submitted, a few per worker thread ahead of the results:
-    the client holds a few chunks at a time, never the whole stack, and no array sits
-    in the task graph."""
-    ahead = 2 * max(1, sum(client.nthreads().values()))
-    pending, out = _collections.deque(), []
+    scattered as they are submitted, two per worker thread ahead, a new one as soon as
+    any finishes: the client holds a few chunks at a time, never the whole stack, no
+    array sits in the task graph, and a slow head keeps no worker waiting."""
+    from distributed import as_completed  # there is a client, so Dask is installed
+    starts = iter(range(0, len(index), step))
+    parts, chunk_of, running = {}, {}, as_completed()
+
+    def send(k):
+        data = client.scatter(_exact_floats(heads[k:k + step]), hash=False)
+        future = client.submit(_scan_heads, data, index[k:k + step], shape, *options, pure=False)
+        chunk_of[future.key] = k
+        running.add(future)
+
     try:
-        for k in range(0, len(index), step):
-            data = client.scatter(_exact_floats(heads[k:k + step]), hash=False)
-            pending.append(client.submit(_scan_heads, data, index[k:k + step], shape, *options, pure=False))
-            if len(pending) >= ahead:
-                out.extend(pending.popleft().result())
-        while pending:
-            out.extend(pending.popleft().result())
+        for k in _itertools.islice(starts, 2 * max(1, sum(client.nthreads().values()))):
+            send(k)
+        for future in running:
+            parts[chunk_of.pop(future.key)] = future.result()
+            k = next(starts, None)
+            if k is not None:
+                send(k)
     except BaseException:
-        client.cancel(list(pending))
+        client.cancel(list(running.futures))
         raise
-    return out
+    return [h for k in sorted(parts) for h in parts[k]]
 
 
 # Weights to answers, and the scan's table and figure (attnrank/models.py, attnrank/figures.py;
