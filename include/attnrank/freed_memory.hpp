@@ -9,12 +9,12 @@
 // process with the defaults, 33 s with the trim threshold a Dask worker gets
 // (64 KiB), and 4.3 s with freed blocks kept.
 //
-// Process-wide. `keep_freed_memory` is for a program's main or a module's import:
-// it leaves alone a process whose environment chose glibc's thresholds
-// (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, or GLIBC_TUNABLES naming
-// glibc.malloc.mmap_threshold or trim_threshold). `FreedMemoryKept` is for an
-// analysis in such a process: kept while it runs, the environment's choice
-// restored (and the freed memory returned) when it ends.
+// Process-wide. `keep_freed_memory` is for a module's import: it leaves alone a
+// process whose environment chose glibc's thresholds (MALLOC_MMAP_THRESHOLD_,
+// MALLOC_TRIM_THRESHOLD_, or GLIBC_TUNABLES naming glibc.malloc.mmap_threshold or
+// trim_threshold). `FreedMemoryKept` keeps them for a span whatever the
+// environment chose, then restores its choice and returns the freed memory: an
+// analysis in a Python process (a Dask worker's), or a whole command's run.
 
 #include <climits>
 #include <cstddef>
