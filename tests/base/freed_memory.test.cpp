@@ -5,11 +5,37 @@
 
 #include <catch2/catch.hpp>
 
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__GLIBC__)
+TEST_CASE("attnrank::environment_malloc_thresholds") {
+  for (const char* name : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}) unsetenv(name);
+  CHECK_FALSE(attnrank::environment_malloc_thresholds().has_value());
+  REQUIRE(setenv("MALLOC_TRIM_THRESHOLD_", "65536", 1) == 0);
+  auto t = attnrank::environment_malloc_thresholds();
+  REQUIRE(t.has_value());
+  CHECK(t->trim == 65536);
+  CHECK(t->mmap == attnrank::glibc_default_threshold);  // the one left unset
+  // GLIBC_TUNABLES over the variable, hexadecimal as glibc reads it; other tunables skipped
+  REQUIRE(setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2:glibc.malloc.trim_threshold=0x40000", 1) == 0);
+  t = attnrank::environment_malloc_thresholds();
+  REQUIRE(t.has_value());
+  CHECK(t->trim == 0x40000);
+  unsetenv("MALLOC_TRIM_THRESHOLD_");
+  REQUIRE(setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=12x:glibc.malloc.arena_max=2", 1) == 0);
+  CHECK_FALSE(attnrank::environment_malloc_thresholds().has_value());  // not a size: not a choice
+  REQUIRE(setenv("GLIBC_TUNABLES", "glibc.malloc.trim_threshold_x=1", 1) == 0);
+  CHECK_FALSE(attnrank::environment_malloc_thresholds().has_value());  // another name
+  unsetenv("GLIBC_TUNABLES");
+  CHECK(attnrank::kept_thresholds(std::size_t{64} << 20).trim == std::size_t{128} << 20);
+  CHECK(attnrank::kept_thresholds(SIZE_MAX).mmap == INT_MAX);  // what mallopt's int holds
+  CHECK(attnrank::kept_thresholds(SIZE_MAX).trim == INT_MAX);
+}
+
+// The allocator's behaviour: glibc's own malloc (a sanitizer brings its own).
+#if defined(__GLIBC__) && !defined(ATTNRANK_SANITIZED)
 namespace {
 
 void* volatile sink;  // keeps the compiler from pairing away malloc and free
