@@ -25,18 +25,10 @@ void add_appendix_command(CLI::App& app, Run& run) {
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->add_option("--svg", opt->svg, "Also write the figures (SVG) into this directory");
   cmd->callback([opt, &run] {
-    const AppendixAnalysis a = analyze_appendix(AppendixQuestion{opt->digits});
-    std::vector<std::string> written;
-    if (!opt->svg.empty()) written = write_appendix_figures(appendix_figure_data(a.appendix), opt->svg);
-    if (opt->json) {
-      nlohmann::json j = to_json(a);
-      if (!written.empty()) j["svg"] = written;
-      run.print(j);
-    } else {
-      std::string text = to_text(a);
-      for (const std::string& w : written) text += "wrote " + w + "\n";
-      run.print(std::move(text));
-    }
+    AppendixAnalysis a = analyze_appendix(AppendixQuestion{opt->digits});
+    if (!opt->svg.empty()) a.figures = write_appendix_figures(appendix_figure_data(a.appendix), opt->svg);
+    if (opt->json) run.print(to_json(a));
+    else run.print(to_text(a));
   });
 }
 

@@ -5,6 +5,7 @@
 #include "figures.hpp"
 #include "svg.hpp"
 
+#include <attnrank/analysis/document.hpp>
 #include <attnrank/analysis/reach_analysis.hpp>
 #include <attnrank/analysis/reach_picture.hpp>
 #include <attnrank/reach/certificate.hpp>
@@ -62,7 +63,8 @@ void add_reach_command(CLI::App& app, Run& run) {
     if (epsilon_option->count() > 0) q.epsilon = opt->epsilon;
     q.refine = refine_options(opt->refine, run, "refining error_upper");
     const ReachAnalysis r = analyze_reach(A, q);
-    if (!opt->certificate.empty()) write_text_file(opt->certificate, r.certificate.dump(1) + "\n");
+    if (!opt->certificate.empty()) write_text_file(opt->certificate, certificate_file_text(r));
+    if (opt->json && !r.rows_sum_to_one) run.notes.push_back(opt->target + ": " + rows_not_normalised_note);
     if (!opt->svg.empty()) {
       const ReachPicture p = reach_picture(A, q.mask, r);
       write_text_file(opt->svg, reach_figure(p.target, p.pattern ? &*p.pattern : nullptr, p.spectrum, p.dk, p.caption,

@@ -72,7 +72,7 @@ const CLI::Validator decimal_number(
 /// One line per command: what `attnrank` and `attnrank help` print.
 std::string command_list(CLI::App& app) {
   std::string s = "attnrank: trustworthy numerics of multi-head attention (exact, certified, numeric)\n\n"
-                  "usage: attnrank [--max-size N] COMMAND [options]   (attnrank COMMAND --help for its options)\n\n"
+                  "usage: attnrank [--max-size N] [--max-file-size BYTES] COMMAND [options]   (attnrank COMMAND --help for its options)\n\n"
                   "commands:\n";
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
     std::string name = sub->get_name();
@@ -226,7 +226,13 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   app.add_option("--max-size", max_size,
                  "Largest n (rows, columns, spec size) a matrix may have; before the command (default 8192)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
-      ->each([&state](const std::string& v) { state.limits.max_rows = state.limits.max_columns = std::stoul(v); });
+      ->each([&state](const std::string& v) { state.limits = size_limits(std::stoul(v), state.limits); });
+  std::string max_file_size;  // text: "1GB" passes AsSizeValue, not the decimal-count check of UINT options
+  app.add_option("--max-file-size", max_file_size,
+                 "Largest file (bytes; 1GB, 512MiB...) attnrank reads; before the command (default 256MiB)")
+      ->type_name("BYTES")
+      ->transform(CLI::AsSizeValue(true))  // KB = 1000, KiB = 1024
+      ->each([&state](const std::string& v) { state.limits.max_file_bytes = std::stoull(v); });
   add_example_command(app, state);
   add_layer_command(app, state);
   add_rank_command(app, state);

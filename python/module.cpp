@@ -37,14 +37,15 @@ py::object scan_stack(const py::array_t<T, Flags>& heads, const std::vector<std:
                       std::optional<double> epsilon, std::optional<Mask> mask, std::optional<Eigen::Index> max_dk,
                       unsigned jobs, std::uint64_t seed, std::optional<bool> refine, std::optional<double> time_limit,
                       const std::string& name) {
-  if (heads.ndim() != 3) throw input_error(name + ": heads must be stacked as (heads, n, n)");
+  // The package's own call (attnrank.scan reshapes every stack): a mismatch is a bug, not bad input.
+  if (heads.ndim() != 3) throw std::logic_error(name + ": heads must be stacked as (heads, n, n)");
   HeadStack stack;
   stack.name = name;
   stack.shape = shape;
   stack.index = index;
   const auto count = static_cast<std::size_t>(heads.shape(0));
   if (index.size() != count)
-    throw input_error(name + ": " + std::to_string(index.size()) + " indices for " + std::to_string(count) + " heads");
+    throw std::logic_error(name + ": " + std::to_string(index.size()) + " indices for " + std::to_string(count) + " heads");
   const Eigen::Index rows = heads.shape(1), cols = heads.shape(2);
   const T* base = heads.data();
   stack.read = [base, rows, cols](std::size_t t) -> Eigen::MatrixXd {
@@ -99,8 +100,20 @@ PYBIND11_MODULE(_attnrank, m) {
             return a(i, j).str();
           },
           "Entry (i, j) as the exact fraction 'p/q' (or an integer)");
-  m.def("from_array", &from_array, py::arg("array"), py::arg("name"), "A 2-D float or integer NumPy array as an exact matrix");
-  m.def("from_rows", &from_rows, py::arg("rows"), py::arg("name"), "Rows of exact numbers written as text");
+  m.def(
+      "from_array",
+      [](const py::array& a, const std::string& name, std::optional<std::size_t> max_size) {
+        return from_array(a, name, limits_of(max_size));
+      },
+      py::arg("array"), py::arg("name"), py::arg("max_size") = std::nullopt,
+      "A NumPy array (1-D: one row) as an exact matrix, read as an .npy file of it; an object array value by value");
+  m.def(
+      "from_values",
+      [](const py::handle& values, const std::string& name, std::optional<std::size_t> max_size) {
+        return from_values(values, name, limits_of(max_size));
+      },
+      py::arg("values"), py::arg("name"), py::arg("max_size") = std::nullopt,
+      "A list of rows (or one row) of exact values: str, int, Fraction, float, None (an empty cell)");
 
   py::class_<Mask>(m, "Mask", "Which keys each query may attend to (masked scores are -inf)")
       .def_property_readonly("size", &Mask::size)
@@ -119,8 +132,14 @@ PYBIND11_MODULE(_attnrank, m) {
 
   py::class_<NamedTensor>(m, "Tensor", "A stack of double matrices (N, d) .. (B, H, N, d), read exactly")
       .def_property_readonly("shape", [](const NamedTensor& t) { return t.tensor.shape; });
-  m.def("tensor_from_array", &tensor_from_array, py::arg("array"), py::arg("name"), py::arg("keep_nonfinite") = false,
-        py::arg("dtype") = std::nullopt);
+  m.def(
+      "tensor_from_array",
+      [](const py::array& a, const std::string& name, bool keep_nonfinite, const std::optional<std::string>& dtype,
+         std::optional<std::size_t> max_size) {
+        return tensor_from_array(a, name, keep_nonfinite, dtype, limits_of(max_size));
+      },
+      py::arg("array"), py::arg("name"), py::arg("keep_nonfinite") = false, py::arg("dtype") = std::nullopt,
+      py::arg("max_size") = std::nullopt);
 
   // The questions' docstrings are the library's help alone (the public wrappers in
   // __init__.py take them over; their signatures are the wrappers' own).
@@ -172,21 +191,23 @@ PYBIND11_MODULE(_attnrank, m) {
       doc_of("rank"), py::arg("M"), py::arg("mode"), py::arg("bits"), py::arg("tol"), py::arg("top"));
   m.def(
       "rank_doubles",
-      [](const py::array& M, const std::string& mode, unsigned bits, std::optional<double> tol, Eigen::Index top) {
-        const Eigen::MatrixXd A = doubles_from_array(M, "M");
+      [](const py::array& M, const std::string& mode, unsigned bits, std::optional<double> tol, Eigen::Index top,
+         std::optional<std::size_t> max_size) {
+        const Eigen::MatrixXd A = doubles_from_array(M, "M", limits_of(max_size));
         RankQuestion q{parse_rank_mode(mode), bits, tol, top, "M"};
         return released([&] { return to_json(analyze_rank(A, q)); });
       },
       "rank of a float array read straight into doubles (as the CLI reads a .npy)", py::arg("M"), py::arg("mode"),
-      py::arg("bits"), py::arg("tol"), py::arg("top"));
+      py::arg("bits"), py::arg("tol"), py::arg("top"), py::arg("max_size") = std::nullopt);
   m.def(
       "svd_doubles",
-      [](const py::array& M, std::optional<Eigen::Index> top, bool gaps) {
-        const Eigen::MatrixXd A = doubles_from_array(M, "M");
+      [](const py::array& M, std::optional<Eigen::Index> top, bool gaps, std::optional<std::size_t> max_size) {
+        const Eigen::MatrixXd A = doubles_from_array(M, "M", limits_of(max_size));
         SvdQuestion q{top, gaps, "M"};
         return released([&] { return to_json(analyze_svd(A, q)); });
       },
-      "svd of a float array read straight into doubles", py::arg("M"), py::arg("top"), py::arg("gaps"));
+      "svd of a float array read straight into doubles", py::arg("M"), py::arg("top"), py::arg("gaps"),
+      py::arg("max_size") = std::nullopt);
   m.def(
       "det",
       [](const Matrix<Rational>& M, const std::string& mode, unsigned bits, int digits) {
@@ -212,6 +233,7 @@ PYBIND11_MODULE(_attnrank, m) {
       doc_of("layer"), py::arg("x"), py::arg("wq"), py::arg("wk"), py::arg("wv"), py::arg("wo"), py::arg("heads"), py::arg("tier"),
       py::arg("digits"), py::arg("significant"), py::arg("bits"), py::arg("masks"));
   m.attr("default_time_limit") = default_time_limit;
+  m.attr("rows_not_normalised_note") = rows_not_normalised_note;
   m.attr("default_layer_bits") = default_layer_bits;
   m.attr("default_fallback_bits") = default_fallback_bits;
   m.def(

@@ -7,6 +7,7 @@
 #include <attnrank/tutorial.hpp>
 
 #include <attnrank/analysis/appendix_analysis.hpp>
+#include <attnrank/analysis/example_analysis.hpp>
 #include <attnrank/analysis/det_analysis.hpp>
 #include <attnrank/analysis/document.hpp>
 #include <attnrank/analysis/kernel_analysis.hpp>

@@ -13,6 +13,9 @@
 // catches and reports the same way (out_of_memory_message).
 //
 // Process-wide: call it once, early in main, before any GMP number exists.
+//
+// Work whose size alone proves it cannot fit is refused up front instead
+// (require_memory): an input_error saying what it needs, not an exit 1.
 
 #include <gmp.h>
 
@@ -21,7 +24,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <sys/sysinfo.h>
 #include <unistd.h>
+
+#include <attnrank/error.hpp>
 
 namespace attnrank {
 
@@ -74,6 +80,26 @@ inline void report_gmp_out_of_memory(const char* program) {
 inline void set_out_of_memory_context(const std::string& context) {
   std::snprintf(detail::out_of_memory_report().context, sizeof detail::out_of_memory_report().context, "%s",
                 context.c_str());
+}
+
+/// The memory this machine has, physical and swap, in bytes (0 when unknown).
+inline double machine_memory_bytes() {
+  struct sysinfo info {};
+  if (::sysinfo(&info) != 0) return 0;
+  return (static_cast<double>(info.totalram) + static_cast<double>(info.totalswap)) * info.mem_unit;
+}
+
+/// Work that would certainly run out of memory, refused before it starts: throws
+/// input_error when `bytes`, a lower bound on what `what` needs, is more than the
+/// machine's memory (machine_memory_bytes), saying both. A bound, not a promise:
+/// work under it may still run out.
+inline void require_memory(double bytes, const std::string& what) {
+  const double have = machine_memory_bytes();
+  if (have <= 0 || bytes <= have) return;
+  char text[160];
+  std::snprintf(text, sizeof text, ": needs at least %.1f GB of memory, and this machine has %.1f GB (memory and swap)",
+                bytes / 1e9, have / 1e9);
+  throw input_error(what + text);
 }
 
 /// The line for a std::bad_alloc caught while doing the current context's work.

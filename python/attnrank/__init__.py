@@ -30,7 +30,7 @@ from . import _attnrank as _core
 
 __version__ = _core.__version__
 
-__all__ = ["reach", "check_certificate", "width", "rank", "det", "svd", "layer", "check_kernel", "from_torch",
+__all__ = ["InputWarning", "reach", "check_certificate", "width", "rank", "det", "svd", "layer", "check_kernel", "from_torch",
            "exact_matrix", "scan", "scan_model", "attention_patterns", "save_safetensors", "scan_frame",
            "scan_heatmap"]
 
@@ -88,22 +88,39 @@ def _torch_uint8(t):
     return torch.uint8
 
 
-def exact_matrix(value, name="matrix"):
+class InputWarning(UserWarning):
+    """What the ``attnrank`` command prints on stderr as ``attnrank: note: ...``: something
+    about the input that the answer depends on (rows that do not sum to 1, a pattern whose
+    float32 softmax underflowed, ...). The result is still right; the note says what it is
+    about. Turn it into an error with ``warnings.simplefilter("error", attnrank.InputWarning)``."""
+
+
+def _note(text, stacklevel=3):
+    import warnings
+    warnings.warn(text, InputWarning, stacklevel=stacklevel)
+
+
+def _max_size(max_size):
+    """The largest n a matrix may have (None: the library's default, 8192), as ``--max-size``."""
+    return _optional_integer("max_size", max_size, (1, 1 << 30), "an integer >= 1: the largest n a matrix may have, or None")
+
+
+def exact_matrix(value, name="matrix", *, max_size=None):
     """``value`` as attnrank's exact matrix (an ``ExactMatrix`` with ``.shape`` and
-    ``.entry(i, j)`` as "p/q"); ``name`` is used in messages."""
+    ``.entry(i, j)`` as "p/q"); ``name`` is used in messages. A NumPy array or torch
+    tensor is read as the command line reads an .npy file of it (a 1-D array is one
+    row); a list of rows (or one row) and an object array value by value: ``str``,
+    ``int`` and ``Fraction`` as a text file's cells, a ``float`` as the double it is,
+    ``None`` as an empty cell. Bad input raises ValueError in the command line's words.
+    ``max_size`` raises the largest n a matrix may have (``--max-size``)."""
     if isinstance(value, _core.ExactMatrix):
         return value
+    size = _max_size(max_size)
     if _is_torch(value):
         value = _from_torch(value)[0]
-    array = _numpy(name).asarray(value) if not isinstance(value, list) else None
-    if array is not None and array.dtype != object and array.dtype.kind not in "USO":
-        if array.ndim != 2:
-            raise ValueError(f"{name}: a 2-D array is needed, this one has shape {array.shape}")
-        return _core.from_array(array, name)
-    rows = value if array is None else array.tolist()
-    if not isinstance(rows, list) or not rows or not all(isinstance(r, (list, tuple)) for r in rows):
-        raise ValueError(f"{name}: a 2-D array or a list of rows is needed")
-    return _core.from_rows([[_exact_text(v) for v in row] for row in rows], name)
+    if isinstance(value, (list, tuple)):
+        return _core.from_values(value, name, size)
+    return _core.from_array(_numpy(name).asarray(value), name, size)
 
 
 def _float_matrix(value):
@@ -112,7 +129,7 @@ def _float_matrix(value):
     doubles, as the CLI reads a .npy, instead of into exact rationals first."""
     if _is_torch(value):
         value = _from_torch(value)[0]
-    if type(value).__module__ != "numpy" or getattr(value, "ndim", 0) != 2:
+    if type(value).__module__ != "numpy" or getattr(value, "ndim", 0) not in (1, 2):
         return None
     return value if value.dtype.kind == "f" else None
 
@@ -150,6 +167,12 @@ def _optional_integer(name, value, bounds, allowed=None):
     return None if value is None else _integer(name, value, bounds, allowed)
 
 
+# What every reader of matrices takes beside a question's own options (the command line's
+# --max-size, given before the command).
+_MAX_SIZE_DOC = ("max_size: the largest n (rows or columns) a matrix may have, 8192 when None; larger inputs "
+                 "are refused naming it, as the command line refuses them without --max-size N.")
+
+
 def _documented(binding, extra=None):
     """Gives the public function the binding's docstring (the library's help, which the
     command line's --help prints too), then what is Python's own (``extra``)."""
@@ -157,9 +180,18 @@ def _documented(binding, extra=None):
         doc = binding.__doc__ or ""
         if extra:
             doc += "\n" + _textwrap.fill(extra, 88) + "\n"
+        if "max_size" in function.__code__.co_varnames[:function.__code__.co_argcount + function.__code__.co_kwonlyargcount]:
+            doc += "\n" + _textwrap.fill(_MAX_SIZE_DOC, 88) + "\n"
         function.__doc__ = doc
         return function
     return apply
+
+
+def _noted(document):
+    """``document``, after an InputWarning for each note the command line would print with it."""
+    if document.get("rows_sum_to_one") is False:
+        _note(_core.rows_not_normalised_note, stacklevel=4)
+    return document
 
 
 def _seconds(value):
@@ -170,59 +202,62 @@ def _seconds(value):
 @_documented(_core.reach,
              'Returns the document of ``attnrank reach --json`` as a dict (witness_Q and witness_K as NumPy '
              'arrays).')
-def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floor=False, refine=None, time_limit=_core.default_time_limit):
-    a = exact_matrix(A, "A")
-    return _core.reach(a, _integer("d_k", d_k, _INDEX), None if epsilon is None else float(epsilon),
-                       _mask(mask, a.shape[0]), None if x is None else exact_matrix(x, "x"),
+def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floor=False, refine=None, time_limit=_core.default_time_limit,
+          max_size=None):
+    a = exact_matrix(A, "A", max_size=max_size)
+    return _noted(_core.reach(a, _integer("d_k", d_k, _INDEX), None if epsilon is None else float(epsilon),
+                       _mask(mask, a.shape[0]), None if x is None else exact_matrix(x, "x", max_size=max_size),
                        _integer("bits", bits, _UNSIGNED), _integer("seed", seed, _SEED), bool(full_floor),
-                       None if refine is None else bool(refine), _seconds(time_limit))
+                       None if refine is None else bool(refine), _seconds(time_limit)))
 
 
 @_documented(_core.check_certificate,
              'Returns ``{"valid": True, "reason": ...}``; a rejected certificate raises ValueError with the '
              'reason.')
-def check_certificate(A, certificate, *, mask=None, x=None):
-    a = exact_matrix(A, "A")
-    return _core.check_certificate(a, certificate, _mask(mask, a.shape[0]), None if x is None else exact_matrix(x, "x"))
+def check_certificate(A, certificate, *, mask=None, x=None, max_size=None):
+    a = exact_matrix(A, "A", max_size=max_size)
+    return _core.check_certificate(a, certificate, _mask(mask, a.shape[0]),
+                                   None if x is None else exact_matrix(x, "x", max_size=max_size))
 
 
 @_documented(_core.width,
              'Returns the document of ``attnrank width --json`` as a dict. ``search`` is the old name of '
              '``refine`` (deprecated).')
-def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=None, time_limit=_core.default_time_limit, search=None):
+def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=None, time_limit=_core.default_time_limit, search=None,
+          max_size=None):
     if search is not None:
         import warnings
         warnings.warn("width(search=...) is now width(refine=...); the default is the command line's "
                       "(the cheap band, then the optimiser where the bracket is open and within reach)", DeprecationWarning, stacklevel=2)
         refine = bool(search)
-    a = exact_matrix(A, "A")
+    a = exact_matrix(A, "A", max_size=max_size)
     return _core.width(a, float(epsilon), _optional_integer("max_dk", max_dk, _INDEX), _mask(mask, a.shape[0]),
                        _integer("seed", seed, _SEED), None if refine is None else bool(refine), _seconds(time_limit))
 
 
 @_documented(_core.rank)
-def rank(M, mode="exact", *, bits=53, tol=None, top=None):
+def rank(M, mode="exact", *, bits=53, tol=None, top=None, max_size=None):
     options = (str(mode), _integer("bits", bits, _UNSIGNED), None if tol is None else float(tol),
                0 if top is None else _integer("top", top, (1, _INDEX[1]), "an integer >= 1, or None"))
     floats = _float_matrix(M)
     if floats is not None:
-        return _core.rank_doubles(floats, *options)
-    return _core.rank(exact_matrix(M, "M"), *options)
+        return _core.rank_doubles(floats, *options, _max_size(max_size))
+    return _core.rank(exact_matrix(M, "M", max_size=max_size), *options)
 
 
 @_documented(_core.det)
-def det(M, mode="exact", *, bits=53, digits=17):
-    return _core.det(exact_matrix(M, "M"), str(mode), _integer("bits", bits, _UNSIGNED),
+def det(M, mode="exact", *, bits=53, digits=17, max_size=None):
+    return _core.det(exact_matrix(M, "M", max_size=max_size), str(mode), _integer("bits", bits, _UNSIGNED),
                      _integer("digits", digits, (1, 1 << 20), "an integer >= 1"))
 
 
 @_documented(_core.svd)
-def svd(M, top=None, *, gaps=False):
+def svd(M, top=None, *, gaps=False, max_size=None):
     options = (_optional_integer("top", top, _INDEX), bool(gaps))
     floats = _float_matrix(M)
     if floats is not None:
-        return _core.svd_doubles(floats, *options)
-    return _core.svd(exact_matrix(M, "M"), *options)
+        return _core.svd_doubles(floats, *options, _max_size(max_size))
+    return _core.svd(exact_matrix(M, "M", max_size=max_size), *options)
 
 
 def _has_numpy():
@@ -252,8 +287,9 @@ def _as_arrays(node):
 @_documented(_core.layer,
              'Matrices come back as float64 NumPy arrays for tier "double" (the tier\'s own doubles) and as '
              'decimal strings otherwise. ``mask`` is one mask for every head or a list with one per head.')
-def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, significant=None, mask=None, bits=None):
-    xm = exact_matrix(x, "x")
+def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, significant=None, mask=None, bits=None,
+          max_size=None):
+    xm = exact_matrix(x, "x", max_size=max_size)
     n = xm.shape[0]
     if isinstance(mask, (list, tuple)) and mask and not isinstance(mask[0], (int, float, list, tuple) + _numpy_types("number")):
         masks = [_mask(m, n) or _core.full_mask(n) for m in mask]
@@ -262,8 +298,8 @@ def layer(x, wq, wk, wv, wo, heads, *, tier="double", digits=None, significant=N
         masks = [] if one is None else [one]
     if bits is None:
         bits = _core.default_layer_bits
-    result = _core.layer(xm, exact_matrix(wq, "wq"), exact_matrix(wk, "wk"), exact_matrix(wv, "wv"),
-                         exact_matrix(wo, "wo"), _integer("heads", heads, _INDEX), str(tier),
+    result = _core.layer(xm, *(exact_matrix(w, name, max_size=max_size) for w, name in
+                               ((wq, "wq"), (wk, "wk"), (wv, "wv"), (wo, "wo"))), _integer("heads", heads, _INDEX), str(tier),
                          _optional_integer("digits", digits, _INT), _optional_integer("significant", significant, _INT),
                          _integer("bits", bits, _UNSIGNED), masks)
     return _as_arrays(result) if tier == "double" else result
@@ -274,25 +310,22 @@ def _float_array(value, name):
     dtype = None
     if _is_torch(value):
         value, dtype = _from_torch(value)
-    array = _numpy(name).asarray(value)
-    if array.dtype.kind not in "fiub":
-        raise ValueError(f"{name}: a float or integer array is needed, not dtype {array.dtype}")
-    return array, dtype
+    return _numpy(name).asarray(value), dtype  # the library refuses a dtype it cannot read, in the CLI's words
 
 
-def _tensor(value, name, keep_nonfinite=False):
+def _tensor(value, name, keep_nonfinite=False, max_size=None):
     """A float or integer array or torch tensor of 2 to 4 dimensions, read exactly."""
     array, dtype = _float_array(value, name)
-    return _core.tensor_from_array(array, name, keep_nonfinite, dtype)
+    return _core.tensor_from_array(array, name, keep_nonfinite, dtype, max_size)
 
 
-def _row_tensor(value, name, shapes="(N,), (H, N) or (B, H, N)", most=3):
+def _row_tensor(value, name, shapes="(N,), (H, N) or (B, H, N)", most=3, max_size=None):
     """A per-row or per-head tensor (the logsumexp; ALiBi slopes, sinks) of `shapes`, read
     exactly as one (N, 1) matrix per leading index."""
     array, dtype = _float_array(value, name)
     if not 1 <= array.ndim <= most:
         raise ValueError(f"{name}: shape {tuple(array.shape)} has {array.ndim} dimensions; it needs {shapes}")
-    return _core.tensor_from_array(array[..., None], name, True, dtype)
+    return _core.tensor_from_array(array[..., None], name, True, dtype, max_size)
 
 
 @_documented(_core.check_kernel,
@@ -305,17 +338,25 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                  attn_bias=None, fp8_format=None, q_descale=None, k_descale=None, v_descale=None,
                  dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
                  max_seqlen_k=None, empty_rows="refuse", scale=None, fallback="auto", bits=None, max_error=None,
-                 rtol=None, max_ratio=None, ratio_atol=None):
-    tq = _tensor(q, "q")
+                 rtol=None, max_ratio=None, ratio_atol=None, max_size=None):
+    size = _max_size(max_size)
+
+    def _tensor_(value, name, keep=False):
+        return _tensor(value, name, keep, size)
+
+    def _row_tensor_(value, name, *shapes):
+        return _row_tensor(value, name, *shapes, max_size=size)
+
+    tq = _tensor_(q, "q")
     causal = isinstance(mask, str) and mask == "causal"
     masks = None
     packed = cu_seqlens_q is not None or cu_seqlens_k is not None
     if mask is not None and not isinstance(mask, str) and (packed or (
             mask.ndim if hasattr(mask, "ndim") else _numpy("mask").ndim(mask)) >= 3):
         # One mask per head, (H, N_q, N_k) or (B, H, N_q, N_k); packed sequences read it padded.
-        masks, mask = _tensor(mask, "mask"), None
+        masks, mask = _tensor_(mask, "mask"), None
     elif mask is not None and not isinstance(mask, str):
-        mask = _core.mask_from_matrix(exact_matrix(mask, "mask"), True, str(empty_rows))
+        mask = _core.mask_from_matrix(exact_matrix(mask, "mask", max_size=max_size), True, str(empty_rows))
     else:
         if mask is not None:
             _core.named_mask(mask, 1)  # the library's check of the name; "causal" is the flag above
@@ -327,39 +368,39 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
         window = tuple(_integer("window_size", w, _INDEX, "a number of keys >= 0, or -1") for w in window_size)
 
     def opt(value, name, keep=True):
-        return None if value is None else _tensor(value, name, keep)
+        return None if value is None else _tensor_(value, name, keep)
 
     grads = {}
     refs = {}
     for key, value, ref in (("dq", dq, reference_dq), ("dk", dk, reference_dk), ("dv", dv, reference_dv)):
         if value is not None:
-            grads[key] = _tensor(value, key, True)
+            grads[key] = _tensor_(value, key, True)
         if ref is not None:
-            refs[key] = _tensor(ref, "reference_" + key, True)
+            refs[key] = _tensor_(ref, "reference_" + key, True)
     if lse is not None:
-        grads["lse"] = _row_tensor(lse, "lse")
+        grads["lse"] = _row_tensor_(lse, "lse")
     if reference_lse is not None:
-        refs["lse"] = _row_tensor(reference_lse, "reference_lse")
+        refs["lse"] = _row_tensor_(reference_lse, "reference_lse")
     if dsinks is not None:
-        grads["dsinks"] = _row_tensor(dsinks, "dsinks", "(H,)", 1)
+        grads["dsinks"] = _row_tensor_(dsinks, "dsinks", "(H,)", 1)
     if reference_dsinks is not None:
-        refs["dsinks"] = _row_tensor(reference_dsinks, "reference_dsinks", "(H,)", 1)
-    return _core.check_kernel(tq, _tensor(k, "k"), _tensor(v, "v"), opt(candidate, "candidate"),
+        refs["dsinks"] = _row_tensor_(reference_dsinks, "reference_dsinks", "(H,)", 1)
+    return _core.check_kernel(tq, _tensor_(k, "k"), _tensor_(v, "v"), opt(candidate, "candidate"),
                               opt(reference, "reference"), opt(dout, "dout", False), grads, refs,
                               mask, None if scale is None else float(scale), str(fallback),
                               _core.default_fallback_bits if bits is None else _integer("bits", bits, _UNSIGNED),
                               None if max_error is None else float(max_error),
                               None if rtol is None else float(rtol), None if max_ratio is None else float(max_ratio),
                               None if ratio_atol is None else float(ratio_atol), causal, window, str(alignment),
-                              float(softcap), None if alibi_slopes is None else _row_tensor(alibi_slopes, "alibi_slopes", "(H,) or (B, H)", 2),
-                              None if sinks is None else _row_tensor(sinks, "sinks", "(H,)", 1), masks,
-                              None if attn_bias is None else _tensor(attn_bias, "attn_bias", True),
+                              float(softcap), None if alibi_slopes is None else _row_tensor_(alibi_slopes, "alibi_slopes", "(H,) or (B, H)", 2),
+                              None if sinks is None else _row_tensor_(sinks, "sinks", "(H,)", 1), masks,
+                              None if attn_bias is None else _tensor_(attn_bias, "attn_bias", True),
                               "" if fp8_format is None else str(fp8_format),
-                              *(None if f is None else _row_tensor(f, name, "(B, H_kv) or (H_kv,)", 2)
+                              *(None if f is None else _row_tensor_(f, name, "(B, H_kv) or (H_kv,)", 2)
                                 for f, name in ((q_descale, "q_descale"), (k_descale, "k_descale"),
                                                 (v_descale, "v_descale"))),
-                              None if dropout_mask is None else _tensor(dropout_mask, "dropout_mask"), float(dropout_p),
-                              *(None if c is None else _row_tensor(c, name, "(B + 1,)", 1)
+                              None if dropout_mask is None else _tensor_(dropout_mask, "dropout_mask"), float(dropout_p),
+                              *(None if c is None else _row_tensor_(c, name, "(B + 1,)", 1)
                                 for c, name in ((cu_seqlens_q, "cu_seqlens_q"), (cu_seqlens_k, "cu_seqlens_k"))),
                               *(None if m is None else _integer(name, m, (0, _INDEX[1]), "a length >= 0")
                                 for m, name in ((max_seqlen_q, "max_seqlen_q"), (max_seqlen_k, "max_seqlen_k"))),
@@ -433,8 +474,8 @@ def _scan_heads(heads, index, shape, d_k, epsilon, mask, max_dk, jobs, seed, ref
 
 
 def _jobs(jobs):
-    """Threads for a local scan: None (0 to the library) is every core."""
-    return 0 if jobs is None else _integer("jobs", jobs, (1, _UNSIGNED[1]), "a number of threads >= 1, or None for every core")
+    """Threads for a local scan, as ``--jobs`` takes them: 0 or None is every core."""
+    return 0 if jobs is None else _integer("jobs", jobs, _UNSIGNED, "a whole number >= 0: threads, 0 or None for every core")
 
 
 @_documented(_core.scan,
@@ -456,9 +497,23 @@ def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, m
     _integer("seed", seed, _SEED)
     options = (d_k, epsilon, mask, max_dk, jobs, seed, refine, time_limit)
     if client is None:
-        return _scan_heads(heads, index, shape, *options)
+        return _scan_noted(_scan_heads(heads, index, shape, *options))
     step = _integer("heads_per_task", heads_per_task, (1, _INDEX[1]), "an integer >= 1")
-    return _scan_on_cluster(client, heads, index, shape, step, (d_k, epsilon, mask, max_dk, 1, seed, refine, time_limit))
+    return _scan_noted(_scan_on_cluster(client, heads, index, shape, step,
+                                        (d_k, epsilon, mask, max_dk, 1, seed, refine, time_limit)))
+
+
+def _scan_noted(rows):
+    """``rows``, after one InputWarning per note of the heads (each note once, with the heads it
+    concerns, as the scan's table prints it)."""
+    notes = {}
+    for row in rows:
+        if row.get("note"):
+            notes.setdefault(row["note"], []).append(row.get("index"))
+    for note, which in notes.items():
+        shown = ", ".join(str(list(i)) for i in which[:4]) + (", ..." if len(which) > 4 else "")
+        _note(f"{len(which)} head{'' if len(which) == 1 else 's'} ({shown}): {note}", stacklevel=4)
+    return rows
 
 
 def _scan_on_cluster(client, heads, index, shape, step, options):

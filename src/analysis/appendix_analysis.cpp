@@ -260,8 +260,16 @@ AppendixAnalysis analyze_appendix(const AppendixQuestion& q) {
   return a;
 }
 
-std::string to_text(const AppendixAnalysis& a) { return narrate(a.appendix, a.digits); }
+std::string to_text(const AppendixAnalysis& a) {
+  std::string text = narrate(a.appendix, a.digits);
+  for (const std::string& f : a.figures) text += "wrote " + f + "\n";
+  return text;
+}
 
-nlohmann::json to_json(const AppendixAnalysis& a) { return json_document(appendix_json(a.appendix, a.digits), "appendix"); }
+nlohmann::json to_json(const AppendixAnalysis& a) {
+  nlohmann::json j = json_document(appendix_json(a.appendix, a.digits), "appendix");
+  if (!a.figures.empty()) j["svg"] = a.figures;
+  return j;
+}
 
 }  // namespace attnrank

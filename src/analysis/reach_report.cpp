@@ -83,7 +83,7 @@ std::string narrate(const ReachAnalysis& r) {
   if (masked) s << ", mask " << r.mask_name << ": masked scores are -inf, so only the allowed entries are asked about\n";
   else s << (r.on_embeddings() ? ", Q = X W^Q and K = X W^K for the given X\n" : ", free Q and K\n");
   if (!r.rows_sum_to_one)
-    s << "  note: rows do not sum to 1; softmax normalises rows, so everything below is about A / rowsums\n";
+    s << "  note: " << rows_not_normalised_note << "\n";
   const std::string close = r.best_error ? std::string("a ") + (masked ? "masked " : "") + "width-" +
                                                std::to_string(r.dk) + " head comes within " +
                                                format_upper_bound(*r.best_error) + " (certified)"
@@ -293,5 +293,7 @@ std::string to_text(const ReachAnalysis& r) {
 json to_json(const CertificateAnalysis& c) { return json_document({{"valid", c.valid}, {"reason", c.reason}}, "check"); }
 
 std::string to_text(const CertificateAnalysis& c) { return "certificate valid: " + c.reason + "\n"; }
+
+std::string certificate_file_text(const ReachAnalysis& r) { return r.certificate.dump(1) + "\n"; }
 
 }  // namespace attnrank

@@ -1,6 +1,8 @@
 // Binary arrays read exactly (attnrank/io/binary_array.hpp).
 #include <attnrank/io/binary_array.hpp>
 
+#include <attnrank/out_of_memory.hpp>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -51,6 +53,20 @@ double fp8_value(unsigned code, ElementType::Kind kind) {
   return sign * std::ldexp(4 + mantissa, exponent - 17);
 }
 
+std::string element_type_name(const ElementType& t) {
+  const std::string bits = std::to_string(8 * t.bytes);
+  switch (t.kind) {
+    case ElementType::Kind::floating: return "float" + bits;
+    case ElementType::Kind::bfloat: return "bfloat16";
+    case ElementType::Kind::signed_integer: return "int" + bits;
+    case ElementType::Kind::unsigned_integer: return "uint" + bits;
+    case ElementType::Kind::boolean: return "bool";
+    case ElementType::Kind::fp8_e4m3: return "float8_e4m3fn";
+    case ElementType::Kind::fp8_e5m2: return "float8_e5m2";
+  }
+  return t.name;
+}
+
 ElementType fp8_element_type(const std::string& format) {
   if (format == "e4m3" || format == "float8_e4m3fn" || format == "F8_E4M3")
     return ElementType{ElementType::Kind::fp8_e4m3, 1, false, format};
@@ -72,20 +88,6 @@ double float_value(std::uint64_t bits, const ElementType& t) {
 }
 
 std::string index_text(const std::string& source, long i, long j) { return entry_text(source, i, j); }
-
-void require_matrix_size(const BinaryMatrixView& view, const std::string& source, const ParseLimits& limits) {
-  if (view.rows < 1 || view.columns < 1)
-    throw input_error(source + ": the matrix is empty (" + std::to_string(view.rows) + " x " +
-                      std::to_string(view.columns) + ")");
-  if (static_cast<std::size_t>(view.rows) > limits.max_rows)
-    throw input_error(source + ": " + std::to_string(view.rows) + " rows, over the limit of " +
-                      std::to_string(limits.max_rows) + " (the size limit, max_size, raises it)");
-  if (static_cast<std::size_t>(view.columns) > limits.max_columns)
-    throw input_error(source + ": " + std::to_string(view.columns) + " columns, over the limit of " +
-                      std::to_string(limits.max_columns) + " (the size limit, max_size, raises it)");
-  if (static_cast<std::size_t>(view.rows) * static_cast<std::size_t>(view.columns) > limits.max_cells)
-    throw input_error(source + ": more than " + std::to_string(limits.max_cells) + " entries");
-}
 
 /// IEEE binary64 or binary32 in this machine's byte order (what NumPy and PyTorch
 /// write on x86): read by memcpy in blocks of 64 rows, so that the strided side of
@@ -122,9 +124,30 @@ bool decode_native_floats(const BinaryMatrixView& view, Eigen::MatrixXd& m) {
 
 }  // namespace
 
+void require_matrix_size(long rows, long columns, const std::string& source, const ParseLimits& limits) {
+  if (rows < 1 || columns < 1)
+    throw input_error(source + ": the matrix is empty (" + std::to_string(rows) + " x " + std::to_string(columns) + ")");
+  if (static_cast<std::size_t>(rows) > limits.max_rows)
+    throw input_error(source + ": " + std::to_string(rows) + " rows, over the limit of " +
+                      std::to_string(limits.max_rows) + " (the size limit, max_size, raises it)");
+  if (static_cast<std::size_t>(columns) > limits.max_columns)
+    throw input_error(source + ": " + std::to_string(columns) + " columns, over the limit of " +
+                      std::to_string(limits.max_columns) + " (the size limit, max_size, raises it)");
+  if (static_cast<std::size_t>(rows) * static_cast<std::size_t>(columns) > limits.max_cells)
+    throw input_error(source + ": more than " + std::to_string(limits.max_cells) + " entries");
+}
+
+void refuse_nonfinite_element(const std::string& source, long i, long j, double d) {
+  throw input_error(entry_text(source, i, j) + " is " + (std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf") +
+                        ": not a finite number",
+                    source, i + 1, j + 1);
+}
+
 Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::string& source,
                                       const ParseLimits& limits) {
-  require_matrix_size(view, source, limits);
+  require_matrix_size(view.rows, view.columns, source, limits);
+  require_memory(static_cast<double>(view.rows) * static_cast<double>(view.columns) * sizeof(Rational),
+                 source + " (" + std::to_string(view.rows) + " x " + std::to_string(view.columns) + " exact rationals)");
   const ElementType& t = view.type;
   Matrix<Rational> m(view.rows, view.columns);
   std::size_t total_bits = 0;
@@ -135,10 +158,7 @@ Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::s
       mpq_ptr q = m(i, j).backend().data();
       if (is_float(t)) {
         const double d = float_value(bits, t);
-        if (!std::isfinite(d))
-          throw input_error(index_text(source, i, j) + " is " + (std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf") +
-                                ": not a finite number",
-                            source, i + 1, j + 1);
+        if (!std::isfinite(d)) refuse_nonfinite_element(source, i, j, d);
         mpq_set_d(q, d);  // exact: a double is a dyadic rational
       } else if (t.kind == ElementType::Kind::signed_integer) {
         const unsigned shift = static_cast<unsigned>(64 - 8 * t.bytes);
@@ -159,7 +179,9 @@ Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::s
 
 Eigen::MatrixXd decode_binary_matrix_as_doubles(const BinaryMatrixView& view, const std::string& source,
                                                 const ParseLimits& limits, NonFiniteElements nonfinite) {
-  require_matrix_size(view, source, limits);
+  require_matrix_size(view.rows, view.columns, source, limits);
+  require_memory(static_cast<double>(view.rows) * static_cast<double>(view.columns) * sizeof(double),
+                 source + " (" + std::to_string(view.rows) + " x " + std::to_string(view.columns) + " doubles)");
   const ElementType& t = view.type;
   Eigen::MatrixXd m(view.rows, view.columns);
   // The common case fast; a non-finite entry then goes through the loop below, which names it.
@@ -172,10 +194,7 @@ Eigen::MatrixXd decode_binary_matrix_as_doubles(const BinaryMatrixView& view, co
       double d = 0;
       if (is_float(t)) {
         d = float_value(bits, t);
-        if (!std::isfinite(d) && nonfinite == NonFiniteElements::refuse)
-          throw input_error(index_text(source, i, j) + " is " + (std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf") +
-                                ": not a finite number",
-                            source, i + 1, j + 1);
+        if (!std::isfinite(d) && nonfinite == NonFiniteElements::refuse) refuse_nonfinite_element(source, i, j, d);
       } else if (t.kind == ElementType::Kind::signed_integer) {
         const unsigned shift = static_cast<unsigned>(64 - 8 * t.bytes);
         const auto v = static_cast<std::int64_t>(bits << shift) >> shift;  // sign-extend
@@ -246,6 +265,10 @@ ElementType numpy_element_type(const std::string& descr, const std::string& sour
       return t;
     case 'c': return refuse("is complex");
     case 'O': return refuse("holds Python objects (save a float or integer array)");
+    case 'U':
+    case 'S':
+      return refuse("holds strings, not numbers (exact numbers such as 1/3 are text: a text file, or from Python a "
+                    "list of rows or an object array)");
     default: return refuse("is not a numeric type attnrank reads");
   }
 }

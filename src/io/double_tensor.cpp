@@ -133,7 +133,7 @@ DoubleTensor read_tensor(const std::string& argument, const ParseLimits& limits,
     for (const SafetensorsEntry& e : entries)
       if (e.name == st->rest) {
         out.shape = e.shape;
-        out.dtype = e.type.name;
+        out.dtype = element_type_name(e.type);
         read_matrices(out, reinterpret_cast<const unsigned char*>(bytes.data()) + e.begin, e.type,
                       byte_strides(e.shape, e.type.bytes, false), st->path + ":" + e.name, limits, nonfinite, max_dims,
                       heads_first);
@@ -147,7 +147,7 @@ DoubleTensor read_tensor(const std::string& argument, const ParseLimits& limits,
   if (is_npy(bytes)) {
     const NpyHeader h = parse_npy_header(bytes, source);
     out.shape = h.shape;
-    out.dtype = h.type.name;
+    out.dtype = element_type_name(h.type);
     read_matrices(out, reinterpret_cast<const unsigned char*>(bytes.data()) + h.data_offset, h.type,
                   byte_strides(h.shape, h.type.bytes, h.fortran_order), source, limits, nonfinite, max_dims, heads_first);
     return out;
@@ -176,6 +176,16 @@ DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& 
 
 DoubleTensor read_packed_tensor(const std::string& argument, const ParseLimits& limits, NonFiniteElements nonfinite) {
   return read_tensor(argument, limits, nonfinite, 4, true);
+}
+
+DoubleTensor array_double_tensor(const unsigned char* data, const ElementType& type, const std::vector<std::size_t>& shape,
+                                 const std::vector<std::ptrdiff_t>& strides, const std::string& source,
+                                 const ParseLimits& limits, NonFiniteElements nonfinite) {
+  DoubleTensor out;
+  out.shape = shape;
+  out.dtype = element_type_name(type);
+  read_matrices(out, data, type, strides, source, limits, nonfinite, 4);
+  return out;
 }
 
 DoubleTensor read_row_stack(const std::string& argument, const ParseLimits& limits, NonFiniteElements nonfinite) {
@@ -225,7 +235,7 @@ MatrixStackFile::MatrixStackFile(const std::string& argument, const ParseLimits&
       for (const SafetensorsEntry& e : safetensors_index(bytes, st->path))
         if (e.name == st->rest) {
           tensor_.shape = e.shape;
-          tensor_.dtype = e.type.name;
+          tensor_.dtype = element_type_name(e.type);
           type_ = e.type;
           data_ = map_ + e.begin;
           source_ = st->path + ":" + e.name;
@@ -234,7 +244,7 @@ MatrixStackFile::MatrixStackFile(const std::string& argument, const ParseLimits&
       const NpyHeader h = parse_npy_header(bytes, path);
       if (!h.fortran_order) {  // Fortran order scatters a matrix over the file: read whole
         tensor_.shape = h.shape;
-        tensor_.dtype = h.type.name;
+        tensor_.dtype = element_type_name(h.type);
         type_ = h.type;
         data_ = map_ + h.data_offset;
         source_ = path;

@@ -300,7 +300,7 @@ std::string read_text_file(const std::string& path, const ParseLimits& limits) {
     const auto size = std::filesystem::file_size(path, ec);
     if (!ec && size > limits.max_file_bytes)
       throw input_error(path + ": file is " + std::to_string(size) + " bytes, over the limit of " +
-                        std::to_string(limits.max_file_bytes));
+                        std::to_string(limits.max_file_bytes) + " (the file size limit, max_file_size, raises it)");
     // The size known up front spares the string its regrowth copies.
     if (!ec && std::filesystem::is_regular_file(status)) text.reserve(static_cast<std::size_t>(size) + 1);
     file.open(path, std::ios::binary);
@@ -316,7 +316,7 @@ std::string read_text_file(const std::string& path, const ParseLimits& limits) {
     text.append(chunk.data(), static_cast<std::size_t>(in->gcount()));
     if (text.size() > limits.max_file_bytes)
       throw input_error(name + ": more than " + std::to_string(limits.max_file_bytes) +
-                        " bytes (the file size limit); stopped reading there");
+                        " bytes (the file size limit, max_file_size, raises it); stopped reading there");
   }
   if (in->bad()) throw input_error(name + ": read error");
   return text;

@@ -95,6 +95,10 @@ Rational parse_decimal(std::string_view text, const ParseLimits& limits) {
     s.remove_prefix(1);
   }
   long exponent = 0;
+  // A word ("None", "true", "-") is no number at all; only a number's exponent can be malformed.
+  const std::string_view digits_part = s.substr(0, s.find_first_of("eE"));
+  if (digits_part.empty() || digits_part.find_first_not_of("0123456789.") != std::string_view::npos)
+    bad_number(text, "expected an integer, a decimal or p/q");
   if (const auto e = s.find_first_of("eE"); e != std::string_view::npos) {
     std::string_view exp_text = s.substr(e + 1);
     s = s.substr(0, e);

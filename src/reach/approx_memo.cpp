@@ -46,7 +46,7 @@ const detail::EntryOrder& ApproxMemo::entry_order() {
 
 void ApproxMemo::prefetch_entry_order() {
   if (A_.size() < prefetch_order_entries || detail::row_threads() < 2) return;
-  std::call_once(prefetch_once_, [&] { prefetch_ = std::async(std::launch::async, [this] { entry_order(); }); });
+  std::call_once(prefetch_once_, [&] { prefetch_.start([this] { entry_order(); }); });
 }
 
 const MaskedWitnessStarts& ApproxMemo::masked_starts(Index widest) {

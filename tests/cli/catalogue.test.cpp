@@ -85,7 +85,17 @@ TEST_CASE("attnrank CLI: size limits are enforced early") {
     fs::remove(big);
   }
   SECTION("a device without a size is read only up to the cap") {
-    expect_input_error("rank /dev/zero", "/dev/zero: more than 268435456 bytes (the file size limit); stopped reading there");
+    expect_input_error("rank /dev/zero", "/dev/zero: more than 268435456 bytes (the file size limit, max_file_size, raises it); stopped reading there");
+  }
+  SECTION("--max-file-size sets the file cap, which the message names") {
+    const std::string small = file("small.csv", "0.5,0.5\n0.25,0.75\n");
+    expect_input_error("--max-file-size 10 rank " + small, "small.csv: file is 18 bytes, over the limit of 10 "
+                                                            "(the file size limit, max_file_size, raises it)");
+    CHECK(attnrank_cli("--max-file-size 1KiB rank " + small).code == 0);
+  }
+  SECTION("work that cannot fit in memory is refused before it starts (exit 2, not out of memory)") {
+    expect_input_error("--max-size 200000 rank diag:200000:0.5",
+                       "matrix spec 'diag:200000:0.5' (200000 x 200000 exact rationals): needs at least 1280.0 GB of memory");
   }
   SECTION("n is capped at 8192 unless --max-size raises it") {
     std::string column;

@@ -212,6 +212,22 @@ def main(src):
         if not re.fullmatch(re.escape(folder) + r'(_[a-z0-9]+)?_test', name):
             problems.append(f'tests/CMakeLists.txt: {name} tests {folder}/: name it {folder}_test or {folder}_<part>_test')
 
+    # 10. every thread the library, the command line and the binding start starts in
+    #     numbers/detail/parallel.hpp, where ATTNRANK_THREADS caps it
+    starts_thread = re.compile(r'\bstd::(?:async|jthread)\b|\bpthread_create\b|\bstd::thread\b(?!::)')
+    for top in ('include', 'src', 'cli', 'python'):
+        for dirpath, _, files in os.walk(os.path.join(src, top)):
+            for f in sorted(files):
+                rel = os.path.relpath(os.path.join(dirpath, f), src)
+                if not f.endswith(('.hpp', '.cpp')) or rel == os.path.join('include', 'attnrank', 'numbers', 'detail', 'parallel.hpp'):
+                    continue
+                with open(os.path.join(dirpath, f), encoding='utf-8') as h:
+                    for n, line in enumerate(h, 1):
+                        code = line.split('//')[0]
+                        if starts_thread.search(code):
+                            problems.append(f'{rel}:{n}: starts a thread outside numbers/detail/parallel.hpp '
+                                            f'(ATTNRANK_THREADS caps only those): {line.strip()}')
+
     for p in problems:
         print(p)
     print(f'check_layout: {len(headers)} headers, {len(problems)} problems')

@@ -2,8 +2,9 @@
 
 Runs the CLI under tests/numbers/thread_counter.cpp (LD_PRELOAD: it counts
 pthread_create) on work that is large enough to go parallel by default -- a scan
-of several heads (with and without --jobs), a certified determinant and SVD (the directed
-products), an approximate reach (its two searches and its widths), an interval
+of several heads (with and without --jobs), a certified determinant, rank and SVD (the
+directed products), an approximate reach (its two searches and its widths) and a masked
+one at n = 256 (the entry order sorted beside the fit), width, check-kernel, an interval
 layer (row blocks) -- and checks that no thread is started under the cap, and
 that threads are started without it (so the counter sees them).
 
@@ -43,17 +44,31 @@ square = save("square.npy", rng.standard_normal((400, 400)))
 x = save("x.npy", rng.standard_normal((200, 16)))
 w = [save(f"w{i}.npy", rng.standard_normal((16, 16)) / 4) for i in range(4)]
 
+causal = np.tril(softmax_rows(rng.standard_normal((256, 3)) @ rng.standard_normal((3, 256))) + 1e-3)
+causal_target = save("causal.npy", causal / causal.sum(axis=1, keepdims=True))
+kq, kk, kv = (rng.standard_normal((1, 2, 128, 32)).astype(np.float32) for _ in range(3))
+ks = np.einsum("bhnd,bhmd->bhnm", kq.astype(np.float64), kk.astype(np.float64)) / np.sqrt(32)
+kernel_out = save("out.npy", (softmax_rows(ks) @ kv).astype(np.float32))
+kernel_in = [save(f"{name}.npy", a) for name, a in (("kq", kq), ("kk", kk), ("kv", kv))]
+
 runs = {
     "scan": ["scan", stack, "--dk", "2", "--epsilon", "1e-2", "--no-search"],
     "scan --jobs 2": ["scan", stack, "--dk", "2", "--jobs", "2", "--no-search"],
     "det --mode certified": ["det", square, "--mode", "certified"],
     "svd": ["svd", square],
     "reach --epsilon": ["reach", target, "--dk", "2", "--epsilon", "1e-3", "--time-limit", "0.5"],
+    "reach --mask causal (n = 256: the entry order prefetched beside the fit)":
+        ["reach", causal_target, "--dk", "2", "--epsilon", "1e-2", "--mask", "causal", "--no-search"],
+    "width": ["width", target, "--epsilon", "1e-2", "--no-search"],
+    "rank --mode certified": ["rank", square, "--mode", "certified"],
+    "check-kernel": ["check-kernel", "--q", kernel_in[0], "--k", kernel_in[1], "--v", kernel_in[2],
+                     "--candidate", kernel_out],
     "layer --tier interval": ["layer", "--x", x, "--wq", w[0], "--wk", w[1], "--wv", w[2], "--wo", w[3],
                               "--heads", "2", "--tier", "interval"],
 }
 # Work that goes parallel by default, so that the counter is seen to count.
-parallel_by_default = {"scan", "scan --jobs 2", "det --mode certified", "layer --tier interval"}
+parallel_by_default = {"scan", "scan --jobs 2", "det --mode certified", "layer --tier interval",
+                       "reach --mask causal (n = 256: the entry order prefetched beside the fit)"}
 
 
 def threads_started(args, cap):

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -128,14 +130,21 @@ def test_the_traps_are_named():
     stack = planted(rng, 1, 3, 8, [2, 2, 2])
     causal = np.tril(stack)
     causal /= causal.sum(axis=-1, keepdims=True)
-    for h in attnrank.scan(causal):
+    # Python warns each note once, with its heads, where the command line prints it (InputWarning)
+    with pytest.warns(attnrank.InputWarning) as warned:
+        rows = attnrank.scan(causal)
+    assert [str(w.message) for w in warned] == [f"3 heads ([0, 0], [0, 1], [0, 2]): {rows[0]['note']}"]
+    for h in rows:
         assert h["zero_entry"] and h["zero_entries"] == 8 * 7 // 2
         assert "with the causal mask (mask = causal)" in h["note"]
         assert h["smallest_weight"] == causal[tuple(h["index"])][causal[tuple(h["index"])] > 0].min()
-    assert all("note" not in h and h["zero_entries"] == 0 for h in attnrank.scan(causal, mask="causal"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", attnrank.InputWarning)  # no note, no warning
+        assert all("note" not in h and h["zero_entries"] == 0 for h in attnrank.scan(causal, mask="causal"))
     squashed = causal.copy()
     squashed[0, 1, 5, 0] = 0  # what a float16 save does to a weight below 6e-8
-    heads = attnrank.scan(squashed, mask="causal")
+    with pytest.warns(attnrank.InputWarning, match=r"^1 head \(\[0, 1\]\): .*float16"):
+        heads = attnrank.scan(squashed, mask="causal")
     assert [h["zero_entries"] for h in heads] == [0, 1, 0]
     assert "float16" in heads[1]["note"] and "note" not in heads[0]
     with pytest.raises(ValueError, match=r"is -2\.5: attention weights cannot be negative.*softmax first"):

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 namespace attnrank {
 
@@ -32,6 +33,7 @@ struct AppendixAnalysis {
   AppendixDigits digits;
   unsigned bits = 128;  ///< the working precision: far narrower intervals than the last digit asked
   TutorialAppendix appendix;
+  std::vector<std::string> figures;  ///< the figure files the caller wrote of it (reported by both writers)
 };
 
 /// The appendix at max(128, bits_for_decimals(most digits)) bits.

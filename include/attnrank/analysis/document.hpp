@@ -29,6 +29,11 @@ inline nlohmann::json lower_bound_json(double x) {
   return std::isfinite(x) ? nlohmann::json(format_lower_bound(x, 17)) : nlohmann::json(nullptr);
 }
 
+/// What a report says when a target's rows do not sum to 1: the command line's
+/// note (on stderr with --json) and Python's InputWarning.
+inline constexpr const char* rows_not_normalised_note =
+    "rows do not sum to 1; softmax normalises rows, so the answer is about A / rowsums";
+
 /// Whether every row of A sums exactly to 1. Softmax normalises rows, so a
 /// verdict is about A / rowsums either way; reports say so when it matters.
 inline bool rows_sum_to_one(const Matrix<Rational>& A) {

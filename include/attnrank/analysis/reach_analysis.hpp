@@ -132,6 +132,8 @@ nlohmann::json to_json(const CertificateAnalysis& c);  ///< "attnrank/check/1"
 
 /// The report for people (what `attnrank reach` prints).
 std::string to_text(const ReachAnalysis& r);
+/// The certificate as a file holds it (--certificate FILE): JSON text a checker reads back.
+std::string certificate_file_text(const ReachAnalysis& r);
 std::string to_text(const CertificateAnalysis& c);
 
 }  // namespace attnrank

@@ -25,6 +25,11 @@ struct ElementType {
   std::string name;         ///< as the file spells it ("<f8", "BF16"), for messages
 };
 
+/// The element type by the name NumPy and torch give it ("float32", "bfloat16",
+/// "float8_e4m3fn", "int8", "uint8", "bool"), whatever the file spells: what the
+/// command line and Python both report of a tensor.
+std::string element_type_name(const ElementType& t);
+
 /// A matrix inside a binary array: `rows` x `columns` elements of `type`, the
 /// first at `data`, element (i, j) at data + i * row_stride + j * column_stride
 /// (strides in bytes, possibly negative, as NumPy's). The caller guarantees every
@@ -42,6 +47,15 @@ struct BinaryMatrixView {
 /// was read). Throws input_error on a non-finite element.
 Matrix<Rational> decode_binary_matrix(const BinaryMatrixView& view, const std::string& source,
                                       const ParseLimits& limits = {});
+
+/// input_error unless a rows x columns matrix is non-empty and within `limits`
+/// (rows, columns, cells), in the words every array reader uses.
+void require_matrix_size(long rows, long columns, const std::string& source, const ParseLimits& limits = {});
+
+/// The input_error for the non-finite element d at (i, j), 0-based, of `source`
+/// ("A[1, 2] (0-based) is nan: not a finite number"), as every reader of binary
+/// floats refuses one.
+[[noreturn]] void refuse_nonfinite_element(const std::string& source, long i, long j, double d);
 
 /// What a reader of doubles does with NaN and infinite elements: refuse them
 /// (inputs to a computation), or keep them (a kernel's output under test,

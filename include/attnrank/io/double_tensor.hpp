@@ -22,7 +22,7 @@ namespace attnrank {
 
 struct DoubleTensor {
   std::vector<std::size_t> shape;         ///< as the file states it (2 to 4 dimensions)
-  std::string dtype;                      ///< the element type as the file spells it ("<f4", "BF16", "text")
+  std::string dtype;                      ///< the element type by NumPy's and torch's name ("float32", "bfloat16"; "text")
   std::vector<Eigen::MatrixXd> matrices;  ///< the trailing (N, d) matrices, leading indices in C order
   /// Read by read_packed_tensor: a (total, H, d) array as H matrices of total x d (head h's
   /// rows are the packed tokens), not as `total` matrices of H x d.
@@ -38,6 +38,13 @@ struct DoubleTensor {
 /// array are returned as they are.
 DoubleTensor read_double_tensor(const std::string& argument, const ParseLimits& limits = {},
                                 NonFiniteElements nonfinite = NonFiniteElements::refuse);
+
+/// An array held in memory (a Python buffer): `shape`, byte `strides` and element
+/// `type` at `data`, read as read_double_tensor reads an .npy file of that array,
+/// with the same checks in the same words; `source` names it.
+DoubleTensor array_double_tensor(const unsigned char* data, const ElementType& type, const std::vector<std::size_t>& shape,
+                                 const std::vector<std::ptrdiff_t>& strides, const std::string& source,
+                                 const ParseLimits& limits = {}, NonFiniteElements nonfinite = NonFiniteElements::refuse);
 
 /// A packed (varlen) array of shape (total, H, d), FlashAttention's layout, read as H matrices of
 /// total x d with heads_first set: a sequence's rows of a head are then a block of one matrix.

@@ -9,6 +9,7 @@
 
 #include <attnrank/error.hpp>
 #include <attnrank/io/parse.hpp>
+#include <attnrank/out_of_memory.hpp>
 #include <attnrank/numbers/tiers.hpp>
 
 #include <algorithm>
@@ -45,6 +46,13 @@ inline long spec_size(std::string_view spec, std::string_view field, long min, c
                       std::to_string(min) + ", " + std::to_string(max) + "]");
   return n;
 }
+
+/// An n x n matrix of rationals needs at least sizeof(Rational) bytes an entry.
+inline void require_spec_memory(std::string_view spec, long n) {
+  require_memory(static_cast<double>(n) * static_cast<double>(n) * sizeof(Rational),
+                 "matrix spec '" + std::string(spec) + "' (" + std::to_string(n) + " x " + std::to_string(n) +
+                     " exact rationals)");
+}
 }  // namespace detail
 
 inline std::optional<Matrix<Rational>> builtin_matrix(std::string_view text, const ParseLimits& limits) {
@@ -62,6 +70,7 @@ inline std::optional<Matrix<Rational>> builtin_matrix(std::string_view text, con
     }
     if (p < 0 || p > 1)
       throw input_error("matrix spec '" + std::string(text) + "': P must be in [0, 1] (it is a probability)");
+    detail::require_spec_memory(text, n);
     const Rational off = (1 - p) / (n - 1);
     Matrix<Rational> A = Matrix<Rational>::Constant(n, n, off);
     A.diagonal().setConstant(p);
@@ -69,6 +78,7 @@ inline std::optional<Matrix<Rational>> builtin_matrix(std::string_view text, con
   }
   if (text.rfind("hilbert:", 0) == 0) {
     const long n = detail::spec_size(text, text.substr(8), 1, limits);
+    detail::require_spec_memory(text, n);
     Matrix<Rational> H(n, n);
     for (long i = 0; i < n; ++i)
       for (long j = 0; j < n; ++j) H(i, j) = Rational(1, i + j + 1);

@@ -19,6 +19,7 @@
 #include <attnrank/numbers/directed_rounding.hpp>
 #include <attnrank/numbers/tiers.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,6 +44,18 @@ struct ParseLimits {
   std::size_t max_digits = 4096;                        ///< digits in one number
   std::size_t max_total_bits = std::size_t{1} << 31;    ///< bits of all numerators and denominators (256 MiB)
 };
+
+/// `base` with every matrix dimension capped at `max_size` instead (the command
+/// line's --max-size, Python's max_size=): rows and columns, and the cells cap
+/// raised to max_size^2 where that is larger, so that an n x n matrix the size
+/// allows is not refused by the cells cap. input_error for 0.
+inline ParseLimits size_limits(std::size_t max_size, ParseLimits base = {}) {
+  if (max_size == 0) throw input_error("max_size: 0 is out of range (the largest n a matrix may have, >= 1)");
+  base.max_rows = base.max_columns = max_size;
+  if (max_size <= (std::size_t{1} << 31)) base.max_cells = std::max(base.max_cells, max_size * max_size);
+  else base.max_cells = std::size_t{1} << 62;
+  return base;
+}
 
 /// What a reader noticed and the user should know, one sentence each ("x.tsv:
 /// tab-separated"); the CLI prints them on stderr.

@@ -13,6 +13,7 @@
 // another is a logic error.
 
 #include <attnrank/attention/mask.hpp>
+#include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/reach/detail/rectangle_above.hpp>
 #include <attnrank/reach/free.hpp>
 #include <attnrank/reach/target.hpp>
@@ -20,7 +21,7 @@
 #include <Eigen/Core>
 
 #include <functional>
-#include <future>
+#include <future>  // OnceMap: a promise per entry
 #include <map>
 #include <memory>
 #include <mutex>
@@ -121,7 +122,7 @@ class ApproxMemo {
   detail::OnceMap<Eigen::Index, MaskedWitnessStarts> starts_;
   detail::OnceMap<std::pair<Eigen::Index, Eigen::Index>, Witness> fits_;
   std::once_flag prefetch_once_;
-  std::future<void> prefetch_;  ///< declared last: joined before the rest is destroyed
+  detail::BackgroundJob prefetch_;  ///< declared last: joined before the rest is destroyed
 };
 
 /// The smallest target whose entry order prefetch_entry_order() sorts beside the

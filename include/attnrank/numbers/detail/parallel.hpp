@@ -4,7 +4,8 @@
 // exponential costs tens of nanoseconds to microseconds, so dealing rows to the
 // machine's cores pays from a few thousand operations on), and two jobs side by
 // side (the halves of a large double product, the approximate question's two
-// searches), and a pool for independent tasks (the heads of a scan). Eigen itself
+// searches), a job prefetched in the background (BackgroundJob), and a pool for
+// independent tasks (the heads of a scan). Eigen itself
 // is built without OpenMP here, so its products stay on the calling thread. A
 // directed-rounding scope is per thread, so each job sets its own.
 //
@@ -130,6 +131,40 @@ void run_side_by_side(const Beside& beside, const Here& here) {
   if (failure_here) std::rethrow_exception(failure_here);
   if (failure_beside) std::rethrow_exception(failure_beside);
 }
+
+/// A job started now on a thread of its own, to be joined later: work prefetched
+/// beside the caller's (a target's entry order sorted while the fit runs). start()
+/// starts nothing and returns false when row_threads() < 2 (ATTNRANK_THREADS=1):
+/// the caller then computes the result when it needs it. The destructor joins the
+/// thread; an exception from the job is dropped there (the caller computes the
+/// result again on demand and meets it then).
+class BackgroundJob {
+ public:
+  BackgroundJob() = default;
+  BackgroundJob(const BackgroundJob&) = delete;
+  BackgroundJob& operator=(const BackgroundJob&) = delete;
+  ~BackgroundJob() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  template <class Job>
+  bool start(Job job) {
+    if (row_threads() < 2 || thread_.joinable()) return false;
+    const bool inside_scope = !precision_stack.empty() || precision_worker;
+    thread_ = std::thread([job = std::move(job), inside_scope] {
+      precision_worker = inside_scope;
+      try {
+        job();
+      } catch (...) {  // recomputed, and reported, by the caller that needs the result
+      }
+      mpfr_free_cache();  // this thread's constant caches
+    });
+    return true;
+  }
+
+ private:
+  std::thread thread_;
+};
 
 /// Runs task(t) for every t in [0, tasks) on task_threads(requested, tasks)
 /// threads (the caller's among them), each taking the next task when it is free.
