@@ -1,6 +1,6 @@
 #pragma once
 // The SVG figures of `attnrank appendix --svg DIR`, `attnrank reach --svg FILE`
-// and `attnrank scan --svg FILE`.
+// and `attnrank scan --svg FILE` (and --brackets-svg FILE).
 // They take plain doubles: pictures need no certificates, every number they show
 // is also printed, certified, by the command.
 
@@ -34,5 +34,11 @@ std::string reach_figure(const Eigen::MatrixXd& target, const Eigen::MatrixXd* a
 /// side only), else E* at d_k, else the floor; the title, epsilon, d_k and mask above,
 /// axis titles, and a colour legend. Sized from its texts, so nothing is clipped.
 std::string scan_figure(const HeadStack& stack, const ScanQuestion& q, const std::vector<HeadScan>& heads);
+
+/// The scan's width brackets as intervals (`attnrank scan --epsilon E --brackets-svg FILE`):
+/// heads along the horizontal axis, widths up the vertical one; a dot where the width is
+/// proven, a bar from the proven lower end to the witness, an arrow up where no witness
+/// was found. input_error without epsilon (no widths to draw).
+std::string scan_brackets_figure(const HeadStack& stack, const ScanQuestion& q, const std::vector<HeadScan>& heads);
 
 }  // namespace attnrank::cli

@@ -41,7 +41,7 @@ void add_scan_command(CLI::App& app, Run& run) {
   auto* cmd = add_question_command(app, "scan", "scan");
   struct Options {
     std::vector<std::string> tensors;
-    std::string mask = "none", svg, state_dict, x;
+    std::string mask = "none", svg, brackets_svg, state_dict, x;
     long heads = 0;
     long dk = 0, max_dk = 0;
     double epsilon = -1;
@@ -73,12 +73,16 @@ void add_scan_command(CLI::App& app, Run& run) {
   cmd->add_option("--seed", opt->seed, option_help("scan", "seed"));
   add_refine_options(cmd, opt->refine, "scan");
   cmd->add_option("--svg", opt->svg, "Also draw a heatmap (rows: leading indices, columns: heads) of the minimal width or E*");
+  cmd->add_option("--brackets-svg", opt->brackets_svg,
+                  "Also draw the width brackets (with --epsilon) as intervals, one per head");
   auto* json = cmd->add_flag("--json", opt->json, "Print one JSON document");
   cmd->add_flag("--jsonl", opt->jsonl, "Print one JSON line per head as it finishes (a long scan can be followed)")
       ->excludes(json);
   cmd->callback([opt, dk, epsilon, max_dk, &run] {
     if (opt->state_dict.empty() && opt->tensors.empty())
       throw input_error("scan needs attention patterns (TENSOR ...) or a model (--state-dict F.safetensors --x X --heads H)");
+    if (!opt->brackets_svg.empty() && epsilon->count() == 0)
+      throw input_error("--brackets-svg draws the width brackets of a scan with --epsilon");
     if (opt->state_dict.empty() && (!opt->x.empty() || opt->heads != 0))
       throw input_error("--x and --heads go with --state-dict (the patterns of a model's layers)");
     const HeadStack stack = opt->state_dict.empty() ? read_head_stack(opt->tensors, run.limits) : model_stack(*opt, run);
@@ -91,6 +95,7 @@ void add_scan_command(CLI::App& app, Run& run) {
     q.refine = refine_options(opt->refine, run, "refining");
     q.refine.on_progress = {};  // one progress line per scan (heads done), not per search
     if (stack.size() > 0) q.mask = run.read_mask(opt->mask, stack.pattern(0).rows(), stack.name);
+    if (const std::string note = stack_note(stack.shape); !note.empty()) run.notes.push_back(stack.name + ": " + note);
     const auto start = std::chrono::steady_clock::now();
     std::size_t done = 0;
     const std::size_t total = stack.size();
@@ -107,6 +112,7 @@ void add_scan_command(CLI::App& app, Run& run) {
     };
     const std::vector<HeadScan> heads = analyze_scan(stack, q, on_head);
     if (!opt->svg.empty()) write_text_file(opt->svg, scan_figure(stack, q, heads));
+    if (!opt->brackets_svg.empty()) write_text_file(opt->brackets_svg, scan_brackets_figure(stack, q, heads));
     if (opt->jsonl) return;  // every line is out already
     if (opt->json) run.print(scan_document(stack, q, heads));
     else run.print(scan_text(stack, q, heads));

@@ -53,6 +53,19 @@ void Svg::line(double x1, double y1, double x2, double y2, const std::string& st
            (dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
 }
 
+double text_width(const std::string& s, double size, bool bold) {
+  std::size_t chars = 0;
+  for (unsigned char c : s) chars += (c & 0xc0) != 0x80;  // UTF-8: count code points
+  return static_cast<double>(chars) * size * (bold ? 0.68 : 0.62);
+}
+
+void Svg::dashed_outline(double x, double y, double w, double h, const std::string& stroke,
+                         const std::string& css_class) {
+  body_ += "<rect class=\"" + css_class + "\" x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) +
+           "\" height=\"" + num(h) + "\" fill=\"none\" stroke=\"" + stroke +
+           "\" stroke-width=\"1.2\" stroke-dasharray=\"3 2\"/>\n";
+}
+
 void Svg::polyline(const std::vector<std::pair<double, double>>& points, const std::string& stroke) {
   body_ += "<polyline fill=\"none\" stroke=\"" + stroke + "\" stroke-width=\"1.5\" points=\"";
   for (const auto& [x, y] : points) body_ += num(x) + "," + num(y) + " ";

@@ -23,6 +23,8 @@ class Svg {
   void text_vertical(double x, double y, const std::string& s, double size = 12);
   void line(double x1, double y1, double x2, double y2, const std::string& stroke, double width = 1,
             bool dashed = false);
+  /// A dashed rectangle outline (no fill), of class `css_class`.
+  void dashed_outline(double x, double y, double w, double h, const std::string& stroke, const std::string& css_class);
   void polyline(const std::vector<std::pair<double, double>>& points, const std::string& stroke);
 
   /// The finished document.
@@ -32,6 +34,11 @@ class Svg {
   double width_, height_;
   std::string body_;
 };
+
+/// A generous estimate of a text's width in DejaVu Sans (the widest common
+/// sans-serif): 0.62 em a character, 0.68 bold. Figures size themselves from it, so
+/// that nothing they write is clipped.
+double text_width(const std::string& s, double size, bool bold = false);
 
 /// Escapes &, <, >, " and ' for XML text and attribute values.
 std::string xml_escape(const std::string& s);

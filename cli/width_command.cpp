@@ -10,38 +10,84 @@
 #include <cmath>
 #include <memory>
 #include <sstream>
+#include <tuple>
 
 namespace attnrank::cli {
 namespace {
 
-/// The band error_lower..error_upper against d_k, epsilon dashed across.
+/// The band error_lower..error_upper of each d_k on a log axis (E* = 0 at its foot),
+/// epsilon dashed across as given, the widths proven to miss, the widths within
+/// epsilon and the bracket between them marked; sized from its own texts, so that
+/// nothing is clipped (tests/cli/svg_render.py renders it).
 std::string width_svg(const WidthResult& w, const std::string& name) {
-  const double left = 60, top = 40, plot_w = 520, plot_h = 300;
-  Svg svg(left + plot_w + 40, top + plot_h + 70, "certified error band of " + name);
-  svg.text(left, 24, name + ": certified max error of the best head of width d_k (band: lower..upper)", 13, "start", true);
-  double top_value = w.epsilon;
-  for (const WidthProfileEntry& e : w.profile)
-    if (std::isfinite(e.error_upper)) top_value = std::max(top_value, e.error_upper);
-  top_value = std::max(top_value * 1.1, 1e-12);
-  const auto y_of = [&](double v) { return top + plot_h - std::clamp(v / top_value, 0.0, 1.0) * plot_h; };
-  const double step = plot_w / static_cast<double>(std::max<std::size_t>(w.profile.size(), 1));
+  const std::string eps = shortest_decimal(w.epsilon);
+  const std::string title = name + ": certified max error E* of the best head of width d_k";
+  const std::string bracket =
+      w.width_upper == 0 ? "smallest width within epsilon \u2265 " + std::to_string(w.width_lower) +
+                               " (none within epsilon up to d_k = " + std::to_string(w.max_dk) + ")"
+      : w.width_upper == w.width_lower ? "smallest width within epsilon = " + std::to_string(w.width_upper)
+                                       : "smallest width within epsilon in " + std::to_string(w.width_lower) + ".." +
+                                             std::to_string(w.width_upper);
+  const std::string key = "each band proven both ways: error_lower <= E* <= error_upper; red: proven above epsilon, "
+                          "green: proven within, blue: undecided";
+  // The axis: decades from below the smallest positive bound to above the largest.
+  double low = w.epsilon > 0 ? w.epsilon : 1.0, high = std::max(w.epsilon, 1e-300);
+  for (const WidthProfileEntry& e : w.profile) {
+    if (e.error_lower > 0) low = std::min(low, e.error_lower);
+    if (e.error_upper > 0 && std::isfinite(e.error_upper)) low = std::min(low, e.error_upper);
+    if (std::isfinite(e.error_upper)) high = std::max(high, e.error_upper);
+  }
+  const double decade_low = std::floor(std::log10(std::max(low, 1e-300))) - (low > 0 ? 0 : 1);
+  const double decade_high = std::max(std::ceil(std::log10(std::max(high, 1e-300))), decade_low + 1);
+  const double left = 24 + text_width("1e-300", 10) + 8, top = 82, plot_h = 300;
+  const double step = std::clamp(560.0 / static_cast<double>(std::max<std::size_t>(w.profile.size(), 1)), 8.0, 48.0);
+  const double plot_w = step * static_cast<double>(std::max<std::size_t>(w.profile.size(), 1));
+  const double epsilon_label_w = text_width("epsilon = " + eps, 11);
+  double width = left + plot_w + 16 + epsilon_label_w + 16;
+  for (const auto& [t, size, bold] : {std::tuple{title, 14.0, true}, {bracket, 12.0, false}, {key, 11.0, false}})
+    width = std::max(width, 16 + text_width(t, size, bold) + 16);
+  width = std::ceil(width);
+  const double height = top + plot_h + 60;
+  const double log_h = plot_h - 20;  // the decades; below them a strip for E* = 0
+  const auto y_of_decade = [&](double d) { return top + log_h - (d - decade_low) / (decade_high - decade_low) * log_h; };
+  const auto y_of = [&](double v) {
+    if (!(v > 0)) return top + plot_h;  // E* = 0: the axis' foot
+    return y_of_decade(std::clamp(std::log10(v), decade_low, decade_high));
+  };
+  Svg svg(width, height, "certified error band of " + name);
+  svg.text(16, 22, title, 14, "start", true);
+  svg.text(16, 42, bracket, 12);
+  svg.text(16, 60, key, 11, "start", false, "#444444");
+  // The bracket: the d_k columns from width_lower to width_upper (or to max_dk), shaded behind the bands.
+  const Eigen::Index bracket_end = w.width_upper ? w.width_upper : w.max_dk;
+  for (std::size_t i = 0; i < w.profile.size(); ++i) {
+    const Eigen::Index dk = w.profile[i].dk;
+    if (dk >= w.width_lower && dk <= bracket_end)
+      svg.rect(left + step * static_cast<double>(i), top, step, plot_h, "#f2f2f2", "bracket");
+  }
+  const double every = std::ceil((decade_high - decade_low) / 10);  // at most about ten labelled decades
+  for (double d = decade_high; d >= decade_low - 1e-9; d -= every) {
+    const double y = y_of_decade(d);
+    svg.line(left, y, left + plot_w, y, "#dddddd");
+    svg.text(left - 6, y + 4, "1e" + std::to_string(static_cast<long>(d)), 10, "end");
+  }
   svg.line(left, top, left, top + plot_h, "#333");
   svg.line(left, top + plot_h, left + plot_w, top + plot_h, "#333");
   for (std::size_t i = 0; i < w.profile.size(); ++i) {
     const WidthProfileEntry& e = w.profile[i];
     const double x = left + step * static_cast<double>(i);
-    const double hi = std::isfinite(e.error_upper) ? e.error_upper : top_value;
-    svg.rect(x + step * 0.15, y_of(hi), step * 0.7, std::max(y_of(e.error_lower) - y_of(hi), 1.0), "#9ecae1", "band",
+    const double hi_y = std::isfinite(e.error_upper) ? y_of(e.error_upper) : top;
+    const std::string colour = e.error_lower > w.epsilon ? "#e6550d" : e.error_upper <= w.epsilon ? "#31a354" : "#6baed6";
+    svg.rect(x + step * 0.15, hi_y, step * 0.7, std::max(y_of(e.error_lower) - hi_y, 1.5), colour, "band",
              "d_k = " + std::to_string(e.dk) + ": " + format_lower_bound(e.error_lower) + " <= E* <= " +
                  format_upper_bound(e.error_upper));
     if (w.profile.size() <= 32 || (i + 1) % 8 == 0)
       svg.text(x + step / 2, top + plot_h + 16, std::to_string(e.dk), 10, "middle");
   }
   svg.line(left, y_of(w.epsilon), left + plot_w, y_of(w.epsilon), "#d62728", 1.5, true);
-  svg.text(left + plot_w, y_of(w.epsilon) - 4, "epsilon = " + format_upper_bound(w.epsilon), 11, "end", false, "#d62728");
-  svg.text(left + plot_w / 2, top + plot_h + 36, "d_k", 12, "middle");
-  svg.text(left - 8, top + 4, format_upper_bound(top_value), 10, "end");
-  svg.text(left - 8, top + plot_h, "0", 10, "end");
+  svg.text(left + plot_w + 6, y_of(w.epsilon) + 4, "epsilon = " + eps, 11, "start", false, "#d62728");
+  svg.text(left + plot_w / 2, top + plot_h + 36, "d_k (grey: the bracket)", 12, "middle");
+  svg.text(left - 6, top + plot_h + 4, "0", 10, "end");  // E* = 0, at the foot
   return svg.str();
 }
 

@@ -249,6 +249,8 @@ PYBIND11_MODULE(_attnrank, m) {
         return all;
       },
       "Every question's help (name, title, details, options as (name, text)): what --help and the docstrings print");
+  m.def("stack_note", &stack_note, py::arg("shape"),
+        "The note on a scanned stack as a whole, '' when none (attnrank/analysis/scan_analysis.hpp)");
   m.def(
       "check_scan_options",
       [](std::optional<double> epsilon, std::optional<bool> refine, std::optional<double> time_limit) {

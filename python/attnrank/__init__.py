@@ -31,8 +31,8 @@ from . import _attnrank as _core
 __version__ = _core.__version__
 
 __all__ = ["InputWarning", "reach", "check_certificate", "width", "rank", "det", "svd", "layer", "check_kernel", "from_torch",
-           "exact_matrix", "scan", "scan_model", "attention_patterns", "save_safetensors", "scan_frame",
-           "scan_heatmap"]
+           "exact_matrix", "scan", "scan_model", "attention_patterns", "mha_adapter", "gpt2_adapter", "save_safetensors", "scan_frame",
+           "scan_heatmap", "scan_brackets"]
 
 
 def _numpy(name="input"):
@@ -489,6 +489,8 @@ def _jobs(jobs):
 def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, max_dk=None, seed=1, refine=None,
          time_limit=_core.default_time_limit, heads_per_task=1):
     heads, index, shape = _head_stack(tensor)
+    if _core.stack_note(shape):
+        _note(_core.stack_note(shape))
     _core.check_scan_options(None if epsilon is None else float(epsilon), None if refine is None else bool(refine),
                              _seconds(time_limit))  # the library's checks, before anything is sent
     _optional_integer("d_k", d_k, _INDEX)
@@ -548,5 +550,5 @@ def _scan_on_cluster(client, heads, index, shape, step, options):
 
 # Weights to answers, and the scan's table and figure (attnrank/models.py, attnrank/figures.py;
 # pandas and matplotlib are imported only when those are called).
-from .models import attention_patterns, save_safetensors, scan_model  # noqa: E402
-from .figures import scan_frame, scan_heatmap  # noqa: E402
+from .models import attention_patterns, gpt2_adapter, mha_adapter, save_safetensors, scan_model  # noqa: E402
+from .figures import scan_brackets, scan_frame, scan_heatmap  # noqa: E402

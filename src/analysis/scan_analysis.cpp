@@ -7,6 +7,7 @@
 #include <attnrank/analysis/width_analysis.hpp>
 #include <attnrank/attention/multi_head_attention.hpp>
 #include <attnrank/io/double_tensor.hpp>
+#include <attnrank/numbers/decimal.hpp>
 #include <attnrank/numbers/detail/parallel.hpp>
 #include <attnrank/reach/masked.hpp>
 
@@ -46,11 +47,30 @@ void require_square(const Eigen::MatrixXd& P, const std::string& name) {
                       ", not square (a scan asks about n x n attention patterns: the last two dimensions)");
 }
 
-/// The note on a head with a zero entry (HeadScan::note).
-std::string zero_entry_note(bool zeros_causal) {
+/// The note on a head with a zero entry (HeadScan::note), its advice read off the
+/// smallest positive weight: a softmax gives exact zeros where its exponentials
+/// underflow, so the smallest weight it kept says in which precision it ran.
+std::string zero_entry_note(bool zeros_causal, double smallest_weight) {
   if (zeros_causal) return causal_zeros_note;
-  return "exact zeros where a key is allowed: no finite scores give a weight of 0. Weights saved in "
-         "float16 become 0 below 6.0e-08 (bfloat16: 9.2e-41): save the pattern in float32, or mask those positions";
+  const std::string zeros = "exact zeros where a key is allowed: no finite scores give a weight of 0. ";
+  char weight[32];
+  std::snprintf(weight, sizeof weight, "%.2g", smallest_weight);  // two digits: a signature, not a bound
+  // Exactly a subnormal of the format, not merely as small: a signature, not a guess.
+  const bool float32_subnormal = smallest_weight < 0x1p-126 && static_cast<double>(static_cast<float>(smallest_weight)) == smallest_weight;
+  const bool float16_subnormal = smallest_weight < 0x1p-14 && std::ldexp(smallest_weight, 24) == std::floor(std::ldexp(smallest_weight, 24));
+  if (float32_subnormal)
+    return zeros + "The smallest positive weight, " + weight +
+           ", is a float32 subnormal: the signature of a softmax computed in float32, which gives 0 below "
+           "1.4e-45. Recompute the pattern in float64 (from Python, attnrank.attention_patterns does), or mask "
+           "those positions";
+  if (float16_subnormal)
+    return zeros + "The smallest positive weight, " + weight +
+           ", is a float16 subnormal: the signature of a pattern computed or saved in float16, which gives 0 "
+           "below 6.0e-08. Compute and save the pattern in float64 (float32 gives 0 below 1.4e-45), or mask "
+           "those positions";
+  return zeros + "A softmax gives 0 where its exponentials underflow: below 6.0e-08 in float16, 9.2e-41 in "
+                 "bfloat16, 1.4e-45 in float32. Compute and save the pattern in float64 (from Python, "
+                 "attnrank.attention_patterns does), or mask those positions";
 }
 
 HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q) {
@@ -86,7 +106,7 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
       if (P(i, j) > 0) h.smallest_weight = std::min(h.smallest_weight, P(i, j));
       if (P(i, j) == 0 && (!q.mask || q.mask->allows(i, j))) ++h.zero_entries;
     }
-  if (h.zero_entry) h.note = zero_entry_note(r.zeros_causal);
+  if (h.zero_entry) h.note = zero_entry_note(r.zeros_causal, h.smallest_weight);
   if (!h.zero_entry) {
     h.floor_lower = r.floor_lower();
     h.floor_upper = r.floor_upper();
@@ -355,6 +375,13 @@ std::string scan_text(const HeadStack& stack, const ScanQuestion& q, const std::
       << "\n";
   }
   return s.str();
+}
+
+std::string stack_note(const std::vector<std::size_t>& shape) {
+  if (shape.size() != 3 || shape[0] != 1) return "";
+  return "one head of shape (1, n, n): if these are the weights torch's nn.MultiheadAttention returns "
+         "(need_weights=True), they are the average over its heads, which no single head need produce: pass "
+         "average_attn_weights=False for each head's pattern, (1, heads, n, n)";
 }
 
 }  // namespace attnrank

@@ -139,7 +139,7 @@ void require_matrix_size(long rows, long columns, const std::string& source, con
 
 void refuse_nonfinite_element(const std::string& source, long i, long j, double d) {
   throw input_error(entry_text(source, i, j) + " is " + (std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf") +
-                        ": not a finite number",
+                        ": not a finite number" + (d < 0 ? std::string(minus_infinity_hint) : std::string()),
                     source, i + 1, j + 1);
 }
 

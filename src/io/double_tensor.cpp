@@ -323,10 +323,7 @@ std::optional<BallMatrix> read_plain_decimal_balls(const std::string& argument, 
 void require_finite(const Eigen::MatrixXd& A, const std::string& name) {
   for (Eigen::Index j = 0; j < A.cols(); ++j)
     for (Eigen::Index i = 0; i < A.rows(); ++i)
-      if (!std::isfinite(A(i, j)))
-        throw input_error(entry_text(name, static_cast<long>(i), static_cast<long>(j)) + " is " +
-                              shortest_decimal(A(i, j)) + ": not a finite number",
-                          name, i + 1, j + 1);
+      if (!std::isfinite(A(i, j))) refuse_nonfinite_element(name, static_cast<long>(i), static_cast<long>(j), A(i, j));
 }
 
 Matrix<Rational> exact_of_doubles(const Eigen::MatrixXd& A, const std::string& name) {

@@ -3,6 +3,8 @@
 // (detail::plain_decimal_ball, for parse_plain_decimal_balls).
 #include <attnrank/io/parse.hpp>
 
+#include <attnrank/io/binary_array.hpp>
+
 #include <attnrank/io/detail/text_cells.hpp>
 #include <attnrank/numbers/detail/power_of_ten.hpp>
 
@@ -144,7 +146,8 @@ Rational parse_rational(std::string_view raw, const ParseLimits& limits) {
              return std::tolower(static_cast<unsigned char>(a)) == b;
            });
   };
-  if (named("nan") || named("inf") || named("infinity")) bad_number(text, "not a finite number");
+  if (named("nan") || named("inf") || named("infinity"))
+    bad_number(text, std::string("not a finite number") + (text[0] == '-' && !named("nan") ? minus_infinity_hint : ""));
   if (const auto slash = text.find('/'); slash != std::string_view::npos) {
     // No white space inside a fraction: "1 / 2" is refused rather than guessed
     // at, since in white-space separated text it would be three cells.

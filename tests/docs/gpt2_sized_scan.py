@@ -18,7 +18,7 @@ def test_small_gpt2_shaped_scan(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "12 heads scanned" in r.stdout and "planted width" in r.stdout
     rows = json.load(open(out / "scan.json"))["heads"]
-    assert len(rows) == 12 and [row["index"] for row in rows] == [[0, 0, h] for h in range(6)] + [[1, 0, h] for h in range(6)]
+    assert len(rows) == 12 and [row["index"] for row in rows] == [[l, h] for l in range(2) for h in range(6)]
     for row in rows:
         if row["planted_width"] <= 8:
             assert row["epsilon_verdict"] == "within", row

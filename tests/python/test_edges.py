@@ -87,7 +87,8 @@ def test_a_nonfinite_float_in_a_list_is_refused_as_in_an_npy_file(tmp_path, bad)
     from_cli = cli_refusal("rank", path).replace(path, "M")
     from_python = python_refusal(lambda: attnrank.rank(rows))  # a ValueError, not OverflowError
     assert from_python == from_cli
-    assert from_python.startswith("M[1, 2] (0-based) is ") and from_python.endswith(": not a finite number")
+    assert from_python.startswith("M[1, 2] (0-based) is ") and ": not a finite number" in from_python
+    assert ("-inf is a masked score" in from_python) == (bad < 0)  # the logits hint, for -inf only
 
 
 @pytest.mark.parametrize("cell", ["nan", "inf", "-Infinity", "None", "1/0", "0,5e", "x"])

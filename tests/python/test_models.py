@@ -125,7 +125,8 @@ def test_attention_patterns_of_the_tiny_model_are_its_own():
     # patterns are the module's.
     x0 = np.load(os.path.join(TINY, "x0.npy"))
     layer0 = attnrank.attention_patterns({k: v for k, v in state.items() if k.startswith("layers.0.")}, x0, heads=4)
-    assert np.max(np.abs(layer0[0, 0] - p[0])) < 1e-12
+    assert layer0.shape == (1, 4, 16, 16)  # (layers, heads, n, n): one prompt
+    assert np.max(np.abs(layer0[0] - p[0])) < 1e-12
     with pytest.raises(ValueError, match="heads="):
         attnrank.attention_patterns(state, x0)
     with pytest.raises(ValueError, match="2 attention layers"):
@@ -141,7 +142,7 @@ def test_scan_model_gives_the_pipelines_answers():
     model, prompt, _ = load_tiny_model()
     rows = attnrank.scan_model(model, prompt, d_k=2, epsilon=0.05, refine=False)
     saved = attnrank.scan(np.load(os.path.join(TINY, "attention.npy")), d_k=2, epsilon=0.05, mask="causal", refine=False)
-    assert [r["index"] for r in rows] == [[0, 0, h] for h in range(4)] + [[1, 0, h] for h in range(4)]
+    assert [r["index"] for r in rows] == [[l, h] for l in range(2) for h in range(4)]  # as the CLI's rows
     for a, b in zip(rows, saved):
         assert a["zero_entries"] == b["zero_entries"] == 0
         assert a["width_lower"] <= (b["width_upper"] or 99) and b["width_lower"] <= (a["width_upper"] or 99)
@@ -204,9 +205,17 @@ def test_scan_frame_and_heatmap():
     assert len(fig.axes) == 2  # the colour bar
     texts = [t.get_text() for t in ax.texts]
     assert len(texts) == 12
-    for r, t in zip(rows, texts):  # a width known from above only is marked
-        assert t.startswith("\u2264") == (r["width_known"] in ("upper", "range"))
-        assert t.startswith("\u2265") == (r["width_known"] == "lower")
+    for r, t in zip(rows, texts):  # each cell its head's bracket, as the CLI's heatmap writes it
+        lo, hi, known = r["width_lower"], r["width_upper"], r["width_known"]
+        assert t == {"exact": f"={hi}", "range": f"{lo}..{hi}", "upper": f"\u2264{hi}", "lower": f"\u2265{lo}"}[known]
+    kinds = {r["width_known"] for r in rows}
+    for kind, start in (("exact", "=w:"), ("range", "a..b:"), ("upper", "\u2264w:"), ("lower", "\u2265w:")):
+        assert (f"\n{start}" in title or title.startswith(start) or f" {start}" in title) == (kind in kinds), kind
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    assert len(hatched) == sum(1 for r in rows if r["width_known"] != "exact")  # open brackets marked
+    brackets = attnrank.scan_brackets({0.05: rows, 0.5: attnrank.scan(p, d_k=2, epsilon=0.5, refine=False)},
+                                      title="random heads")
+    assert [t.get_text() for t in brackets.axes[0].get_legend().get_texts()] == ["epsilon = 0.05", "epsilon = 0.5"]
     # Nothing is clipped: every text drawn lies inside the figure, for this layout and a
     # one-head scan with a long title (the narrowest figure).
     one = attnrank.scan(p[:1, :1], d_k=2, epsilon=0.05, refine=False)

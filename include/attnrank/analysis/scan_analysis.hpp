@@ -116,6 +116,12 @@ std::vector<HeadScan> analyze_scan(const HeadStack& stack, const ScanQuestion& q
 
 /// One head as a JSON object (one line of --jsonl): "index", "n", "floor_lower", ...
 nlohmann::json to_json(const HeadScan& h);
+
+/// A note on a stack as a whole ("" when there is none): a stack of shape (1, n, n)
+/// is one head, and it is the shape of torch's nn.MultiheadAttention weights with
+/// need_weights=True, which are the average over its heads unless
+/// average_attn_weights=False. The command line prints it as a note, Python warns.
+std::string stack_note(const std::vector<std::size_t>& shape);
 /// The whole scan ("attnrank/scan/1", docs/schema/scan.schema.json).
 nlohmann::json scan_document(const HeadStack& stack, const ScanQuestion& q, const std::vector<HeadScan>& heads);
 /// A table for people: one line per head, then each note once with the heads it concerns.
