@@ -205,3 +205,21 @@ def test_head_averaged_weights_are_named(tmp_path):
         np.save(path, averaged.double().numpy())
         done = subprocess.run([CLI, "scan", path], capture_output=True, text=True)
         assert done.returncode == 0 and "average_attn_weights=False" in done.stderr
+
+
+def test_the_committed_float32_patterns_get_the_float64_advice_from_both_front_ends():
+    """The 3 x 4 model's own float32 patterns (examples/data/tiny-model-3x4): weights of 0
+    where keys are allowed, the smallest a float32 subnormal. Both front ends say to
+    recompute in float64, which gives no zero at all (attention.npy, the float64 run)."""
+    folder = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "data", "tiny-model-3x4")
+    own = np.load(os.path.join(folder, "attention-float32.npy"))
+    assert own.dtype == np.float32 and 0 < own[own > 0].min() < 1.2e-38
+    with pytest.warns(attnrank.InputWarning, match="float32 subnormal.*Recompute the pattern in float64"):
+        rows = attnrank.scan(own, mask="causal", refine=False)
+    assert any(r["zero_entry"] for r in rows)
+    exact = attnrank.scan(np.load(os.path.join(folder, "attention.npy")), mask="causal", refine=False)
+    assert not any(r["zero_entry"] for r in exact)
+    if CLI:
+        done = subprocess.run([CLI, "scan", os.path.join(folder, "attention-float32.npy"), "--mask", "causal",
+                               "--no-search"], capture_output=True, text=True)
+        assert done.returncode == 0 and "float32 subnormal" in done.stdout and "float64" in done.stdout
