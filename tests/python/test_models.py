@@ -182,6 +182,37 @@ def test_cli_state_dict_scan_gives_scan_models_answers(tmp_path):
     assert bad.returncode == 2 and "--heads" in bad.stderr and bad.stdout == ""
 
 
+def rendered_inside(figure):
+    """The figure saved as SVG and rendered by rsvg-convert (librsvg) on a canvas padded on
+    every side: nothing it draws may fall outside its own box (tests/cli/svg_render.py does
+    the same for the command line's figures)."""
+    import re
+    import shutil
+    import sys
+    import tempfile
+    if shutil.which("rsvg-convert") is None:
+        pytest.skip("rsvg-convert is missing: scripts/install-deps --test installs librsvg2-bin")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
+    from svg_render import read_png
+    pad = 40
+    with tempfile.TemporaryDirectory() as work:
+        svg = os.path.join(work, "figure.svg")
+        figure.savefig(svg, format="svg")
+        text = open(svg).read()
+        m = re.search(r'width="([0-9.]+)pt" height="([0-9.]+)pt" viewBox="0 0 ([0-9.]+) ([0-9.]+)"', text)
+        w, h = float(m.group(3)), float(m.group(4))
+        padded = text.replace(m.group(0), f'width="{w + 2 * pad}pt" height="{h + 2 * pad}pt" '
+                                          f'viewBox="{-pad} {-pad} {w + 2 * pad} {h + 2 * pad}"', 1)
+        open(svg, "w").write(padded)
+        png = os.path.join(work, "figure.png")
+        subprocess.run(["rsvg-convert", "-o", png, svg], check=True)
+        px = read_png(png)
+        sy, sx = px.shape[0] / (h + 2 * pad), px.shape[1] / (w + 2 * pad)
+        inside = np.zeros(px.shape[:2], dtype=bool)
+        inside[int(pad * sy) - 1:int((pad + h) * sy) + 1, int(pad * sx) - 1:int((pad + w) * sx) + 1] = True
+        assert px[..., 3][~inside].max(initial=0) == 0, "a figure draws outside its own box"
+
+
 def test_scan_frame_and_heatmap():
     pd = pytest.importorskip("pandas")
     matplotlib = pytest.importorskip("matplotlib")
@@ -219,8 +250,10 @@ def test_scan_frame_and_heatmap():
     # Nothing is clipped: every text drawn lies inside the figure, for this layout and a
     # one-head scan with a long title (the narrowest figure).
     one = attnrank.scan(p[:1, :1], d_k=2, epsilon=0.05, refine=False)
+    rendered_inside(brackets)  # (its axis keeps tick texts outside the view, never drawn: the render decides)
     for figure in (fig, attnrank.scan_heatmap(one, epsilon=0.05, d_k=2, mask="causal",
                                               title="a rather long name of a model and of its prompt")):
+        rendered_inside(figure)
         figure.canvas.draw()
         renderer = figure.canvas.get_renderer()
         box = figure.bbox
