@@ -61,8 +61,10 @@ ToleranceVerdict judge_error(const OutputError& e, const ErrorTolerance& tol) {
 ToleranceVerdict judge_ratio(const OutputError& c, const OutputError& r, double max_ratio, double ratio_atol) {
   require_tolerance(max_ratio, "max_ratio");
   require_tolerance(ratio_atol, "ratio_atol");
+  // An infinite reference error first: then nothing is proven to compare with, even an
+  // infinite candidate error (NaN in both: infinity <= c infinity proves nothing either way).
+  if (r.infinite()) return ToleranceVerdict::undecided;
   if (c.infinite()) return ToleranceVerdict::exceeded;
-  if (r.infinite()) return ToleranceVerdict::undecided;  // an infinite reference error: nothing proven to compare with
   // ratio_atol = 0 is the multiplicative form: a reference with error 0 then allows only error 0.
   return judge(c.max_abs_error_lower, c.max_abs_error_upper,
                tolerance_bound(ratio_atol, max_ratio, r.max_abs_error_lower, false),

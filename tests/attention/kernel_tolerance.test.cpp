@@ -116,6 +116,19 @@ TEST_CASE("attnrank::judge_ratio") {
   SECTION("without a reference it is an input error") {
     CHECK_THROWS_AS(judge_ratio(KernelCheck{}, 2), input_error);
   }
+  SECTION("infinite errors: a NaN candidate beside a finite reference exceeds; beside a NaN reference nothing is proven") {
+    const double inf = std::numeric_limits<double>::infinity();
+    KernelCheck check;
+    check.candidate = error_with({inf, inf}, {1, 1});
+    check.candidate.nonfinite = 3;
+    check.reference = error_with({1e-3, 2e-3}, {1, 1});
+    CHECK(judge_ratio(check, 2) == ToleranceVerdict::exceeded);
+    check.reference->max_abs_error_lower = check.reference->max_abs_error_upper = inf;
+    check.reference->nonfinite = 5;  // NaN in both: infinity <= 2 infinity says nothing
+    CHECK(judge_ratio(check, 2) == ToleranceVerdict::undecided);
+    check.candidate = error_with({0, 1e-7}, {1, 1});
+    CHECK(judge_ratio(check, 2) == ToleranceVerdict::undecided);
+  }
 }
 
 TEST_CASE("attnrank::judge_error on a real check: one entry off by 1e-3") {

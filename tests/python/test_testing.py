@@ -188,6 +188,21 @@ def test_a_reference_with_nan_is_named_and_its_ratio_band_is_honest():
     assert "straddle" not in str(failure.value)
 
 
+def test_nan_in_both_the_output_and_the_reference_is_a_clear_failure():
+    """A kernel whose output is NaN beside a reference that is NaN too: the ratio of two
+    infinite errors proves nothing, so the verdict is undecided and the assertion fails
+    naming both (it was an internal error: 'exceeded' was claimed without a proof)."""
+    q, k, v = inputs((16, 4))
+    out = np.full_like(attention(q, k, v), np.nan)
+    ref = out.copy()
+    check = attnrank.check_kernel(q, k, v, out, ref, max_ratio=2)
+    assert check["candidate"]["nonfinite"] == out.size and check["reference"]["nonfinite"] == ref.size
+    with pytest.raises(AssertionError) as failure:
+        assert_attention_close(out, q, k, v, reference=ref, max_ratio=2)
+    message = str(failure.value)
+    assert "NaN or infinite" in message and "reference" in message
+
+
 def test_integer_arguments_are_checked_before_the_binding():
     a = np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]])
     stack = np.stack([a, a])
