@@ -330,7 +330,8 @@ def _row_tensor(value, name, shapes="(N,), (H, N) or (B, H, N)", most=3, max_siz
 
 @_documented(_core.check_kernel,
              'Arrays are NumPy arrays or torch tensors (bfloat16 and float8 too), read exactly; '
-             '``window_size`` is a pair. For tests, see ``attnrank.testing``.')
+             '``window_size`` is a pair. FlashAttention\'s names are taken too: ``causal=True`` is '
+             '``mask="causal"``, ``softmax_scale`` is ``scale``. For tests, see ``attnrank.testing``.')
 def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None, dk=None, dv=None, lse=None,
                  dsinks=None, reference_dq=None, reference_dk=None, reference_dv=None, reference_lse=None,
                  reference_dsinks=None, mask=None,
@@ -338,8 +339,16 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                  attn_bias=None, fp8_format=None, q_descale=None, k_descale=None, v_descale=None,
                  dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
                  max_seqlen_k=None, empty_rows="refuse", scale=None, fallback="auto", bits=None, max_error=None,
-                 rtol=None, max_ratio=None, ratio_atol=None, max_size=None):
+                 rtol=None, max_ratio=None, ratio_atol=None, max_size=None, causal=False, softmax_scale=None):
     size = _max_size(max_size)
+    if causal:  # FlashAttention's name for the causal mask
+        if mask is not None and not (isinstance(mask, str) and mask == "causal"):
+            raise ValueError(f"causal=True and mask={mask!r}: give one of them (causal=True is mask='causal')")
+        mask = "causal"
+    if softmax_scale is not None:  # FlashAttention's name for the scale
+        if scale is not None and float(scale) != float(softmax_scale):
+            raise ValueError(f"scale={scale!r} and softmax_scale={softmax_scale!r}: give one of them (the same thing)")
+        scale = softmax_scale
 
     def _tensor_(value, name, keep=False):
         return _tensor(value, name, keep, size)

@@ -56,7 +56,8 @@ def check_kernel(q: Tensor, k: Tensor, v: Tensor, candidate: Optional[Tensor] = 
                  fallback: Literal["auto", "never", "always"] = ...,
                  bits: Optional[int] = ..., max_error: Optional[float] = ..., rtol: Optional[float] = ...,
                  max_ratio: Optional[float] = ..., ratio_atol: Optional[float] = ...,
-                 max_size: Optional[int] = ...) -> Document: ...
+                 max_size: Optional[int] = ..., causal: bool = ...,
+                 softmax_scale: Optional[float] = ...) -> Document: ...
 def from_torch(module: Any) -> Dict[str, Any]: ...
 def scan(tensor: Tensor, *, d_k: Optional[int] = ..., epsilon: Optional[float] = ..., mask: MaskArg = ...,
          jobs: Optional[int] = ..., client: Any = ..., max_dk: Optional[int] = ..., seed: int = ...,

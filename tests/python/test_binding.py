@@ -94,7 +94,8 @@ def test_the_command_line_shows_the_same_defaults():
 
 
 # Parameters a Python function has that the library's question does not: Python's own.
-PYTHON_ONLY = {"scan": {"client", "heads_per_task"}, "width": {"search"}}
+PYTHON_ONLY = {"scan": {"client", "heads_per_task"}, "width": {"search"},
+               "check_kernel": {"causal", "softmax_scale"}}  # FlashAttention's names for mask="causal" and scale
 # The readers' limit, not a question's option: the command line's --max-size comes before the command.
 READER_OPTIONS = {"max_size"}
 # The command whose --help shows a question (check_certificate is reach --check).

@@ -203,6 +203,21 @@ def test_nan_in_both_the_output_and_the_reference_is_a_clear_failure():
     assert "NaN or infinite" in message and "reference" in message
 
 
+def test_check_kernel_takes_flashattentions_names():
+    """causal=True is mask="causal" and softmax_scale is scale, as in FlashAttention's calls;
+    both spellings at once must agree."""
+    q, k, v = inputs((16, 4))
+    out = attention(q, k, v)
+    by_ours = attnrank.check_kernel(q, k, v, out, mask="causal", scale=0.3)
+    by_theirs = attnrank.check_kernel(q, k, v, out, causal=True, softmax_scale=0.3)
+    for key in ("max_abs_error_lower", "max_abs_error_upper"):
+        assert by_ours["candidate"][key] == by_theirs["candidate"][key]
+    with pytest.raises(ValueError, match="give one of them"):
+        attnrank.check_kernel(q, k, v, out, causal=True, mask=np.ones((16, 16)))
+    with pytest.raises(ValueError, match="give one of them"):
+        attnrank.check_kernel(q, k, v, out, scale=0.5, softmax_scale=0.3)
+
+
 def test_integer_arguments_are_checked_before_the_binding():
     a = np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]])
     stack = np.stack([a, a])
