@@ -74,6 +74,13 @@ Matrix<Rational> from_values(const py::handle& values, const std::string& name, 
   const py::sequence items = py::reinterpret_borrow<py::sequence>(values);
   bool rows_given = false;
   for (const py::handle item : items) rows_given = rows_given || is_row(item);
+  // The size first, from the lengths alone: a list over the limits is refused before a
+  // cell is converted (each would cost far more than the Python object it copies).
+  const long height = rows_given ? static_cast<long>(py::len(items)) : 1;
+  const long width = !rows_given           ? static_cast<long>(py::len(items))
+                     : is_row(items[0])    ? static_cast<long>(py::len(items[0]))
+                                           : 1;
+  if (height > 0 && width > 0) require_matrix_size(height, width, name, limits);
   CellRows rows;
   if (!rows_given) {  // one row of values, as a 1-D array
     rows.emplace_back();
