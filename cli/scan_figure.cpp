@@ -204,7 +204,10 @@ std::string scan_brackets_figure(const HeadStack& stack, const ScanQuestion& q, 
     // Up to the widest witness, or to max d_k where a head has none (its arrow ends there).
     top_width = std::max<Eigen::Index>({top_width, h.width_upper ? *h.width_upper : h.max_dk, h.width_lower.value_or(0)});
     std::string label;
-    for (std::size_t k = 0; k < h.index.size(); ++k) label += (k ? "." : "") + std::to_string(h.index[k]);
+    for (std::size_t k = 0; k < h.index.size(); ++k) {
+      if (k) label += '.';  // in two steps: GCC 12 misreads "." + std::string&& as an overflow
+      label += std::to_string(h.index[k]);
+    }
     labels.push_back(label.empty() ? "0" : label);
     label_w = std::max(label_w, text_width(labels.back(), 10));
   }
