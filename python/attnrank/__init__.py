@@ -313,6 +313,20 @@ def _float_array(value, name):
     return _numpy(name).asarray(value), dtype  # the library refuses a dtype it cannot read, in the CLI's words
 
 
+def _to_bhsd(x, layout, name):
+    """``x`` in attnrank's (..., N, d) layout: FlashAttention's (B, N, H, d) has its sequence
+    and head axes swapped (a view; nothing is converted or rounded)."""
+    if layout == "bhsd":
+        return x
+    if layout != "bshd":
+        raise ValueError(f"layout: '{layout}' is not 'bhsd' (PyTorch's SDPA) or 'bshd' (FlashAttention's)")
+    ndim = x.dim() if _is_torch(x) else _numpy(name).asarray(x).ndim
+    if ndim not in (3, 4):
+        raise ValueError(f"{name}: layout 'bshd' needs (N, H, d) or (B, N, H, d), not {ndim} dimensions")
+    axes = (-3, -2)
+    return x.transpose(*axes) if _is_torch(x) else _numpy(name).swapaxes(_numpy(name).asarray(x), *axes)
+
+
 def _tensor(value, name, keep_nonfinite=False, max_size=None):
     """A float or integer array or torch tensor of 2 to 4 dimensions, read exactly."""
     array, dtype = _float_array(value, name)
@@ -331,7 +345,9 @@ def _row_tensor(value, name, shapes="(N,), (H, N) or (B, H, N)", most=3, max_siz
 @_documented(_core.check_kernel,
              'Arrays are NumPy arrays or torch tensors (bfloat16 and float8 too), read exactly; '
              '``window_size`` is a pair. FlashAttention\'s names are taken too: ``causal=True`` is '
-             '``mask="causal"``, ``softmax_scale`` is ``scale``. For tests, see ``attnrank.testing``.')
+             '``mask="causal"``, ``softmax_scale`` is ``scale``, and ``layout="bshd"`` reads q, k, v, the '
+             'outputs and the gradients as (B, N, H, d) (the result\'s places name batch, head, row and '
+             'column either way). For tests, see ``attnrank.testing``.')
 def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None, dk=None, dv=None, lse=None,
                  dsinks=None, reference_dq=None, reference_dk=None, reference_dv=None, reference_lse=None,
                  reference_dsinks=None, mask=None,
@@ -339,8 +355,17 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                  attn_bias=None, fp8_format=None, q_descale=None, k_descale=None, v_descale=None,
                  dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
                  max_seqlen_k=None, empty_rows="refuse", scale=None, fallback="auto", bits=None, max_error=None,
-                 rtol=None, max_ratio=None, ratio_atol=None, max_size=None, causal=False, softmax_scale=None):
+                 rtol=None, max_ratio=None, ratio_atol=None, max_size=None, causal=False, softmax_scale=None,
+                 layout="bhsd"):
     size = _max_size(max_size)
+    if layout != "bhsd":  # FlashAttention's (B, N, H, d): the sequence and head axes swapped, as views
+        if cu_seqlens_q is not None or cu_seqlens_k is not None:
+            raise ValueError(f"layout '{layout}' with cu_seqlens: packed sequences are (total, H, d), taken as they are")
+        q, k, v, candidate, reference, dout, dq, dk, dv, reference_dq, reference_dk, reference_dv = (
+            None if x is None else _to_bhsd(x, layout, name) for x, name in (
+                (q, "q"), (k, "k"), (v, "v"), (candidate, "candidate"), (reference, "reference"), (dout, "dout"),
+                (dq, "dq"), (dk, "dk"), (dv, "dv"), (reference_dq, "reference_dq"), (reference_dk, "reference_dk"),
+                (reference_dv, "reference_dv")))
     if causal:  # FlashAttention's name for the causal mask
         if mask is not None and not (isinstance(mask, str) and mask == "causal"):
             raise ValueError(f"causal=True and mask={mask!r}: give one of them (causal=True is mask='causal')")

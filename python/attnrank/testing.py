@@ -15,7 +15,7 @@ docs/kernels.md ("In a test suite").
 
 import numpy as _np
 
-from . import _from_torch, _is_torch, check_kernel as _check_kernel
+from . import _from_torch, _is_torch, _to_bhsd, check_kernel as _check_kernel
 
 __all__ = ["assert_attention_close", "assert_attention_grads_close", "assert_attention_kernel", "default_tolerance"]
 
@@ -44,20 +44,6 @@ def default_tolerance(dtype):
     return _DEFAULT_TOLERANCE[name]
 
 
-def _to_bhsd(x, layout, name):
-    """``x`` in attnrank's (..., N, d) layout: FlashAttention's (B, N, H, d) has its sequence
-    and head axes swapped (a view; nothing is converted or rounded)."""
-    if layout == "bhsd":
-        return x
-    if layout != "bshd":
-        raise ValueError(f"layout: '{layout}' is not 'bhsd' (PyTorch's SDPA) or 'bshd' (FlashAttention's)")
-    ndim = x.dim() if _is_torch(x) else _np.asarray(x).ndim
-    if ndim not in (3, 4):
-        raise ValueError(f"{name}: layout 'bshd' needs (N, H, d) or (B, N, H, d), not {ndim} dimensions")
-    axes = (-3, -2)
-    return x.transpose(*axes) if _is_torch(x) else _np.swapaxes(_np.asarray(x), *axes)
-
-
 def _entry(x, where):
     """out's value at the worst entry (attnrank's layout) in out's own dtype: the shortest
     decimal that reads back to that value (float64 to 17 digits, never through float32)."""
@@ -72,14 +58,18 @@ def _entry(x, where):
     return str(_np.asarray(x)[index])
 
 
-def _place(where):
+def _place(where, layout="bhsd"):
+    """The worst entry's place in the layout the caller passed: (B, H, N, d) or FlashAttention's
+    (B, N, H, d), whose indices come in that order."""
     if "row" not in where:
         return f"head {where['head']} (0-based)"
     if "token" in where:
         return (f"token {where['token']} (sequence {where['sequence']}, row {where['row']}), head {where['head']}, "
                 f"column {where['column']} (0-based, packed (total, H, d) layout)")
-    parts = [f"{key} {where[key]}" for key in ("batch", "head", "row", "column") if key in where]
-    return ", ".join(parts) + " (0-based, (B, H, N, d) layout)"
+    order, shape = (("batch", "row", "head", "column"), "(B, N, H, d)") if layout == "bshd" else \
+        (("batch", "head", "row", "column"), "(B, H, N, d)")
+    parts = [f"{key} {where[key]}" for key in order if key in where]
+    return ", ".join(parts) + f" (0-based, {shape} layout)"
 
 
 def _packed(layout, cu_seqlens_q, cu_seqlens_k):
@@ -112,21 +102,21 @@ def _ratio_rule(max_ratio, ratio_atol):
     return f"max_ratio {max_ratio:g}" + (f" x error(reference) + ratio_atol {ratio_atol:g}" if ratio_atol else "")
 
 
-def _tensor_lines(part, name, array, max_error, rtol, max_ratio, ratio_atol, has_reference):
+def _tensor_lines(part, name, array, max_error, rtol, max_ratio, ratio_atol, has_reference, layout="bhsd"):
     """The certified bands, worst entry and verdicts of one checked tensor, as message lines."""
     c = part["candidate"]
     lines = []
     if c["nonfinite"]:
-        lines.append(f"  {c['nonfinite']} entries of {name} are NaN or infinite; the first at {_place(c['worst'])}")
+        lines.append(f"  {c['nonfinite']} entries of {name} are NaN or infinite; the first at {_place(c['worst'], layout)}")
     if c.get("infinity_missed"):
         lines.append(f"  {c['infinity_missed']} entries of {name} are finite where the exact value is +inf "
-                     f"(FlashAttention's lse of a row without a key); the first at {_place(c['worst'])}")
+                     f"(FlashAttention's lse of a row without a key); the first at {_place(c['worst'], layout)}")
     lines.append(f"  max |{name} - exact|               in [{c['max_abs_error_lower']}, {c['max_abs_error_upper']}]"
                  " (certified)")
     lines.append(f"  max |{name} - exact| / max |exact| in [{c['max_rel_error_lower']}, {c['max_rel_error_upper']}]")
     lines.append(f"  mean |{name} - exact|              in [{c['mean_abs_error_lower']}, {c['mean_abs_error_upper']}]")
     if not c["nonfinite"] and not c.get("infinity_missed"):
-        lines.append(f"  largest proven error at {_place(c['worst'])}: {name} = {_entry(array, c['worst'])}")
+        lines.append(f"  largest proven error at {_place(c['worst'], layout)}: {name} = {_entry(array, c['worst'])}")
     if max_error is not None:
         rule = f"max_error {max_error:g}" + (f" + rtol {rtol:g} x max |exact|" if rtol else "")
         lines.append(_verdict_line("tolerance", part["max_error_verdict"], rule))
@@ -135,7 +125,7 @@ def _tensor_lines(part, name, array, max_error, rtol, max_ratio, ratio_atol, has
         if r["nonfinite"] or r.get("infinity_missed"):
             what = (f"{r['nonfinite']} entries are NaN or infinite" if r["nonfinite"] else
                     f"{r['infinity_missed']} entries are finite where the exact value is +inf")
-            lines.append(f"  reference: {what}; the first at {_place(r['worst'])}")
+            lines.append(f"  reference: {what}; the first at {_place(r['worst'], layout)}")
             lines.append("  its error is infinite, so error(candidate) / error(reference) is not defined (band [0, inf])")
             if max_ratio is not None:
                 lines.append(f"  ratio {_ratio_rule(max_ratio, ratio_atol)}: NOT JUDGED (the reference is not finite; "
@@ -216,7 +206,8 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
     if _passed(check):
         return check
     lines = ["attention output not proven close to the exact softmax(scale q k^T) v:"]
-    lines += _tensor_lines(check, "out", arrays[3], max_error, rtol, max_ratio, ratio_atol, reference is not None)
+    lines += _tensor_lines(check, "out", arrays[3], max_error, rtol, max_ratio, ratio_atol, reference is not None,
+                           "bhsd" if packed else layout)
     lines += _method_line(check, "output")
     raise AssertionError("\n".join(lines))
 
@@ -298,7 +289,8 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
     for key in failing:
         check, tol_error, tol_rtol = checks[key]
         lines.append(f" {key}:")
-        lines += _tensor_lines(check[key], key, arrays[key], tol_error, tol_rtol, max_ratio, ratio_atol, key in refs)
+        lines += _tensor_lines(check[key], key, arrays[key], tol_error, tol_rtol, max_ratio, ratio_atol, key in refs,
+                               "bhsd" if packed else layout)
     lines += _method_line(checks[failing[0]][0]["backward"], "gradients")
     raise AssertionError("\n".join(lines))
 
@@ -307,8 +299,9 @@ def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None,
                             grad_max_error=None, grad_rtol=None, reference=None, max_ratio=None, ratio_atol=0,
                             fallback="auto", bits=None, window_size=None, alignment="bottom-right", softcap=0.0,
                             alibi_slopes=None, sinks=None, attn_bias=None, dropout_mask=None, dropout_p=0.0,
-                            empty_rows="refuse"):
-    """Runs the kernel ``fn(q, k, v) -> out`` (torch tensors, (..., N, d) layout) forward and
+                            empty_rows="refuse", layout="bhsd"):
+    """Runs the kernel ``fn(q, k, v) -> out`` (torch tensors, (..., N, d) layout, or FlashAttention's
+    (B, N, H, d) with ``layout="bshd"``, the output in the same layout) forward and
     backward with autograd on an upstream gradient drawn from ``torch.randn`` with ``seed`` in
     ``out``'s dtype, and asserts both with proof: ``assert_attention_close`` on ``out`` (with
     ``max_error`` / ``rtol``) and ``assert_attention_grads_close`` on q.grad, k.grad, v.grad
@@ -335,7 +328,8 @@ def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None,
             raise ValueError("the reference's output dtype differs from the kernel's: the seeded dout would differ")
     common = dict(causal=causal, mask=mask, scale=scale, fallback=fallback, bits=bits, window_size=window_size,
                   alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
-                  attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p, empty_rows=empty_rows)
+                  attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p, empty_rows=empty_rows,
+                  layout=layout)
     try:
         forward = assert_attention_close(out, q, k, v, max_error=max_error, rtol=rtol, reference=ref_out,
                                          max_ratio=max_ratio, ratio_atol=ratio_atol, **common)

@@ -95,7 +95,7 @@ def test_the_command_line_shows_the_same_defaults():
 
 # Parameters a Python function has that the library's question does not: Python's own.
 PYTHON_ONLY = {"scan": {"client", "heads_per_task"}, "width": {"search"},
-               "check_kernel": {"causal", "softmax_scale"}}  # FlashAttention's names for mask="causal" and scale
+               "check_kernel": {"causal", "softmax_scale", "layout"}}  # FlashAttention's names and layout
 # The readers' limit, not a question's option: the command line's --max-size comes before the command.
 READER_OPTIONS = {"max_size"}
 # The command whose --help shows a question (check_certificate is reach --check).

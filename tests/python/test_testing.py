@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import attnrank
-from attnrank.testing import assert_attention_close, default_tolerance
+from attnrank.testing import assert_attention_close, assert_attention_kernel, default_tolerance
 
 SEED = int(os.environ.get("ATTNRANK_PY_SEED", "20261202"))
 
@@ -112,6 +112,41 @@ def test_flashattention_layout_and_scale():
     assert a["candidate"] == b["candidate"]
     with pytest.raises(AssertionError):
         assert_attention_close(out, q, k, v, scale=0.5)  # the output is for 1/sqrt(8)
+
+
+def test_the_user_layout_in_check_kernel_and_in_the_messages():
+    """layout="bshd" in check_kernel reads FlashAttention's (B, N, H, d) as the transposed
+    (B, H, N, d) question (the same bounds), and a failure names the worst entry in the layout
+    the caller passed: batch, row, head, column for bshd."""
+    q, k, v = inputs((2, 3, 20, 8))
+    out = attention(q, k, v)
+    out[1, 2, 7, 5] += 1e-2  # batch 1, head 2, row 7, column 5
+    fa = [np.ascontiguousarray(np.swapaxes(x, 1, 2)) for x in (q, k, v, out)]  # (B, N, H, d)
+    ours = attnrank.check_kernel(q, k, v, out)
+    theirs = attnrank.check_kernel(*fa, layout="bshd")
+    assert ours["candidate"] == theirs["candidate"]
+    assert ours["candidate"]["worst"]["row"] == 7 and ours["candidate"]["worst"]["head"] == 2
+    with pytest.raises(AssertionError) as failure:
+        assert_attention_close(fa[3], *fa[:3], layout="bshd", max_error=1e-4)
+    assert "batch 1, row 7, head 2, column 5 (0-based, (B, N, H, d) layout)" in str(failure.value)
+    with pytest.raises(AssertionError) as failure:
+        assert_attention_close(out, q, k, v, max_error=1e-4)
+    assert "batch 1, head 2, row 7, column 5 (0-based, (B, H, N, d) layout)" in str(failure.value)
+    with pytest.raises(ValueError, match="layout: 'sbhd' is not"):
+        attnrank.check_kernel(*fa, layout="sbhd")
+
+
+def test_assert_attention_kernel_in_flashattentions_layout():
+    torch = pytest.importorskip("torch")
+
+    def kernel(q, k, v):  # (B, N, H, d) in, (B, N, H, d) out
+        qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+        p = torch.softmax(qt @ kt.transpose(-1, -2) / q.shape[-1] ** 0.5, dim=-1)
+        return (p @ vt).transpose(1, 2)
+
+    q, k, v = (torch.from_numpy(x.astype(np.float64)) for x in inputs((1, 16, 2, 8)))
+    checks = assert_attention_kernel(kernel, q, k, v, layout="bshd", max_error=1e-12, grad_max_error=1e-12)
+    assert set(checks) >= {"out", "dq", "dk", "dv"}
 
 
 def test_an_enclosure_too_wide_for_the_tolerance_is_not_a_pass():
