@@ -248,7 +248,7 @@ def gpt2_adapter(model, x):
         w = proj.weight.detach().cpu().double().numpy()
         b = None if getattr(proj, "bias", None) is None else proj.bias.detach().cpu().double().numpy()
         e = h.shape[-1]
-        qkv = h @ (w if w.shape[0] == e and w.shape[1] == 3 * e and type(proj).__name__ != "Linear" else w.T)
+        qkv = h @ (w if w.shape == (e, 3 * e) else w.T)  # Conv1D's (in, out), or nn.Linear's (out, in)
         if b is not None:
             qkv = qkv + b
         if qkv.shape[-1] != 3 * e:

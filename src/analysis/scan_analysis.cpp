@@ -56,16 +56,18 @@ std::string zero_entry_note(bool zeros_causal, double smallest_weight) {
   if (zeros_causal) return causal_zeros_note;
   const std::string zeros = "exact zeros where a key is allowed: no finite scores give a weight of 0. ";
   // Exactly a subnormal of the format, not merely as small: a signature, not a guess.
-  const bool float32_subnormal = smallest_weight < 0x1p-126 && static_cast<double>(static_cast<float>(smallest_weight)) == smallest_weight;
-  const bool float16_subnormal = smallest_weight < 0x1p-14 && std::ldexp(smallest_weight, 24) == std::floor(std::ldexp(smallest_weight, 24));
+  const bool float32_subnormal =
+      smallest_weight < 0x1p-126 && static_cast<double>(static_cast<float>(smallest_weight)) == smallest_weight;
+  const bool float16_subnormal =
+      smallest_weight < 0x1p-14 && std::ldexp(smallest_weight, 24) == std::floor(std::ldexp(smallest_weight, 24));
   if (float32_subnormal)
-    return zeros + "The smallest positive weight is a float32 subnormal: the signature of a softmax computed in float32, which gives 0 below "
-           "1.4e-45. Recompute the pattern in float64 (from Python, attnrank.attention_patterns does), or mask "
-           "those positions";
+    return zeros + "The smallest positive weight is a float32 subnormal: the signature of a softmax computed in "
+                   "float32, which gives 0 below 1.4e-45. Recompute the pattern in float64 (from Python, "
+                   "attnrank.attention_patterns does), or mask those positions";
   if (float16_subnormal)
-    return zeros + "The smallest positive weight is a float16 subnormal: the signature of a pattern computed or saved in float16, which gives 0 "
-           "below 6.0e-08. Compute and save the pattern in float64 (float32 gives 0 below 1.4e-45), or mask "
-           "those positions";
+    return zeros + "The smallest positive weight is a float16 subnormal: the signature of a pattern computed or "
+                   "saved in float16, which gives 0 below 6.0e-08. Compute and save the pattern in float64 "
+                   "(float32 gives 0 below 1.4e-45), or mask those positions";
   return zeros + "A softmax gives 0 where its exponentials underflow: below 6.0e-08 in float16, 9.2e-41 in "
                  "bfloat16, 1.4e-45 in float32. Compute and save the pattern in float64 (from Python, "
                  "attnrank.attention_patterns does), or mask those positions";

@@ -3,8 +3,6 @@
 // (detail::plain_decimal_ball, for parse_plain_decimal_balls).
 #include <attnrank/io/parse.hpp>
 
-#include <attnrank/io/binary_array.hpp>
-
 #include <attnrank/io/detail/text_cells.hpp>
 #include <attnrank/numbers/detail/power_of_ten.hpp>
 

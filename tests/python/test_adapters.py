@@ -182,7 +182,7 @@ def test_log_probabilities_and_masked_logits_get_the_logits_hint(tmp_path):
     p /= p.sum(-1, keepdims=True)
     with np.errstate(divide="ignore"):
         logp = np.log(p)
-    with pytest.raises(ValueError, match=r"is -inf: not a finite number \(-inf is a masked score or the log of a zero"):
+    with pytest.raises(ValueError, match=r"is -inf: not a finite number \(if this is an attention pattern: -inf is a masked score or the log of a zero"):
         attnrank.scan(logp[None])
     if CLI:
         path = str(tmp_path / "logp.npy")

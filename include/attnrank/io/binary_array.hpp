@@ -57,12 +57,6 @@ void require_matrix_size(long rows, long columns, const std::string& source, con
 /// floats refuses one.
 [[noreturn]] void refuse_nonfinite_element(const std::string& source, long i, long j, double d);
 
-/// What a refusal of -inf adds: it is how a masked score or a log-probability is
-/// written, so an attention pattern given as logits is the likely mistake.
-inline constexpr const char* minus_infinity_hint =
-    " (-inf is a masked score or the log of a zero weight: attnrank reads attention weights, the softmax's "
-    "outputs; pass the softmax of the scores, or the exponential of log-probabilities, with the mask as mask)";
-
 /// What a reader of doubles does with NaN and infinite elements: refuse them
 /// (inputs to a computation), or keep them (a kernel's output under test,
 /// where a NaN is a finding, not bad input).

@@ -57,6 +57,15 @@ inline ParseLimits size_limits(std::size_t max_size, ParseLimits base = {}) {
   return base;
 }
 
+/// What every reader adds when it refuses -inf: it is how a masked score or the log of
+/// a zero weight is written, so where the input is meant as an attention pattern,
+/// logits or log-probabilities are the likely mistake (said as a condition: the same
+/// readers read any matrix).
+inline constexpr const char* minus_infinity_hint =
+    " (if this is an attention pattern: -inf is a masked score or the log of a zero weight; attnrank reads "
+    "the softmax's outputs, so pass the softmax of the scores, or the exponential of log-probabilities, and the "
+    "mask on its own)";
+
 /// What a reader noticed and the user should know, one sentence each ("x.tsv:
 /// tab-separated"); the CLI prints them on stderr.
 using InputNotes = std::vector<std::string>;
