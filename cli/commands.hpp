@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,7 +35,7 @@ CLI::App* add_question_command(CLI::App& app, const std::string& command, std::s
 struct RefineFlags {
   bool refine = false;
   bool no_search = false;
-  double time_limit = default_time_limit;
+  std::optional<double> time_limit;  ///< absent: the default's fixed work
 };
 void add_refine_options(CLI::App* cmd, RefineFlags& flags, std::string_view question);
 /// The options the flags ask for (--refine: always, --no-search: never, else automatic), with

@@ -232,7 +232,8 @@ PYBIND11_MODULE(_attnrank, m) {
       },
       doc_of("layer"), py::arg("x"), py::arg("wq"), py::arg("wk"), py::arg("wv"), py::arg("wo"), py::arg("heads"), py::arg("tier"),
       py::arg("digits"), py::arg("significant"), py::arg("bits"), py::arg("masks"));
-  m.attr("default_time_limit") = default_time_limit;
+  m.attr("default_search_flops") = default_search_flops;
+  m.attr("full_search_flops") = full_search_flops;
   m.attr("rows_not_normalised_note") = rows_not_normalised_note;
   m.attr("default_layer_bits") = default_layer_bits;
   m.attr("default_fallback_bits") = default_fallback_bits;

@@ -38,7 +38,7 @@ def peak_memory(stop, peak):
 
 def main():
     path, cli_rows, d_k, epsilon, mask = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
-    time_limit = float(sys.argv[6]) if len(sys.argv) > 6 else attnrank._attnrank.default_time_limit
+    time_limit = float(sys.argv[6]) if len(sys.argv) > 6 else None  # None: the default's fixed work
     stack = np.load(path, mmap_mode="r")
     peak, stop = [0, 0], threading.Event()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \

@@ -187,22 +187,25 @@ def _documented(binding, extra=None):
     return apply
 
 
-def _noted(document):
+def _noted(document, stacklevel=4):
     """``document``, after an InputWarning for each note the command line would print with it."""
     if document.get("rows_sum_to_one") is False:
-        _note(_core.rows_not_normalised_note, stacklevel=4)
+        _note(_core.rows_not_normalised_note, stacklevel=stacklevel)
+    for note in document.get("notes", ()):
+        _note(note, stacklevel=stacklevel)
     return document
 
 
 def _seconds(value):
-    """A time limit as a float (the library decides what it means: 0 or None is no limit)."""
+    """A time limit as a float (the library decides what it means: None is the default fixed work, 0 the full
+    search without a limit, a positive number the full search within that many seconds)."""
     return None if value is None else float(value)
 
 
 @_documented(_core.reach,
              'Returns the document of ``attnrank reach --json`` as a dict (witness_Q and witness_K as NumPy '
              'arrays).')
-def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floor=False, refine=None, time_limit=_core.default_time_limit,
+def reach(A, d_k, *, epsilon=None, mask=None, x=None, bits=53, seed=1, full_floor=False, refine=None, time_limit=None,
           max_size=None):
     a = exact_matrix(A, "A", max_size=max_size)
     return _noted(_core.reach(a, _integer("d_k", d_k, _INDEX), None if epsilon is None else float(epsilon),
@@ -223,7 +226,7 @@ def check_certificate(A, certificate, *, mask=None, x=None, max_size=None):
 @_documented(_core.width,
              'Returns the document of ``attnrank width --json`` as a dict. ``search`` is the old name of '
              '``refine`` (deprecated).')
-def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=None, time_limit=_core.default_time_limit, search=None,
+def width(A, epsilon, *, max_dk=None, mask=None, seed=1, refine=None, time_limit=None, search=None,
           max_size=None):
     if search is not None:
         import warnings
@@ -521,7 +524,7 @@ def _jobs(jobs):
              ' a few tasks ahead of the results, so a memory-mapped stack is never copied whole; each task'
              ' checks its own heads, so a bad head stops the scan when its task runs.')
 def scan(tensor, *, d_k=None, epsilon=None, mask=None, jobs=None, client=None, max_dk=None, seed=1, refine=None,
-         time_limit=_core.default_time_limit, heads_per_task=1):
+         time_limit=None, heads_per_task=1):
     heads, index, shape = _head_stack(tensor)
     if _core.stack_note(shape):
         _note(_core.stack_note(shape))

@@ -19,8 +19,10 @@ RefineOptions refine_options(std::optional<bool> refine, std::optional<double> s
     throw input_error("time limit " + shortest_decimal(*seconds) + " is not a number of seconds >= 0 (0: no limit)");
   RefineOptions o;
   o.policy = !refine ? RefinePolicy::automatic : *refine ? RefinePolicy::always : RefinePolicy::never;
-  if (seconds && *seconds > 0 && std::isfinite(*seconds)) o.time_limit = *seconds;
-  else o.time_limit.reset();
+  if (seconds) {
+    o.search_flops = full_search_flops;
+    if (*seconds > 0 && std::isfinite(*seconds)) o.time_limit = *seconds;
+  }
   return o;
 }
 
@@ -62,6 +64,7 @@ ApproxBounds refined_bounds(const ApproxOptions& base, const RefineOptions& opti
   ApproxBounds cheap = compute(cheap_options);
   report = Refinement{};
   report.time_limit = options.time_limit;
+  report.search_flops = options.search_flops;
   switch (options.policy) {
     case RefinePolicy::never: report.reason = "not run: not asked"; return cheap;
     case RefinePolicy::always: report.reason = "asked (refine)"; break;
@@ -76,10 +79,13 @@ ApproxBounds refined_bounds(const ApproxOptions& base, const RefineOptions& opti
   SearchMonitor monitor(options.time_limit, options.on_progress);
   ApproxOptions refine_options = base;
   refine_options.optimise = true;
+  refine_options.search_flops = options.search_flops;
   refine_options.monitor = &monitor;
   ApproxBounds refined = intersect_bands(cheap, compute(refine_options));
   report.ran = true;
+  report.search_flops = options.search_flops;
   report.time_limit_reached = monitor.deadline_reached();
+  report.still_improving = monitor.spent_improving() && options.search_flops < full_search_flops;
   report.evaluations = monitor.evaluations();
   report.improved_upper = refined.error_upper < cheap.error_upper;
   return refined;
@@ -89,15 +95,34 @@ nlohmann::json to_json(const Refinement& r) {
   return {{"ran", r.ran},
           {"reason", r.reason},
           {"time_limit", r.time_limit ? nlohmann::json(*r.time_limit) : nlohmann::json(nullptr)},
+          {"search_flops", r.search_flops},
           {"time_limit_reached", r.time_limit_reached},
+          {"still_improving", r.still_improving},
           {"improved", r.improved_upper}};
 }
 
 std::string time_limit_words(const Refinement& r) {
-  if (!r.time_limit) return "no time limit";
   std::ostringstream o;
-  o << "time limit " << *r.time_limit << " s";
+  if (r.search_flops < full_search_flops) o << "fixed work, " << r.search_flops << " flops per search";
+  else if (!r.time_limit) o << "full search, no time limit";
+  else o << "full search, time limit " << *r.time_limit << " s";
   return o.str();
+}
+
+std::string refinement_hint(const Refinement& r, const std::string& what) {
+  if (r.time_limit_reached)
+    return r.ran ? "the optimiser stopped at the time limit: a larger time limit (or 0, none) may lower " + what
+                 : "the time limit passed before the optimiser could start: a larger time limit (or 0, none) lets "
+                   "it lower " + what;
+  if (r.ran && r.still_improving) {
+    std::string hint("the optimiser was still improving when its fixed work ran out: a time limit of 0 (the full "
+                     "search, up to ");  // in steps: GCC 12's -Werror false positive on "..." + std::string&&
+    hint += shortest_decimal(full_search_flops / r.search_flops);
+    hint += " times the work) may lower ";
+    hint += what;
+    return hint;
+  }
+  return "";
 }
 
 std::string refinement_line(const Refinement& r) {
@@ -107,8 +132,8 @@ std::string refinement_line(const Refinement& r) {
   } else {
     s << "  band: refined (optimiser " << r.reason << ", " << time_limit_words(r) << "; "
       << (r.improved_upper ? "it lowered error_upper" : "it did not improve on the start") << ")";
-    if (r.time_limit_reached)
-      s << "\n  the optimiser stopped at the time limit: a larger time limit (or none) may sharpen error_upper";
+    const std::string hint = refinement_hint(r, "error_upper");
+    if (!hint.empty()) s << "\n  " << hint;
     s << "\n";
   }
   return s.str();

@@ -114,6 +114,7 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
   if (q.dk) h.verdict = r.verdict();
   h.refined = r.refinement.ran;
   h.time_limit_reached = r.refinement.time_limit_reached;
+  h.still_improving = r.refinement.still_improving;
   std::optional<ApproxBounds> band = r.approx;
   if (band && h.verdict == Verdict::reachable) band->error_lower = band->error_upper = 0;  // E* = 0, exactly
   if (q.epsilon) {
@@ -143,6 +144,7 @@ HeadScan scan_head(const HeadStack& stack, std::size_t t, const ScanQuestion& q)
     h.max_dk = width.max_dk;
     h.refined = h.refined || w.refinement.ran;
     h.time_limit_reached = h.time_limit_reached || w.refinement.time_limit_reached;
+    h.still_improving = h.still_improving || w.refinement.still_improving;
   }
   if (band) {
     h.error_lower = band->error_lower;
@@ -286,6 +288,7 @@ nlohmann::json to_json(const HeadScan& h) {
   }
   j["refined"] = h.refined;
   j["time_limit_reached"] = h.time_limit_reached;
+  j["still_improving"] = h.still_improving;
   j["seconds"] = h.seconds;
   return j;
 }
@@ -304,7 +307,8 @@ nlohmann::json scan_document(const HeadStack& stack, const ScanQuestion& q, cons
                                                    : q.refine.policy == RefinePolicy::never ? "never"
                                                                                             : "automatic"},
                                         {"time_limit_per_head",
-                                         q.refine.time_limit ? json(*q.refine.time_limit) : json(nullptr)}}},
+                                         q.refine.time_limit ? json(*q.refine.time_limit) : json(nullptr)},
+                                        {"search_flops", q.refine.search_flops}}},
                         {"heads", list}},
                        "scan");
 }
@@ -347,8 +351,13 @@ std::string scan_text(const HeadStack& stack, const ScanQuestion& q, const std::
       else s << ">= " << *h.width_lower << " (none within epsilon up to " << h.max_dk << ")";
     }
     if (h.time_limit_reached) s << "  (time limit reached)";
+    else if (h.still_improving) s << "  (search still improving)";
     s << "\n";
   }
+  if (std::any_of(heads.begin(), heads.end(), [](const HeadScan& h) { return h.still_improving; }))
+    s << "search still improving: the optimiser's fixed work ran out while it still lowered its error; "
+         "a time limit of 0 (the full search, up to "
+      << shortest_decimal(full_search_flops / q.refine.search_flops) << " times the work) may sharpen those rows\n";
   if (q.epsilon)
     s << "minimal width: '= w' proven both ways; '<= w' a certified witness within epsilon at w, no narrower "
          "width proven to miss; 'a..b' every width below a proven to miss, a witness at b\n";

@@ -35,6 +35,7 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
   base.memo = q.memo ? q.memo : &own_memo.emplace(A, q.mask);
   ApproxOptions refine = base;
   refine.optimise = true;
+  refine.search_flops = q.refine.search_flops;
   refine.monitor = &monitor;
   ApproxOptions o = cheap_search(base);
   if (q.refine.policy != RefinePolicy::never) o.then_search = &refine;
@@ -52,6 +53,8 @@ WidthAnalysis analyze_width(const Matrix<Rational>& A, const WidthQuestion& q) {
   }
   Refinement& r = out.refinement;
   r.time_limit = q.refine.time_limit;
+  r.search_flops = q.refine.search_flops;
+  r.still_improving = monitor.spent_improving() && q.refine.search_flops < full_search_flops;
   r.evaluations = monitor.evaluations();
   r.ran = r.evaluations > 0;
   r.time_limit_reached = monitor.deadline_reached();
@@ -126,10 +129,8 @@ std::string to_text(const WidthAnalysis& a) {
     t << "  seed " << a.seed << " (optimiser restarts, " << r.reason << ", "
       << time_limit_words(r)
       << "; the bounds are certified whatever the seed)\n";
-  if (r.time_limit_reached)
-    t << (r.ran ? "  the optimiser stopped at the time limit: a larger time limit (or none) may lower width_upper\n"
-                : "  the time limit passed before the optimiser could start: a larger time limit (or none) lets it "
-                  "lower width_upper\n");
+  const std::string hint = refinement_hint(r, "width_upper");
+  if (!hint.empty()) t << "  " << hint << "\n";
   return t.str();
 }
 

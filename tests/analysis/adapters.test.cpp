@@ -25,12 +25,18 @@ TEST_CASE("attnrank::refine_options", "[unit]") {
     CHECK(refine_options(true, 2.0).policy == RefinePolicy::always);
     CHECK(refine_options(false, 2.0).policy == RefinePolicy::never);
   }
-  SECTION("seconds: positive is the limit; 0, infinity and nullopt are no limit") {
-    CHECK(refine_options(std::nullopt, 0.5).time_limit == 0.5);
-    CHECK_FALSE(refine_options(std::nullopt, 0.0).time_limit);
-    CHECK_FALSE(refine_options(std::nullopt, std::numeric_limits<double>::infinity()).time_limit);
+  SECTION("seconds: nullopt is the default's fixed work, no clock; given, the full search within them") {
     CHECK_FALSE(refine_options(std::nullopt, std::nullopt).time_limit);
-    CHECK(RefineOptions{}.time_limit == default_time_limit);
+    CHECK(refine_options(std::nullopt, std::nullopt).search_flops == default_search_flops);
+    CHECK_FALSE(RefineOptions{}.time_limit);
+    CHECK(RefineOptions{}.search_flops == default_search_flops);
+    CHECK(default_search_flops < full_search_flops);
+    CHECK(refine_options(std::nullopt, 0.5).time_limit == 0.5);
+    CHECK(refine_options(std::nullopt, 0.5).search_flops == full_search_flops);
+    for (double none : {0.0, std::numeric_limits<double>::infinity()}) {
+      CHECK_FALSE(refine_options(std::nullopt, none).time_limit);
+      CHECK(refine_options(std::nullopt, none).search_flops == full_search_flops);
+    }
   }
   SECTION("negative or NaN seconds are refused in the question's words") {
     for (double bad : {-1.0, -0.0001, std::nan("")}) {

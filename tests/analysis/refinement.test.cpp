@@ -8,10 +8,13 @@
 #include <attnrank/analysis.hpp>
 #include <attnrank/reach/detail/witness_search.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <random>
 #include <thread>
+#include <utility>
+#include <vector>
 
 using namespace attnrank;
 using attnrank::test::gen_low_rank_exponents;
@@ -179,6 +182,91 @@ TEST_CASE("attnrank::analyze_width time limit", "[unit]") {
   const std::string text = to_text(w);
   CHECK(text.find("the time limit passed before the optimiser could start") != std::string::npos);
   CHECK(text.find("stopped at the time limit") == std::string::npos);  // it never ran, so it never stopped
+}
+
+namespace {
+/// `j` without its timings (keys named "seconds"), at any depth.
+nlohmann::json without_timings(nlohmann::json j) {
+  if (j.is_object()) {
+    j.erase("seconds");
+    for (auto& [key, value] : j.items()) value = without_timings(value);
+  } else if (j.is_array()) {
+    for (auto& value : j) value = without_timings(value);
+  }
+  return j;
+}
+}  // namespace
+
+TEST_CASE("attnrank default answers depend on no clock", "[unit]") {
+  // Random scores, where the optimiser runs by default (reach: epsilon inside the
+  // cheap band; width: the bracket open within reach), once idle and once with
+  // both cores busy: the same documents, and no time limit in them.
+#ifdef ATTNRANK_SANITIZED
+  const Eigen::Index n = 12;
+#else
+  const Eigen::Index n = 24;
+#endif
+  const Matrix<Rational> A = random_power_target(n, 7);
+  ReachQuestion rq;
+  rq.dk = 2;
+  rq.refine.policy = RefinePolicy::never;
+  const ReachAnalysis cheap = analyze_reach(A, rq);
+  REQUIRE(cheap.approx->error_upper > 1.01 * cheap.approx->error_lower);
+  rq.refine = RefineOptions{};
+  rq.epsilon = 0.5 * (cheap.approx->error_lower + cheap.approx->error_upper);
+  WidthQuestion wq;
+  wq.epsilon = *rq.epsilon;
+  wq.max_dk = 3;
+  const auto answer = [&] {
+    const ReachAnalysis r = analyze_reach(A, rq);
+    const WidthAnalysis w = analyze_width(A, wq);
+    CHECK(r.refinement.ran);
+    CHECK_FALSE(r.refinement.time_limit);
+    CHECK_FALSE(w.refinement.time_limit);
+    CHECK(r.refinement.search_flops == default_search_flops);
+    return std::pair{without_timings(to_json(r)), without_timings(to_json(w))};
+  };
+  const auto idle = answer();
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> load;
+  for (int k = 0; k < 2; ++k)
+    load.emplace_back([&] {
+      volatile double x = 1;
+      while (!stop.load(std::memory_order_relaxed)) x = x * 1.0000001 + 1e-9;
+    });
+  const auto loaded = answer();
+  stop = true;
+  for (std::thread& t : load) t.join();
+  CHECK(idle.first == loaded.first);
+  CHECK(idle.second == loaded.second);
+  CHECK(idle.first["refinement"]["time_limit"].is_null());
+  CHECK(idle.first["refinement"]["time_limit_reached"] == false);
+}
+
+TEST_CASE("attnrank refinement hints say only what more work is likely to change", "[unit]") {
+  // n = 32 random scores at d_k = 2, far from any narrow head: on a tiny budget
+  // (3e6 flops, 244 evaluations) the search is still improving when it ends (its
+  // max error 0.285 -> 0.168 over the last tenth), and the full search has more:
+  // the hint names it. The full search itself, which nothing extends but the
+  // clock, never carries the hint.
+  const Matrix<Rational> A = random_power_target(32, 5);
+  ReachQuestion q;
+  q.dk = 2;
+  q.refine.policy = RefinePolicy::always;
+  q.refine.search_flops = 3e6;
+  const ReachAnalysis small = analyze_reach(A, q);
+  CHECK(small.refinement.still_improving);
+  CHECK(to_text(small).find("still improving when its fixed work ran out: a time limit of 0") != std::string::npos);
+  CHECK(to_json(small)["refinement"]["still_improving"] == true);
+  q.refine = refine_options(true, 0.0);  // the full search, no limit
+  const ReachAnalysis full = analyze_reach(A, q);
+  CHECK_FALSE(full.refinement.still_improving);
+  CHECK(refinement_hint(full.refinement, "error_upper").empty());
+  CHECK(full.approx->error_upper <= small.approx->error_upper * (1 + 1e-9));  // the same path, run further
+  // With nothing run there is nothing to extend.
+  Refinement idle;
+  idle.still_improving = true;
+  CHECK(refinement_hint(idle, "error_upper").empty());
 }
 
 TEST_CASE("attnrank::RefineOptions validation", "[unit]") {

@@ -341,8 +341,9 @@ def test_the_default_band_is_cheap_and_refine_only_narrows_it():
     a = pattern(12, rng)
     cheap = attnrank.reach(a, 2)
     assert not cheap["refinement"]["ran"]
-    refined = attnrank.reach(a, 2, refine=True, time_limit=None)
+    refined = attnrank.reach(a, 2, refine=True, time_limit=0)
     assert refined["refinement"]["ran"] and refined["refinement"]["time_limit"] is None
+    assert refined["refinement"]["search_flops"] == attnrank._attnrank.full_search_flops
     assert float(refined["error_lower"]) >= float(cheap["error_lower"])
     assert float(refined["error_upper"]) <= float(cheap["error_upper"])
     # epsilon inside the cheap band: the optimiser runs by itself, refine=False keeps it off
@@ -361,15 +362,20 @@ def test_the_default_band_is_cheap_and_refine_only_narrows_it():
         assert not default["refinement"]["ran"]
     if cli is not None:
         assert cli["refinement"]["reason"] == default["refinement"]["reason"]
-    wr = attnrank.width(a, 0.05, refine=True, time_limit=None)
+    wr = attnrank.width(a, 0.05, refine=True, time_limit=0)
     assert wr["width_lower"] == w["width_lower"]
     if w["width_upper"] is not None:
         assert wr["width_upper"] <= w["width_upper"]
     for bad in (-1, float("nan")):
         with pytest.raises(ValueError, match="^time limit .* is not a number of seconds >= 0"):
             attnrank.reach(a, 2, time_limit=bad)
-    for none in (0, None, float("inf")):  # no limit, as --time-limit 0
-        assert attnrank.reach(a, 2, epsilon=middle, time_limit=none)["refinement"]["time_limit"] is None
+    for none in (0, float("inf")):  # the full search without a limit, as --time-limit 0
+        r = attnrank.reach(a, 2, epsilon=middle, time_limit=none)["refinement"]
+        assert r["time_limit"] is None and r["search_flops"] == attnrank._attnrank.full_search_flops
+    # the default: no clock, the fixed work
+    r = attnrank.reach(a, 2, epsilon=middle)["refinement"]
+    assert r["time_limit"] is None and r["search_flops"] == attnrank._attnrank.default_search_flops
+    assert attnrank.reach(a, 2, epsilon=middle, time_limit=5)["refinement"]["time_limit"] == 5
 
 
 def test_import_without_numpy_works_for_lists_and_fractions():

@@ -73,9 +73,9 @@ def test_every_public_function_has_a_stub_with_its_signature():
 
 
 def test_the_library_defaults_are_the_functions_defaults():
-    assert inspect.signature(attnrank.reach).parameters["time_limit"].default == core.default_time_limit
-    assert inspect.signature(attnrank.width).parameters["time_limit"].default == core.default_time_limit
-    assert inspect.signature(attnrank.scan).parameters["time_limit"].default == core.default_time_limit
+    # no clock by default: None is the library's fixed work, as the command line without --time-limit
+    for function in (attnrank.reach, attnrank.width, attnrank.scan):
+        assert inspect.signature(function).parameters["time_limit"].default is None
     # width's refinement default is the command line's: automatic (None), not "never"
     assert inspect.signature(attnrank.width).parameters["refine"].default is None
 
@@ -86,9 +86,9 @@ def test_the_command_line_shows_the_same_defaults():
         return subprocess.run([CLI, command, "--help"], capture_output=True, text=True, check=True).stdout
 
     for command in ("reach", "width", "scan"):
-        shown = re.search(r"--time-limit SECONDS\s+Seconds the optimiser may run in all \(default ([0-9.]+)",
+        shown = re.search(r"--time-limit SECONDS\s+Asks for the full search \(([0-9.]+) times the default's fixed work\)",
                           help_of(command))
-        assert shown and float(shown.group(1)) == core.default_time_limit, command
+        assert shown and float(shown.group(1)) == core.full_search_flops / core.default_search_flops, command
     assert f"(default {core.default_layer_bits};" in help_of("layer")
     assert f"(default {core.default_fallback_bits})" in help_of("check-kernel")
 

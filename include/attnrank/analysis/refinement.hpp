@@ -1,13 +1,14 @@
 #pragma once
 // When the optimiser sharpens error_upper, and on what budget: one policy for
-// reach, width and scan. The default answers fast: the cheap certified band
-// (error_lower from certified singular values, error_upper from the SVD or
-// completion start after a short search of fixed work, cheap_search_flops and
-// its floor of evaluations, so that it is reproducible and costs at most about
-// 2e9 flops, half a second or so) always;
-// the full L-BFGS search (restarts, floored starts, 100 times the work) only when
-// asked, or when the question needs it and the cheap band cannot settle it,
-// within a time limit.
+// reach, width and scan. The default answers fast and reproducibly: the cheap
+// certified band (error_lower from certified singular values, error_upper from
+// the SVD or completion start after a short search of fixed work,
+// cheap_search_flops and its floor of evaluations, at most about 2e9 flops)
+// always; the optimiser (L-BFGS, restarts, floored starts) only when asked, or
+// when the question needs it and the cheap band cannot settle it, on
+// default_search_flops of fixed work. No default depends on the clock: two runs,
+// idle or loaded, give the same bounds. A time limit is the opt-in for more: the
+// full search (full_search_flops), stopped at the limit if one is given.
 //
 // Guarantee: refinement never weakens a bound. The refined band is the cheap one
 // intersected with the search's (the larger proven lower bound, the smaller
@@ -30,14 +31,22 @@ enum class RefinePolicy {
   never,      ///< the cheap band only, whatever the question (--no-search, refine=False)
 };
 
-/// Seconds the optimiser may run in all by default, for every adapter.
-inline constexpr double default_time_limit = 2.0;
+/// The optimiser's work by default, in flops per search (each width's or block's;
+/// an evaluation costs about 6 n^2 d_k): a fifth of the full search. It replaced a
+/// 2 s clock whose answers changed with the machine's load; about as much work as
+/// those 2 s bought at n = 64-256 on this project's 2-core reference machine.
+inline constexpr double default_search_flops = 5e9;
+/// The full search's work, asked for with a time limit (0: no limit): what
+/// ApproxOptions runs unless told less.
+inline constexpr double full_search_flops = ApproxOptions{}.search_flops;
 
 struct RefineOptions {
   RefinePolicy policy = RefinePolicy::automatic;
   /// Wall-clock seconds for all of an analysis' searches together (nullopt: none,
   /// the evaluation budget alone, and the result is reproducible from the seed).
-  std::optional<double> time_limit = default_time_limit;
+  std::optional<double> time_limit;
+  /// The optimiser's work per search (ApproxOptions::search_flops).
+  double search_flops = default_search_flops;
   /// Progress while the search runs (the CLI prints it on stderr when that is a terminal).
   std::function<void(const SearchProgress&)> on_progress;
 };
@@ -48,6 +57,11 @@ struct Refinement {
   std::string reason;                 ///< why it ran, or why not
   std::optional<double> time_limit;   ///< as asked
   bool time_limit_reached = false;    ///< the search stopped at the limit: more time may sharpen error_upper
+  double search_flops = default_search_flops;  ///< the work each search had
+  /// A search spent its work while its best still fell (by over 1% in the last
+  /// tenth of it): the full search (a time limit of 0) would likely go further.
+  /// Only reported when more work is one option away (the default's budget).
+  bool still_improving = false;
   bool improved_upper = false;        ///< the search lowered error_upper below the cheap start's
   long evaluations = 0;
 };
@@ -80,9 +94,10 @@ inline constexpr double optimiser_reach = 8;
 void validate(const RefineOptions& options);
 
 /// The options a caller asks for, as every adapter spells them: `refine` nullopt
-/// is automatic, true always, false never; `seconds` is the time limit, where 0
-/// and nullopt mean no limit. input_error ("time limit ...") when the seconds
-/// are negative or not a number.
+/// is automatic, true always, false never. `seconds` nullopt is the default
+/// (default_search_flops of work, no clock); given, it asks for the full search
+/// (full_search_flops), within that many seconds, where 0 means no limit.
+/// input_error ("time limit ...") when the seconds are negative or not a number.
 RefineOptions refine_options(std::optional<bool> refine, std::optional<double> seconds);
 
 /// The cheap band and the refined one as one proven band: the larger error_lower
@@ -97,11 +112,15 @@ ApproxBounds refined_bounds(const ApproxOptions& base, const RefineOptions& opti
                             const std::function<bool(const ApproxBounds&)>& needs_refinement,
                             const std::string& needs_reason, Refinement& report);
 
-/// {"ran", "reason", "time_limit", "time_limit_reached", "improved"} (improved: the search lowered the upper bound).
+/// {"ran", "reason", "time_limit", "search_flops", "time_limit_reached", "still_improving", "improved"}
+/// (improved: the search lowered the upper bound).
 nlohmann::json to_json(const Refinement& r);
-/// "time limit 2 s" or "no time limit".
+/// "fixed work 5e+09 flops per search", "full search, time limit 2 s" or "full search, no time limit".
 std::string time_limit_words(const Refinement& r);
 /// One line for the text reports: what the band is made of and how to get further.
 std::string refinement_line(const Refinement& r);
+/// The hint when more work or time would likely sharpen `what` ("error_upper",
+/// "width_upper"): "" when nothing is one option away.
+std::string refinement_hint(const Refinement& r, const std::string& what);
 
 }  // namespace attnrank

@@ -84,6 +84,9 @@ struct HeadScan {
   Eigen::Index max_dk = 0;
   bool refined = false;                 ///< the optimiser ran for this head
   bool time_limit_reached = false;      ///< ... and stopped at the limit: more time may sharpen
+  /// ... and spent its fixed work while still improving: the full search
+  /// (time limit 0) would likely sharpen (Refinement::still_improving).
+  bool still_improving = false;
   double seconds = 0;                   ///< wall time of this head
 };
 

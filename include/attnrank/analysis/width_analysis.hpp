@@ -31,7 +31,7 @@ struct WidthQuestion {
   /// The bracket from the starts and the cheap search is the answer with never;
   /// automatic (the default) then runs the optimiser where it is open and its best
   /// witness is within optimiser_reach times epsilon, always (--refine) wherever it
-  /// is open; within refine.time_limit.
+  /// is open; on refine.search_flops of work (within refine.time_limit, if any).
   RefineOptions refine;
   std::string target_name = "target";
   /// The target's shared approximate work (reach/approx_memo.hpp), made for this

@@ -7,8 +7,8 @@
 // Guarantee: none needed. A monitor only decides when the search stops; the point
 // the search returns is certified afterwards as always, for exactly those numbers,
 // so an earlier stop can loosen error_upper but never make it wrong. Results that
-// hit the deadline depend on the machine's speed; without a time limit they are
-// reproducible from the seed.
+// hit the deadline depend on the machine's speed; without a time limit (the
+// default) they are reproducible from the seed.
 
 #include <atomic>
 #include <chrono>
@@ -42,9 +42,16 @@ class SearchMonitor {
   bool evaluation(double approx_error);
   /// True once the deadline has passed (checked between runs, before new ones start).
   bool past_deadline();
+  /// Called by a search that spent its whole evaluation budget while its best
+  /// error still fell by more than 1% over the budget's last tenth, where the
+  /// full search (ApproxOptions' default search_flops) would have had more: more
+  /// work would likely lower it further (detail::search_witness decides).
+  void budget_spent_improving() { spent_improving_.store(true); }
 
   long evaluations() const { return evaluations_.load(); }
   bool deadline_reached() const { return deadline_reached_.load(); }
+  /// Whether some search ended on its budget while still improving.
+  bool spent_improving() const { return spent_improving_.load(); }
   std::optional<double> time_limit_seconds() const { return limit_; }
   double elapsed_seconds() const;
 
@@ -55,6 +62,7 @@ class SearchMonitor {
   std::function<void(const SearchProgress&)> on_progress_;
   std::atomic<long> evaluations_{0};
   std::atomic<bool> deadline_reached_{false};
+  std::atomic<bool> spent_improving_{false};
   std::mutex report_mutex_;  // guards the two below
   Clock::time_point last_report_;
   double approx_best_ = 0;
