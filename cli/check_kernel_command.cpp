@@ -193,6 +193,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     const KernelAnalysis k = analyze_kernel(std::move(q));
     if (opt->json) run.print(to_json(k));
     else run.print(to_text(k));
+    if (opt->json) run.notes.insert(run.notes.end(), k.notes.begin(), k.notes.end());  // the text has them already
     if (!k.exceeded.empty()) run.exit_code = 3;
   });
 }

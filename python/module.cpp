@@ -250,6 +250,14 @@ PYBIND11_MODULE(_attnrank, m) {
         return all;
       },
       "Every question's help (name, title, details, options as (name, text)): what --help and the docstrings print");
+  m.def(
+      "default_tolerance",
+      [](const std::string& dtype) -> std::optional<std::pair<double, double>> {
+        const std::optional<ErrorTolerance> t = default_tolerance(dtype);
+        if (!t) return std::nullopt;
+        return std::pair{t->rtol, t->atol};
+      },
+      py::arg("dtype"), "torch.testing's default (rtol, atol) for a dtype name, applied to the max; None for others");
   m.def("stack_note", &stack_note, py::arg("shape"),
         "The note on a scanned stack as a whole, '' when none (attnrank/analysis/scan_analysis.hpp)");
   m.def(

@@ -360,6 +360,60 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                  max_seqlen_k=None, empty_rows="refuse", scale=None, fallback="auto", bits=None, max_error=None,
                  rtol=None, max_ratio=None, ratio_atol=None, max_size=None, causal=False, softmax_scale=None,
                  layout="bhsd"):
+    shapes = _shapes(q, k, v, candidate)
+    try:
+        return _noted(_check_kernel(q, k, v, candidate, reference, dout, dq, dk, dv, lse, dsinks, reference_dq,
+                                    reference_dk, reference_dv, reference_lse, reference_dsinks, mask, window_size,
+                                    alignment, softcap, alibi_slopes, sinks, attn_bias, fp8_format, q_descale,
+                                    k_descale, v_descale, dropout_mask, dropout_p, cu_seqlens_q, cu_seqlens_k,
+                                    max_seqlen_q, max_seqlen_k, empty_rows, scale, fallback, bits, max_error, rtol,
+                                    max_ratio, ratio_atol, max_size, causal, softmax_scale, layout))
+    except ValueError as error:
+        hint = None if cu_seqlens_q is not None or cu_seqlens_k is not None else _other_layout_hint(shapes, layout)
+        if hint is None:
+            raise
+        raise ValueError(f"{error}; {hint}") from None
+
+
+def _shapes(*arrays):
+    """The shapes of the arrays given (None where one is absent or has none)."""
+    return [None if x is None or not hasattr(x, "shape") else tuple(x.shape) for x in arrays]
+
+
+def _attention_shapes_fit(q, k, v, out):
+    """Whether (..., H, N, d) shapes make one attention: the same leading dimensions, K's and
+    V's heads and keys equal, Q's heads a multiple of K's, the same d for Q and K, and the
+    output (..., H, N, d_v)."""
+    if q is None or k is None or v is None or not 3 <= len(q) <= 4 or not len(q) == len(k) == len(v):
+        return False
+    if q[:-3] != k[:-3] or k[:-3] != v[:-3] or k[-3:-1] != v[-3:-1] or q[-1] != k[-1] or k[-3] == 0:
+        return False
+    if q[-3] % k[-3] != 0:
+        return False
+    return out is None or out == q[:-1] + (v[-1],)
+
+
+def _other_layout_hint(shapes, layout):
+    """A sentence when shapes that make no attention in ``layout`` make one in the other (the
+    sequence and head axes swapped): the likely mistake is the layout. None otherwise."""
+    def swapped(shape):
+        return None if shape is None or len(shape) < 3 else shape[:-3] + (shape[-2], shape[-3], shape[-1])
+
+    as_bhsd = list(shapes) if layout == "bhsd" else [swapped(x) for x in shapes]
+    other = [swapped(x) for x in as_bhsd]
+    if _attention_shapes_fit(*as_bhsd) or not _attention_shapes_fit(*other):
+        return None
+    if layout == "bhsd":
+        return ("these shapes make an attention as FlashAttention's (B, N, H, d): pass layout='bshd' if that is "
+                "their layout")
+    return "these shapes make an attention as (B, H, N, d): pass layout='bhsd' (the default) if that is their layout"
+
+
+def _check_kernel(q, k, v, candidate, reference, dout, dq, dk, dv, lse, dsinks, reference_dq, reference_dk,
+                  reference_dv, reference_lse, reference_dsinks, mask, window_size, alignment, softcap, alibi_slopes,
+                  sinks, attn_bias, fp8_format, q_descale, k_descale, v_descale, dropout_mask, dropout_p,
+                  cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, empty_rows, scale, fallback, bits,
+                  max_error, rtol, max_ratio, ratio_atol, max_size, causal, softmax_scale, layout):
     size = _max_size(max_size)
     if layout != "bhsd":  # FlashAttention's (B, N, H, d): the sequence and head axes swapped, as views
         if cu_seqlens_q is not None or cu_seqlens_k is not None:

@@ -15,18 +15,11 @@ docs/kernels.md ("In a test suite").
 
 import numpy as _np
 
+from . import _attnrank as _core
 from . import _from_torch, _is_torch, _to_bhsd, check_kernel as _check_kernel
 
 __all__ = ["assert_attention_close", "assert_attention_grads_close", "assert_attention_kernel", "default_tolerance"]
 
-# torch.testing.assert_close's defaults (rtol, atol) by dtype, applied to the max:
-# max |out - exact| <= atol + rtol max |exact|.
-_DEFAULT_TOLERANCE = {
-    "float16": (1e-3, 1e-5),
-    "bfloat16": (1.6e-2, 1e-5),
-    "float32": (1.3e-6, 1e-5),
-    "float64": (1e-7, 1e-7),
-}
 
 
 def _dtype_name(x):
@@ -37,11 +30,14 @@ def _dtype_name(x):
 
 def default_tolerance(dtype):
     """(rtol, atol) used when no criterion is given: torch.testing.assert_close's for ``dtype``
-    ("float16", "bfloat16", "float32", "float64", or a NumPy/torch dtype)."""
+    ("float16", "bfloat16", "float32", "float64", or a NumPy/torch dtype), applied to the max:
+    max |out - exact| <= atol + rtol max |exact| (the library's table, which also judges whether
+    a reference is itself far from exact)."""
     name = str(dtype).removeprefix("torch.")
-    if name not in _DEFAULT_TOLERANCE:
+    tolerance = _core.default_tolerance(name)
+    if tolerance is None:
         raise ValueError(f"no default tolerance for dtype {name}: pass max_error (and rtol) or reference")
-    return _DEFAULT_TOLERANCE[name]
+    return tolerance
 
 
 def _entry(x, where):
@@ -55,7 +51,10 @@ def _entry(x, where):
         index = (where["head"],)
     else:
         index = tuple(where.get(key) for key in ("batch", "head") if key in where) + (where["row"], where["column"])
-    return str(_np.asarray(x)[index])
+    x = _np.asarray(x)
+    if x.ndim < len(index):  # the logsumexp, (N,), (H, N) or (B, H, N): one entry per row
+        index = index[:-1][-x.ndim:]
+    return str(x[index])
 
 
 def _place(where, layout="bhsd"):
@@ -66,6 +65,9 @@ def _place(where, layout="bhsd"):
     if "token" in where:
         return (f"token {where['token']} (sequence {where['sequence']}, row {where['row']}), head {where['head']}, "
                 f"column {where['column']} (0-based, packed (total, H, d) layout)")
+    if layout == "lse":  # one entry per query row, (B, H, N) in either layout
+        parts = [f"{key} {where[key]}" for key in ("batch", "head", "row") if key in where]
+        return ", ".join(parts) + " (0-based, (B, H, N) layout)"
     order, shape = (("batch", "row", "head", "column"), "(B, N, H, d)") if layout == "bshd" else \
         (("batch", "head", "row", "column"), "(B, H, N, d)")
     parts = [f"{key} {where[key]}" for key in order if key in where]
@@ -155,7 +157,8 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
                            reference=None, rtol=None, ratio_atol=0, layout="bhsd", fallback="auto", bits=None,
                            window_size=None, alignment="bottom-right", softcap=0.0, alibi_slopes=None, sinks=None,
                            attn_bias=None, dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None,
-                           max_seqlen_q=None, max_seqlen_k=None, empty_rows="refuse"):
+                           max_seqlen_q=None, max_seqlen_k=None, empty_rows="refuse", lse=None, reference_lse=None,
+                           lse_max_error=None, lse_rtol=None, softmax_scale=None):
     """Asserts, with proof, that ``out`` is close to the exact attention of ``q``, ``k``, ``v``.
 
     Arrays are NumPy arrays or torch tensors (any device; float16, bfloat16, float32, float64),
@@ -182,12 +185,26 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
       * Neither: ``max_ratio=2`` with a reference, otherwise torch.testing's (rtol, atol) for
         ``out``'s dtype, on the max (``default_tolerance``).
 
+    ``lse`` is the kernel's logsumexp (B, H, N) -- FlashAttention's ``softmax_lse``, the same in
+    either layout -- checked against the exact one: with ``lse_max_error`` (and ``lse_rtol``)
+    when given, else by the ratio rule against ``reference_lse`` when ``out`` is judged by one,
+    else by its dtype's default tolerance. ``softmax_scale`` is FlashAttention's name for
+    ``scale``.
+
     Raises AssertionError when a criterion is proven violated, or is not proven (the bounds
     straddle it); the message holds the certified bands. Returns the check (the dict of
-    ``attnrank.check_kernel``, with the verdicts) when every criterion is proven."""
+    ``attnrank.check_kernel``, with the verdicts, all of them under "verdicts") when every
+    criterion is proven. A reference proven outside its own dtype's default tolerance gives an
+    ``attnrank.InputWarning``: it may share the kernel's bug, and a ratio against it passes."""
     if causal and mask is not None:
         raise ValueError("pass causal=True or mask, not both")
+    scale = _scale(scale, softmax_scale)
     _check_criteria(max_error, rtol, max_ratio, ratio_atol, reference is not None)
+    if reference_lse is not None and lse is None:
+        raise ValueError("reference_lse is given but lse is not: nothing to compare it with")
+    if lse_rtol is not None and lse_max_error is None:
+        raise ValueError("lse_rtol needs lse_max_error (the tolerance is lse_max_error + lse_rtol max |exact|)")
+    _check_criteria(lse_max_error, lse_rtol, None, 0, False)
     if max_error is None and max_ratio is None:
         if reference is not None:
             max_ratio = 2.0
@@ -203,13 +220,51 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
                           attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p,
                           cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
                           max_seqlen_k=max_seqlen_k, empty_rows=empty_rows)
-    if _passed(check):
+    lse_check = None
+    if lse is not None:
+        lse_ratio = max_ratio if lse_max_error is None and reference_lse is not None else None
+        if lse_max_error is None and lse_ratio is None:
+            lse_rtol, lse_max_error = default_tolerance(_dtype_name(lse))
+        lse_check = _check_kernel(*arrays[:3], lse=lse, reference_lse=reference_lse,
+                                  mask="causal" if causal else mask, scale=scale, fallback=fallback, bits=bits,
+                                  max_error=lse_max_error, rtol=lse_rtol, max_ratio=lse_ratio,
+                                  ratio_atol=None if lse_ratio is None else ratio_atol, window_size=window_size,
+                                  alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
+                                  attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p,
+                                  cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
+                                  max_seqlen_k=max_seqlen_k, empty_rows=empty_rows)
+        check = dict(check, lse=lse_check["lse"], verdicts=dict(check.get("verdicts", {}), lse=lse_check["verdicts"]["lse"]))
+        check["verdict"] = _combined(v for tensor in check["verdicts"].values() for v in tensor.values())
+    failing_out = not _passed(check)
+    failing_lse = lse_check is not None and not _passed(lse_check["lse"])
+    if not failing_out and not failing_lse:
         return check
-    lines = ["attention output not proven close to the exact softmax(scale q k^T) v:"]
-    lines += _tensor_lines(check, "out", arrays[3], max_error, rtol, max_ratio, ratio_atol, reference is not None,
-                           "bhsd" if packed else layout)
+    lines = ["attention output not proven close to the exact softmax(scale q k^T) v:" if failing_out else
+             "attention logsumexp not proven close to the exact one:"]
+    if failing_out:
+        lines += _tensor_lines(check, "out", arrays[3], max_error, rtol, max_ratio, ratio_atol, reference is not None,
+                               "bhsd" if packed else layout)
+    if failing_lse:
+        lines.append(" lse:")
+        lines += _tensor_lines(lse_check["lse"], "lse", lse, lse_max_error, lse_rtol, lse_ratio, ratio_atol,
+                               reference_lse is not None, "lse")
     lines += _method_line(check, "output")
     raise AssertionError("\n".join(lines))
+
+
+def _scale(scale, softmax_scale):
+    """``scale``, or FlashAttention's ``softmax_scale`` for it (both only when they agree)."""
+    if softmax_scale is None:
+        return scale
+    if scale is not None and float(scale) != float(softmax_scale):
+        raise ValueError(f"scale={scale!r} and softmax_scale={softmax_scale!r}: give one of them (the same thing)")
+    return softmax_scale
+
+
+def _combined(verdicts):
+    """exceeded when one is, else undecided when one is, else within (the library's rule)."""
+    verdicts = list(verdicts)
+    return "exceeded" if "exceeded" in verdicts else "undecided" if "undecided" in verdicts else "within"
 
 
 def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mask=None, scale=None, max_error=None,
@@ -217,7 +272,8 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
                                  fallback="auto", bits=None, window_size=None, alignment="bottom-right",
                                  softcap=0.0, alibi_slopes=None, sinks=None, attn_bias=None,
                                  dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None,
-                                 max_seqlen_q=None, max_seqlen_k=None, dsinks=None, empty_rows="refuse"):
+                                 max_seqlen_q=None, max_seqlen_k=None, dsinks=None, empty_rows="refuse",
+                                 softmax_scale=None):
     """Asserts, with proof, that a backward pass's ``dq``, ``dk``, ``dv`` are close to the exact
     gradients of softmax(scale q k^T) v contracted with ``dout`` (any of the three may be None:
     not checked), and with ``sinks`` the sinks' gradient ``dsinks`` (shape (H,), summed over
@@ -239,6 +295,7 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
     within it, with its certified bands and worst entry. Returns the check when all pass."""
     if causal and mask is not None:
         raise ValueError("pass causal=True or mask, not both")
+    scale = _scale(scale, softmax_scale)
     grads = {"dq": dq, "dk": dk, "dv": dv, "dsinks": dsinks}
     if all(g is None for g in grads.values()):
         raise ValueError("no gradient to check: pass dq, dk, dv or dsinks")
@@ -284,7 +341,10 @@ def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mas
             checks[key] = (check, tol_error, tol_rtol)
     failing = [key for key in ("dq", "dk", "dv", "dsinks") if key in checks and not _passed(checks[key][0][key])]
     if not failing:
-        return {key: value[0][key] for key, value in checks.items()} | {"backward": next(iter(checks.values()))[0]["backward"]}
+        verdicts = {key: value[0]["verdicts"][key] for key, value in checks.items()}
+        return ({key: value[0][key] for key, value in checks.items()} |
+                {"backward": next(iter(checks.values()))[0]["backward"], "verdicts": verdicts,
+                 "verdict": _combined(v for tensor in verdicts.values() for v in tensor.values())})
     lines = [f"attention gradients not proven close to the exact gradients ({', '.join(failing)}):"]
     for key in failing:
         check, tol_error, tol_rtol = checks[key]
@@ -299,43 +359,67 @@ def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None,
                             grad_max_error=None, grad_rtol=None, reference=None, max_ratio=None, ratio_atol=0,
                             fallback="auto", bits=None, window_size=None, alignment="bottom-right", softcap=0.0,
                             alibi_slopes=None, sinks=None, attn_bias=None, dropout_mask=None, dropout_p=0.0,
-                            empty_rows="refuse", layout="bhsd"):
+                            empty_rows="refuse", layout="bhsd", cu_seqlens_q=None, cu_seqlens_k=None,
+                            max_seqlen_q=None, max_seqlen_k=None, lse_max_error=None, lse_rtol=None,
+                            softmax_scale=None):
     """Runs the kernel ``fn(q, k, v) -> out`` (torch tensors, (..., N, d) layout, or FlashAttention's
-    (B, N, H, d) with ``layout="bshd"``, the output in the same layout) forward and
+    (B, N, H, d) with ``layout="bshd"``, the output in the same layout; or packed sequences
+    (total, H, d) with ``cu_seqlens_q`` / ``cu_seqlens_k``, which ``fn`` closes over) forward and
     backward with autograd on an upstream gradient drawn from ``torch.randn`` with ``seed`` in
     ``out``'s dtype, and asserts both with proof: ``assert_attention_close`` on ``out`` (with
     ``max_error`` / ``rtol``) and ``assert_attention_grads_close`` on q.grad, k.grad, v.grad
     (with ``grad_max_error`` / ``grad_rtol``). ``causal``, ``mask``, ``scale``, ``window_size``
     and the variants (``softcap``, ``alibi_slopes``, ``sinks``, ``empty_rows``) say what the kernel computes. ``reference`` is a second callable (PyTorch's attention in the same dtype,
     say) run the same way; with it the criterion is FlashAttention's rule, ``max_ratio`` (default
-    2) x the reference's true error + ``ratio_atol``, for the output and each gradient. The seed
-    is in every failure message. Returns {"out": ..., "dq": ..., ...}, the checks."""
+    2) x the reference's true error + ``ratio_atol``, for the output and each gradient. A kernel
+    that returns ``(out, lse)``, as FlashAttention's with ``return_softmax_lse``/``return_attn_probs``
+    do, has its logsumexp checked too (``lse_max_error`` / ``lse_rtol``, or the reference's lse by
+    the ratio rule, else float32's default tolerance); the backward pass runs from ``out``. The
+    seed is in every failure message. Returns {"out": ..., "lse": ..., "dq": ..., ...,
+    "verdicts": {tensor: {criterion: verdict}}, "verdict": "within"}: the checks, and every
+    verdict in one place."""
     import torch
 
-    def run(kernel):
+    def run(kernel, name):
         leaves = [x.detach().clone().requires_grad_(True) for x in (q, k, v)]
-        out = kernel(*leaves)
+        result = kernel(*leaves)
+        lse = None
+        if isinstance(result, (tuple, list)):
+            if len(result) < 2 or not all(_is_torch(x) for x in result[:2]):
+                raise ValueError(f"{name} returned a {type(result).__name__} of {len(result)}: it needs to return "
+                                 "out, or (out, lse) as torch tensors")
+            result, lse = result[0], result[1].detach()
+        if not _is_torch(result):
+            raise ValueError(f"{name} returned {type(result).__name__}: it needs to return out, or (out, lse), as "
+                             "torch tensors")
         generator = torch.Generator(device="cpu").manual_seed(int(seed))
-        dout = torch.randn(out.shape, generator=generator, dtype=torch.float32).to(dtype=out.dtype, device=out.device)
-        out.backward(dout)
-        return out.detach(), dout, tuple(x.grad for x in leaves)
+        dout = torch.randn(result.shape, generator=generator, dtype=torch.float32).to(dtype=result.dtype,
+                                                                                        device=result.device)
+        result.backward(dout)
+        return result.detach(), lse, dout, tuple(x.grad for x in leaves)
 
-    out, dout, grads = run(fn)
-    ref_out = ref_grads = None
+    out, lse, dout, grads = run(fn, "fn")
+    ref_out = ref_lse = ref_grads = None
     if reference is not None:
-        ref_out, ref_dout, ref_grads = run(reference)
+        ref_out, ref_lse, ref_dout, ref_grads = run(reference, "reference")
         if not bool(torch.equal(ref_dout, dout)):
             raise ValueError("the reference's output dtype differs from the kernel's: the seeded dout would differ")
-    common = dict(causal=causal, mask=mask, scale=scale, fallback=fallback, bits=bits, window_size=window_size,
-                  alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes, sinks=sinks,
-                  attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p, empty_rows=empty_rows,
-                  layout=layout)
+        if lse is None:
+            ref_lse = None  # nothing of the kernel's to compare it with
+    common = dict(causal=causal, mask=mask, scale=_scale(scale, softmax_scale), fallback=fallback, bits=bits,
+                  window_size=window_size, alignment=alignment, softcap=softcap, alibi_slopes=alibi_slopes,
+                  sinks=sinks, attn_bias=attn_bias, dropout_mask=dropout_mask, dropout_p=dropout_p,
+                  empty_rows=empty_rows, layout=layout, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                  max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k)
     try:
         forward = assert_attention_close(out, q, k, v, max_error=max_error, rtol=rtol, reference=ref_out,
-                                         max_ratio=max_ratio, ratio_atol=ratio_atol, **common)
+                                         max_ratio=max_ratio, ratio_atol=ratio_atol, lse=lse, reference_lse=ref_lse,
+                                         lse_max_error=lse_max_error, lse_rtol=lse_rtol, **common)
         backward = assert_attention_grads_close(*grads, q, k, v, dout, max_error=grad_max_error, rtol=grad_rtol,
                                                 reference=ref_grads, max_ratio=max_ratio, ratio_atol=ratio_atol,
                                                 **common)
     except AssertionError as failure:
         raise AssertionError(f"{failure}\n  (dout drawn with torch.randn, seed={seed})") from None
-    return {"out": forward} | backward
+    verdicts = forward.get("verdicts", {}) | backward["verdicts"]
+    result = {"out": forward} | ({"lse": forward["lse"]} if lse is not None else {}) | backward
+    return result | {"verdicts": verdicts, "verdict": _combined(v for t in verdicts.values() for v in t.values())}

@@ -200,6 +200,10 @@ KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
       out.candidate_name = q.candidate->name;
       out.candidate_dtype = q.candidate->tensor.dtype;
       judge("out", out.result->candidate, out.result->reference, out.error_verdict, out.ratio_verdict);
+      if (out.result->reference) {
+        std::string note = inexact_reference_note(*out.result->reference, q.reference->tensor.dtype, "out");
+        if (!note.empty()) out.notes.push_back(std::move(note));
+      }
     }
     if (backward) {
       KernelGradients c, r;
@@ -224,6 +228,10 @@ KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
           g.reference_dtype = (*references[i])->tensor.dtype;
         }
         judge(g.role, g.check.candidate, g.check.reference, g.error_verdict, g.ratio_verdict);
+        if (g.check.reference) {
+          std::string note = inexact_reference_note(*g.check.reference, g.reference_dtype, g.role);
+          if (!note.empty()) out.notes.push_back(std::move(note));
+        }
         out.gradients.push_back(std::move(g));
       }
     }

@@ -147,6 +147,24 @@ json gradient_json(const KernelAnalysis& k, const GradientReport& g) {
 
 }  // namespace
 
+std::vector<TensorVerdict> tensor_verdicts(const KernelAnalysis& k) {
+  std::vector<TensorVerdict> out;
+  const auto add = [&](const std::string& tensor, const std::optional<ToleranceVerdict>& error,
+                       const std::optional<ToleranceVerdict>& ratio) {
+    if (error) out.push_back({tensor, "max_error", *error});
+    if (ratio) out.push_back({tensor, "max_ratio", *ratio});
+  };
+  if (k.result) add("out", k.error_verdict, k.ratio_verdict);
+  for (const GradientReport& g : k.gradients) add(g.role, g.error_verdict, g.ratio_verdict);
+  return out;
+}
+
+std::optional<ToleranceVerdict> overall_verdict(const KernelAnalysis& k) {
+  std::vector<ToleranceVerdict> all;
+  for (const TensorVerdict& v : tensor_verdicts(k)) all.push_back(v.verdict);
+  return combined_verdict(all);
+}
+
 json to_json(const KernelAnalysis& k) {
   json j = {{"shape", k.q_shape}, {"heads", k.heads}, {"mask", k.mask_name}, {"scale", k.scale_text}};
   if (k.empty_rows) j["empty_rows"] = {{"convention", "zero"}, {"rows", *k.empty_rows}};
@@ -199,6 +217,13 @@ json to_json(const KernelAnalysis& k) {
     if (k.ratio_verdict) j["max_ratio_verdict"] = to_string(*k.ratio_verdict);
   }
   if (k.max_error || k.max_ratio) j["exceeded"] = k.exceeded;
+  if (const std::optional<ToleranceVerdict> overall = overall_verdict(k)) {
+    json verdicts = json::object();
+    for (const TensorVerdict& v : tensor_verdicts(k)) verdicts[v.tensor][v.criterion] = to_string(v.verdict);
+    j["verdicts"] = verdicts;
+    j["verdict"] = to_string(*overall);
+  }
+  if (!k.notes.empty()) j["notes"] = k.notes;
   return json_document(j, "check-kernel");
 }
 
@@ -283,6 +308,16 @@ std::string to_text(const KernelAnalysis& k) {
     for (const GradientReport& g : k.gradients)
       tolerances_text(s, k, g.role + ": ", g.error_verdict, g.ratio_verdict, g.check.reference);
   }
+  if (const std::optional<ToleranceVerdict> overall = overall_verdict(k)) {
+    s << "\nverdict: " << to_string(*overall) << " (";
+    bool first = true;
+    for (const TensorVerdict& v : tensor_verdicts(k)) {
+      s << (first ? "" : "; ") << v.tensor << " " << v.criterion << " " << to_string(v.verdict);
+      first = false;
+    }
+    s << ")\n";
+  }
+  for (const std::string& note : k.notes) s << "\nNote: " << note << "\n";
   return s.str();
 }
 

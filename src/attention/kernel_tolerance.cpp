@@ -2,8 +2,10 @@
 #include <attnrank/attention/kernel_tolerance.hpp>
 
 #include <attnrank/error.hpp>
+#include <attnrank/numbers/decimal.hpp>
 #include <attnrank/numbers/directed_rounding.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -74,6 +76,41 @@ ToleranceVerdict judge_ratio(const OutputError& c, const OutputError& r, double 
 ToleranceVerdict judge_ratio(const KernelCheck& check, double max_ratio, double ratio_atol) {
   if (!check.reference) throw input_error("a ratio tolerance needs a reference output");
   return judge_ratio(check.candidate, *check.reference, max_ratio, ratio_atol);
+}
+
+std::optional<ErrorTolerance> default_tolerance(const std::string& dtype) {
+  if (dtype == "float16") return ErrorTolerance{1e-5, 1e-3};
+  if (dtype == "bfloat16") return ErrorTolerance{1e-5, 1.6e-2};
+  if (dtype == "float32") return ErrorTolerance{1e-5, 1.3e-6};
+  if (dtype == "float64") return ErrorTolerance{1e-7, 1e-7};
+  return std::nullopt;
+}
+
+std::string inexact_reference_note(const OutputError& reference, const std::string& dtype, const std::string& role) {
+  const std::optional<ErrorTolerance> tol = default_tolerance(dtype);
+  if (!tol || reference.infinite() || judge_error(reference, *tol) != ToleranceVerdict::exceeded) return "";
+  std::string note("the reference ");
+  note += role;
+  note += "'s own error is at least ";
+  note += format_lower_bound(reference.max_abs_error_lower);
+  note += ", above ";
+  note += dtype;
+  note += "'s default tolerance (atol ";
+  note += shortest_decimal(tol->atol);
+  note += " + rtol ";
+  note += shortest_decimal(tol->rtol);
+  note += " x max |exact|): a reference that far from exact may share the kernel's bug, and a ratio against it "
+          "then passes; check the reference itself with max_error";
+  return note;
+}
+
+std::optional<ToleranceVerdict> combined_verdict(const std::vector<ToleranceVerdict>& verdicts) {
+  if (verdicts.empty()) return std::nullopt;
+  if (std::find(verdicts.begin(), verdicts.end(), ToleranceVerdict::exceeded) != verdicts.end())
+    return ToleranceVerdict::exceeded;
+  if (std::find(verdicts.begin(), verdicts.end(), ToleranceVerdict::undecided) != verdicts.end())
+    return ToleranceVerdict::undecided;
+  return ToleranceVerdict::within;
 }
 
 }  // namespace attnrank

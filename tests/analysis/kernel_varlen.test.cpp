@@ -7,6 +7,7 @@
 #include "support.hpp"
 
 #include <attnrank/analysis/kernel_analysis.hpp>
+#include <attnrank/numbers/decimal.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -232,6 +233,32 @@ TEST_CASE("attnrank::analyze_kernel with packed sequences", "[kernel][varlen]") 
     RC_ASSERT(worst["row"] == token - p.cq[sequence]);
     RC_ASSERT(worst["column"] == 0);
     RC_ASSERT(a.result->candidate.max_abs_error_lower > 1e5);
+  });
+
+  rc::prop("every verdict in one place: tensor_verdicts, the JSON's verdicts and verdict, the text's line", [] {
+    Packed p = gen_packed(*rc::gen::arbitrary<std::uint64_t>());
+    p.q.options.fallback = FallbackPolicy::never;
+    p.q.max_error = *rc::gen::element(1e-12, 0.5, 1e9);
+    p.q.max_error_text = shortest_decimal(*p.q.max_error);
+    const KernelAnalysis a = analyze_kernel(p.q);
+    const std::vector<TensorVerdict> all = tensor_verdicts(a);
+    // One per tensor checked (out, dq, dk, dv, lse), in that order, each its own verdict.
+    std::vector<std::string> tensors;
+    for (const TensorVerdict& v : all) tensors.push_back(v.tensor);
+    RC_ASSERT(tensors == (std::vector<std::string>{"out", "dq", "dk", "dv", "lse"}));
+    RC_ASSERT(all[0].verdict == *a.error_verdict);
+    for (std::size_t i = 1; i < all.size(); ++i) RC_ASSERT(all[i].verdict == *a.gradients[i - 1].error_verdict);
+    const nlohmann::json j = to_json(a);
+    for (const TensorVerdict& v : all) RC_ASSERT(j["verdicts"][v.tensor][v.criterion] == to_string(v.verdict));
+    std::vector<ToleranceVerdict> verdicts;
+    for (const TensorVerdict& v : all) verdicts.push_back(v.verdict);
+    RC_ASSERT(j["verdict"] == to_string(*combined_verdict(verdicts)));
+    RC_ASSERT((j["verdict"] == "exceeded") == !a.exceeded.empty());
+    RC_ASSERT(to_text(a).find(std::string("\nverdict: ") + to_string(*overall_verdict(a)) + " (out max_error ") !=
+              std::string::npos);
+    // Without a tolerance there is no verdict to summarise.
+    p.q.max_error.reset();
+    RC_ASSERT(!to_json(analyze_kernel(p.q)).contains("verdicts"));
   });
 }
 

@@ -7,6 +7,7 @@
 #include <attnrank/attention/kernel_tolerance.hpp>
 #include <attnrank/error.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -161,4 +162,37 @@ TEST_CASE("attnrank::judge_error on a real check: one entry off by 1e-3") {
   const KernelCheck pair = check_kernel(q, k, v, bad, &reference, options);
   CHECK(judge_ratio(pair, 2) == ToleranceVerdict::exceeded);
   CHECK(judge_ratio(pair, pair.ratio_upper * 1.01) == ToleranceVerdict::within);
+}
+
+TEST_CASE("attnrank::default_tolerance, inexact_reference_note, combined_verdict", "[property]") {
+  SECTION("torch.testing's defaults, and none for other names") {
+    CHECK(default_tolerance("float32")->rtol == 1.3e-6);
+    CHECK(default_tolerance("float32")->atol == 1e-5);
+    CHECK(default_tolerance("bfloat16")->rtol == 1.6e-2);
+    CHECK(default_tolerance("float16")->rtol == 1e-3);
+    CHECK(default_tolerance("float64")->atol == 1e-7);
+    for (const char* other : {"int8", "float8_e4m3fn", "", "Float32"}) CHECK_FALSE(default_tolerance(other));
+  }
+  rc::prop("a reference is noted exactly when its error is proven above its dtype's default tolerance", [] {
+    const std::string dtype = *rc::gen::element<std::string>("float16", "bfloat16", "float32", "float64", "uint8");
+    const OutputError r = error_with(gen_bounds(), gen_bounds());
+    const std::string note = inexact_reference_note(r, dtype, "dq");
+    const std::optional<ErrorTolerance> tol = default_tolerance(dtype);
+    const bool proven_above = tol && judge_error(r, *tol) == ToleranceVerdict::exceeded;
+    RC_ASSERT(note.empty() == !proven_above);
+    if (!note.empty()) {
+      RC_ASSERT(note.find("the reference dq's own error is at least ") == 0);
+      RC_ASSERT(note.find(dtype + "'s default tolerance") != std::string::npos);
+    }
+  });
+  rc::prop("combined_verdict: exceeded over undecided over within", [] {
+    const auto verdicts = *rc::gen::container<std::vector<ToleranceVerdict>>(
+        rc::gen::element(ToleranceVerdict::within, ToleranceVerdict::exceeded, ToleranceVerdict::undecided));
+    const std::optional<ToleranceVerdict> v = combined_verdict(verdicts);
+    const auto has = [&](ToleranceVerdict x) { return std::find(verdicts.begin(), verdicts.end(), x) != verdicts.end(); };
+    if (verdicts.empty()) RC_ASSERT(!v);
+    else if (has(ToleranceVerdict::exceeded)) RC_ASSERT(*v == ToleranceVerdict::exceeded);
+    else if (has(ToleranceVerdict::undecided)) RC_ASSERT(*v == ToleranceVerdict::undecided);
+    else RC_ASSERT(*v == ToleranceVerdict::within);
+  });
 }

@@ -174,7 +174,8 @@ def vocabulary(node, path):
         # snake_case; a segment may be one of the tutorial's symbols (A, A1, W_Q, K_heads, det_log_A)
         if not all(re.fullmatch(r"[a-z][a-z0-9]*|[0-9]+|[A-Z][0-9]?", part) for part in key.split("_")):
             failures.append(f"{where}: not snake_case")
-        gradient = key == "dk" and path == "" and "backward" in node  # check-kernel's dK (FlashAttention's name)
+        # check-kernel's dK (FlashAttention's name), and its verdicts by tensor
+        gradient = key == "dk" and (path == "" and "backward" in node or path == ".verdicts")
         if (key == "dk" and not gradient) or key.endswith("_dk_") or key == "precision_bits":
             failures.append(f"{where}: the vocabulary says d_k and bits")
         for end, other in (("_lower", "_upper"), ("_upper", "_lower")):

@@ -267,3 +267,114 @@ def test_integer_arguments_are_checked_before_the_binding():
         with pytest.raises(ValueError, match=match):
             call()
     assert attnrank.width(a, 0.5, max_dk=np.int64(2))["max_d_k"] == 2
+
+
+def logsumexp(q, k, scale=None, dtype=np.float64):
+    """The logsumexp of each query row of scale q k^T, (B, H, N), computed in ``dtype``."""
+    q, k = q.astype(dtype), k.astype(dtype)
+    s = np.einsum("...id,...jd->...ij", q, k) * dtype(scale if scale is not None else 1 / np.sqrt(q.shape[-1]))
+    m = s.max(axis=-1)
+    return m + np.log(np.exp(s - m[..., None]).sum(axis=-1))
+
+
+def test_the_logsumexp_in_the_helpers():
+    """lse= is checked beside out: a float32 lse rounded from the exact one passes by float32's
+    default tolerance; one entry off fails, named in (B, H, N); lse_max_error judges it both ways;
+    a reference lse gives the ratio rule; every verdict is in check["verdicts"]."""
+    q, k, v = inputs((2, 3, 24, 8))
+    out = attention(q, k, v)
+    lse = logsumexp(q, k).astype(np.float32)
+    check = assert_attention_close(out, q, k, v, lse=lse)
+    assert check["verdicts"]["out"] == {"max_error": "within"}
+    assert check["verdicts"]["lse"] == {"max_error": "within"}
+    assert check["verdict"] == "within"
+    bad = lse.copy()
+    bad[1, 2, 5] += 1e-3
+    with pytest.raises(AssertionError) as failure:
+        assert_attention_close(out, q, k, v, lse=bad)
+    message = str(failure.value)
+    assert message.startswith("attention logsumexp not proven close")
+    assert "batch 1, head 2, row 5 (0-based, (B, H, N) layout)" in message
+    assert assert_attention_close(out, q, k, v, lse=bad, lse_max_error=2e-3)["verdicts"]["lse"]["max_error"] == "within"
+    # the ratio rule against a reference's lse, with the output's
+    ref_out = attention(q, k, v, dtype=np.float32)
+    check = assert_attention_close(out, q, k, v, reference=ref_out, lse=lse, reference_lse=lse, ratio_atol=1e-6)
+    assert check["verdicts"]["lse"] == {"max_ratio": "within"}
+    with pytest.raises(ValueError, match="reference_lse is given but lse is not"):
+        assert_attention_close(out, q, k, v, reference_lse=lse)
+    with pytest.raises(ValueError, match="lse_rtol needs lse_max_error"):
+        assert_attention_close(out, q, k, v, lse=lse, lse_rtol=1e-3)
+    # softmax_scale is FlashAttention's name for scale
+    lse2 = logsumexp(q, k, 0.5).astype(np.float32)
+    check = assert_attention_close(attention(q * np.float32(np.sqrt(8) * 0.5), k, v), q, k, v, softmax_scale=0.5,
+                                   lse=lse2, max_error=1e-5)
+    assert check["verdict"] == "within"
+
+
+def test_a_kernel_returning_out_and_lse_and_packed_sequences():
+    torch = pytest.importorskip("torch")
+
+    def kernel(q, k, v):  # returns (out, lse) as FlashAttention's with return_softmax_lse
+        s = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+        return torch.softmax(s, dim=-1) @ v, torch.logsumexp(s, dim=-1)
+
+    q, k, v = (torch.from_numpy(x.astype(np.float64)) for x in inputs((1, 2, 16, 8)))
+    checks = assert_attention_kernel(kernel, q, k, v, max_error=1e-12, grad_max_error=1e-12, lse_max_error=1e-12)
+    assert set(checks["verdicts"]) == {"out", "lse", "dq", "dk", "dv"}
+    assert checks["verdict"] == "within" and "lse" in checks
+
+    def broken(q, k, v):
+        out, lse = kernel(q, k, v)
+        return out, lse + 1e-6
+
+    with pytest.raises(AssertionError, match="logsumexp not proven close"):
+        assert_attention_kernel(broken, q, k, v, max_error=1e-12, grad_max_error=1e-12, lse_max_error=1e-9)
+    with pytest.raises(ValueError, match="return out, or \\(out, lse\\)"):
+        assert_attention_kernel(lambda q, k, v: (kernel(q, k, v)[0],), q, k, v)
+
+    # packed sequences (total, H, d): two sequences of 5 and 11 tokens, the kernel closes over the offsets
+    cu = torch.tensor([0, 5, 16], dtype=torch.int32)
+    qp, kp, vp = (torch.from_numpy(x.astype(np.float64)) for x in inputs((16, 2, 8), seed=SEED + 1))
+
+    def varlen(q, k, v):
+        outs = []
+        for a, b in zip(cu[:-1].tolist(), cu[1:].tolist()):
+            qs, ks, vs = (x[a:b].transpose(0, 1) for x in (q, k, v))  # (H, n, d)
+            p = torch.softmax(qs @ ks.transpose(-1, -2) / q.shape[-1] ** 0.5, dim=-1)
+            outs.append((p @ vs).transpose(0, 1))
+        return torch.cat(outs)
+
+    checks = assert_attention_kernel(varlen, qp, kp, vp, cu_seqlens_q=cu, cu_seqlens_k=cu, max_error=1e-12,
+                                     grad_max_error=1e-12)
+    assert checks["verdict"] == "within"
+
+
+def test_a_reference_far_from_exact_is_warned_about():
+    """A reference that shares a kernel's bug makes the ratio pass; the library notes a
+    reference proven outside its dtype's default tolerance, and Python warns."""
+    q, k, v = inputs((1, 2, 16, 8))
+    out = attention(q, k, v)
+    ref = out.copy()
+    ref[0, 1, 3, 2] += 0.05
+    with pytest.warns(attnrank.InputWarning, match="the reference out's own error is at least"):
+        check = attnrank.check_kernel(q, k, v, out, ref, max_ratio=2)
+    assert check["notes"] and "may share the kernel's bug" in check["notes"][0]
+    with pytest.warns(attnrank.InputWarning, match="may share the kernel's bug"):
+        assert_attention_close(out, q, k, v, reference=ref)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "notes" not in attnrank.check_kernel(q, k, v, out, attention(q, k, v), max_ratio=2, ratio_atol=1e-6)
+
+
+def test_shapes_that_fit_the_other_layout_say_so():
+    q, k, v = inputs((1, 3, 16, 8))
+    kv = [x[:, :, :12] for x in (k, v)]  # 12 keys, 16 queries: only one reading fits
+    fa = [np.ascontiguousarray(np.swapaxes(x, 1, 2)) for x in (q, *kv)]  # (B, N, H, d)
+    with pytest.raises(ValueError, match="pass layout='bshd' if that is their layout"):
+        attnrank.check_kernel(*fa, attention(q, *kv).swapaxes(1, 2).copy())
+    with pytest.raises(ValueError, match="pass layout='bhsd' \\(the default\\)"):
+        attnrank.check_kernel(q, *kv, attention(q, *kv), layout="bshd")
+    with pytest.raises(ValueError) as plain:  # shapes that fit neither: no hint
+        attnrank.check_kernel(q, k[:, :2, :, :5], v)
+    assert "layout=" not in str(plain.value)

@@ -134,7 +134,20 @@ struct KernelAnalysis {
   bool max_error_exceeded = false;  ///< some tensor's error_verdict is exceeded
   /// Every tensor ("out", "dq", ...) with a verdict proven exceeded: exit 3 in the CLI.
   std::vector<std::string> exceeded;
+  /// What the inputs make doubtful, in words (inexact_reference_note: a reference proven
+  /// outside its dtype's default tolerance); the CLI prints them, Python warns.
+  std::vector<std::string> notes;
 };
+
+/// Every tolerance verdict of the check in one place, in the order out, dq, dk,
+/// dv, lse, dsinks: (tensor, criterion "max_error" or "max_ratio", verdict).
+struct TensorVerdict {
+  std::string tensor, criterion;
+  ToleranceVerdict verdict = ToleranceVerdict::undecided;
+};
+std::vector<TensorVerdict> tensor_verdicts(const KernelAnalysis& k);
+/// combined_verdict of them all: nullopt without a tolerance.
+std::optional<ToleranceVerdict> overall_verdict(const KernelAnalysis& k);
 
 /// Fills the tensors of `q` not given yet (an empty name, or nullopt) from a
 /// safetensors file, by name: q, k, v, out (the candidate's output), dout, dq, dk,

@@ -15,6 +15,10 @@
 
 #include <attnrank/attention/kernel_check.hpp>
 
+#include <optional>
+#include <string>
+#include <vector>
+
 namespace attnrank {
 
 enum class ToleranceVerdict { within, exceeded, undecided };
@@ -41,5 +45,21 @@ ToleranceVerdict judge_ratio(const OutputError& candidate, const OutputError& re
                              double ratio_atol = 0);
 /// The same for a forward check's candidate and reference (input_error without one).
 ToleranceVerdict judge_ratio(const KernelCheck& check, double max_ratio, double ratio_atol = 0);
+
+/// torch.testing.assert_close's default (atol, rtol) for a dtype, applied to the
+/// max: "float16" (1e-5, 1e-3), "bfloat16" (1e-5, 1.6e-2), "float32" (1e-5,
+/// 1.3e-6), "float64" (1e-7, 1e-7); nullopt for any other name. The tolerance a
+/// test suite applies when it names none (attnrank.testing uses these).
+std::optional<ErrorTolerance> default_tolerance(const std::string& dtype);
+
+/// The note for a reference whose own error is proven above its dtype's default
+/// tolerance (default_tolerance), "" otherwise (or for a dtype without one): a
+/// reference that far from exact can share the kernel's bug, and then a ratio
+/// against it passes. `role` names the tensor ("out", "dq", ...).
+std::string inexact_reference_note(const OutputError& reference, const std::string& dtype, const std::string& role);
+
+/// The verdict over several: exceeded when one is, else undecided when one is,
+/// else within (nullopt when there are none).
+std::optional<ToleranceVerdict> combined_verdict(const std::vector<ToleranceVerdict>& verdicts);
 
 }  // namespace attnrank
