@@ -23,6 +23,7 @@ back as lists of floats.
 import itertools as _itertools
 from fractions import Fraction as _Fraction
 import operator as _operator
+import os as _os
 import textwrap as _textwrap
 import sys as _sys
 
@@ -359,7 +360,7 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                  dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
                  max_seqlen_k=None, empty_rows="refuse", scale=None, fallback="auto", bits=None, max_error=None,
                  rtol=None, max_ratio=None, ratio_atol=None, max_size=None, causal=False, softmax_scale=None,
-                 layout="bhsd"):
+                 layout="bhsd", profile=None):
     shapes = _shapes(q, k, v, candidate)
     try:
         return _noted(_check_kernel(q, k, v, candidate, reference, dout, dq, dk, dv, lse, dsinks, reference_dq,
@@ -367,12 +368,28 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                                     alignment, softcap, alibi_slopes, sinks, attn_bias, fp8_format, q_descale,
                                     k_descale, v_descale, dropout_mask, dropout_p, cu_seqlens_q, cu_seqlens_k,
                                     max_seqlen_q, max_seqlen_k, empty_rows, scale, fallback, bits, max_error, rtol,
-                                    max_ratio, ratio_atol, max_size, causal, softmax_scale, layout))
+                                    max_ratio, ratio_atol, max_size, causal, softmax_scale, layout, profile))
     except ValueError as error:
         hint = None if cu_seqlens_q is not None or cu_seqlens_k is not None else _other_layout_hint(shapes, layout)
         if hint is None:
             raise
         raise ValueError(f"{error}; {hint}") from None
+
+
+def _profile(profile):
+    """A precision profile as the library reads it: a name or a JSON file's path (str), or a
+    dict of the profile's fields, sent as JSON text; None: no budget."""
+    if profile is None:
+        return None
+    if isinstance(profile, dict):
+        import json
+        return json.dumps(profile)
+    if isinstance(profile, (str, _os.PathLike)):
+        text = _os.fspath(profile)
+        if text.startswith("{"):
+            raise ValueError("profile: pass a dict, a profile's name or a JSON file's path, not JSON text")
+        return text
+    raise ValueError(f"profile: {type(profile).__name__} is not a profile's name, a JSON file's path or a dict")
 
 
 def _shapes(*arrays):
@@ -413,8 +430,9 @@ def _check_kernel(q, k, v, candidate, reference, dout, dq, dk, dv, lse, dsinks, 
                   reference_dv, reference_lse, reference_dsinks, mask, window_size, alignment, softcap, alibi_slopes,
                   sinks, attn_bias, fp8_format, q_descale, k_descale, v_descale, dropout_mask, dropout_p,
                   cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, empty_rows, scale, fallback, bits,
-                  max_error, rtol, max_ratio, ratio_atol, max_size, causal, softmax_scale, layout):
+                  max_error, rtol, max_ratio, ratio_atol, max_size, causal, softmax_scale, layout, profile):
     size = _max_size(max_size)
+    profile = _profile(profile)
     if layout != "bhsd":  # FlashAttention's (B, N, H, d): the sequence and head axes swapped, as views
         if cu_seqlens_q is not None or cu_seqlens_k is not None:
             raise ValueError(f"layout '{layout}' with cu_seqlens: packed sequences are (total, H, d), taken as they are")
@@ -495,7 +513,7 @@ def _check_kernel(q, k, v, candidate, reference, dout, dq, dk, dv, lse, dsinks, 
                                 for c, name in ((cu_seqlens_q, "cu_seqlens_q"), (cu_seqlens_k, "cu_seqlens_k"))),
                               *(None if m is None else _integer(name, m, (0, _INDEX[1]), "a length >= 0")
                                 for m, name in ((max_seqlen_q, "max_seqlen_q"), (max_seqlen_k, "max_seqlen_k"))),
-                              str(empty_rows))
+                              str(empty_rows), profile)
 
 
 def from_torch(module):

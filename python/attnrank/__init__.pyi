@@ -1,5 +1,6 @@
 """Typing stubs of the attnrank package (docs/python.md). Every function returns the
 document of the matching ``attnrank COMMAND --json`` (docs/schema/) as Python objects."""
+import os
 from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -57,7 +58,8 @@ def check_kernel(q: Tensor, k: Tensor, v: Tensor, candidate: Optional[Tensor] = 
                  bits: Optional[int] = ..., max_error: Optional[float] = ..., rtol: Optional[float] = ...,
                  max_ratio: Optional[float] = ..., ratio_atol: Optional[float] = ...,
                  max_size: Optional[int] = ..., causal: bool = ...,
-                 softmax_scale: Optional[float] = ..., layout: Literal["bhsd", "bshd"] = ...) -> Document: ...
+                 softmax_scale: Optional[float] = ..., layout: Literal["bhsd", "bshd"] = ...,
+                 profile: Union[str, "os.PathLike[str]", Dict[str, Any], None] = ...) -> Document: ...
 def from_torch(module: Any) -> Dict[str, Any]: ...
 def scan(tensor: Tensor, *, d_k: Optional[int] = ..., epsilon: Optional[float] = ..., mask: MaskArg = ...,
          jobs: Optional[int] = ..., client: Any = ..., max_dk: Optional[int] = ..., seed: int = ...,

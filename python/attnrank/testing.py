@@ -158,7 +158,7 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
                            window_size=None, alignment="bottom-right", softcap=0.0, alibi_slopes=None, sinks=None,
                            attn_bias=None, dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None,
                            max_seqlen_q=None, max_seqlen_k=None, empty_rows="refuse", lse=None, reference_lse=None,
-                           lse_max_error=None, lse_rtol=None, softmax_scale=None):
+                           lse_max_error=None, lse_rtol=None, softmax_scale=None, profile=None):
     """Asserts, with proof, that ``out`` is close to the exact attention of ``q``, ``k``, ``v``.
 
     Arrays are NumPy arrays or torch tensors (any device; float16, bfloat16, float32, float64),
@@ -185,6 +185,11 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
       * Neither: ``max_ratio=2`` with a reference, otherwise torch.testing's (rtol, atol) for
         ``out``'s dtype, on the max (``default_tolerance``).
 
+    ``profile`` (a name such as "fa2-bf16", a dict or a JSON file's path; see
+    ``attnrank.check_kernel``) judges ``out`` and ``lse`` against the profile's certified
+    error budget, the largest error any correct kernel of that precision may have on these
+    inputs, entry by entry: no tolerance to choose. Given alone it is the only criterion.
+
     ``lse`` is the kernel's logsumexp (B, H, N) -- FlashAttention's ``softmax_lse``, the same in
     either layout -- checked against the exact one: with ``lse_max_error`` (and ``lse_rtol``)
     when given, else by the ratio rule against ``reference_lse`` when ``out`` is judged by one,
@@ -205,6 +210,15 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
     if lse_rtol is not None and lse_max_error is None:
         raise ValueError("lse_rtol needs lse_max_error (the tolerance is lse_max_error + lse_rtol max |exact|)")
     _check_criteria(lse_max_error, lse_rtol, None, 0, False)
+    if profile is not None:
+        return _assert_within_budget(out, q, k, v, causal=causal, mask=mask, scale=scale, max_error=max_error,
+                                     max_ratio=max_ratio, reference=reference, rtol=rtol, ratio_atol=ratio_atol,
+                                     layout=layout, fallback=fallback, bits=bits, window_size=window_size,
+                                     alignment=alignment, lse=lse, reference_lse=reference_lse, profile=profile,
+                                     cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, softcap=softcap,
+                                     alibi_slopes=alibi_slopes, sinks=sinks, attn_bias=attn_bias,
+                                     dropout_mask=dropout_mask, dropout_p=dropout_p, max_seqlen_q=max_seqlen_q,
+                                     max_seqlen_k=max_seqlen_k, empty_rows=empty_rows)
     if max_error is None and max_ratio is None:
         if reference is not None:
             max_ratio = 2.0
@@ -248,6 +262,43 @@ def assert_attention_close(out, q, k, v, *, causal=False, mask=None, scale=None,
         lines.append(" lse:")
         lines += _tensor_lines(lse_check["lse"], "lse", lse, lse_max_error, lse_rtol, lse_ratio, ratio_atol,
                                reference_lse is not None, "lse")
+    lines += _method_line(check, "output")
+    raise AssertionError("\n".join(lines))
+
+
+def _budget_lines(check, layout):
+    """The budget verdicts of a check with a profile, as message lines."""
+    says = {"within": "within budget", "exceeded": "EXCEEDED budget (proven)",
+            "undecided": "NOT PROVEN within budget (the certified bounds straddle it)"}
+    lines = [f"  error budget of profile {check['budget']['profile']['name']} (the largest error a correct kernel "
+             "of that precision may have here, entry by entry):"]
+    for tensor in ("out", "lse"):
+        b = check["budget"].get(tensor)
+        if b is None:
+            continue
+        place = _place(b["worst"], "lse" if tensor == "lse" else layout)
+        lines.append(f"  {tensor}: {says[b['verdict']]}; max |error| / budget in [{b['usage_lower']}, "
+                     f"{b['usage_upper']}], largest at {place} (budget there {b['budget_at_worst']})")
+    return lines
+
+
+def _assert_within_budget(out, q, k, v, *, causal, mask, scale, max_error, max_ratio, reference, rtol, ratio_atol,
+                          layout, fallback, bits, window_size, alignment, lse, reference_lse, profile, **variants):
+    """assert_attention_close with a profile: one check of out (and lse) against the budget and
+    any tolerance also given."""
+    packed = _packed(layout, variants["cu_seqlens_q"], variants["cu_seqlens_k"])
+    arrays = [x if packed else _to_bhsd(x, layout, name) for x, name in ((q, "q"), (k, "k"), (v, "v"), (out, "out"))]
+    ref = None if reference is None else reference if packed else _to_bhsd(reference, layout, "reference")
+    check = _check_kernel(*arrays, ref, lse=lse, reference_lse=reference_lse, mask="causal" if causal else mask,
+                          scale=scale, fallback=fallback, bits=bits, max_error=max_error, rtol=rtol,
+                          max_ratio=max_ratio, ratio_atol=None if max_ratio is None else ratio_atol,
+                          window_size=window_size, alignment=alignment, profile=profile, **variants)
+    if check["verdict"] == "within":
+        return check
+    lines = ["attention output not proven within the profile's error budget:"]
+    lines += _tensor_lines(check, "out", arrays[3], max_error, rtol, max_ratio, ratio_atol, reference is not None,
+                           "bhsd" if packed else layout)
+    lines += _budget_lines(check, "bhsd" if packed else layout)
     lines += _method_line(check, "output")
     raise AssertionError("\n".join(lines))
 
@@ -361,7 +412,7 @@ def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None,
                             alibi_slopes=None, sinks=None, attn_bias=None, dropout_mask=None, dropout_p=0.0,
                             empty_rows="refuse", layout="bhsd", cu_seqlens_q=None, cu_seqlens_k=None,
                             max_seqlen_q=None, max_seqlen_k=None, lse_max_error=None, lse_rtol=None,
-                            softmax_scale=None):
+                            softmax_scale=None, profile=None):
     """Runs the kernel ``fn(q, k, v) -> out`` (torch tensors, (..., N, d) layout, or FlashAttention's
     (B, N, H, d) with ``layout="bshd"``, the output in the same layout; or packed sequences
     (total, H, d) with ``cu_seqlens_q`` / ``cu_seqlens_k``, which ``fn`` closes over) forward and
@@ -374,7 +425,10 @@ def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None,
     2) x the reference's true error + ``ratio_atol``, for the output and each gradient. A kernel
     that returns ``(out, lse)``, as FlashAttention's with ``return_softmax_lse``/``return_attn_probs``
     do, has its logsumexp checked too (``lse_max_error`` / ``lse_rtol``, or the reference's lse by
-    the ratio rule, else float32's default tolerance); the backward pass runs from ``out``. The
+    the ratio rule, else float32's default tolerance); the backward pass runs from ``out``.
+    ``profile`` judges the output and the logsumexp against the profile's certified error budget
+    (``assert_attention_close``); the gradients, which the budget does not model yet, keep their
+    criteria (``grad_max_error``, the reference's ratio, or their dtype's default tolerance). The
     seed is in every failure message. Returns {"out": ..., "lse": ..., "dq": ..., ...,
     "verdicts": {tensor: {criterion: verdict}}, "verdict": "within"}: the checks, and every
     verdict in one place."""
@@ -414,7 +468,8 @@ def assert_attention_kernel(fn, q, k, v, *, causal=False, mask=None, scale=None,
     try:
         forward = assert_attention_close(out, q, k, v, max_error=max_error, rtol=rtol, reference=ref_out,
                                          max_ratio=max_ratio, ratio_atol=ratio_atol, lse=lse, reference_lse=ref_lse,
-                                         lse_max_error=lse_max_error, lse_rtol=lse_rtol, **common)
+                                         lse_max_error=lse_max_error, lse_rtol=lse_rtol, profile=profile,
+                                         **common)
         backward = assert_attention_grads_close(*grads, q, k, v, dout, max_error=grad_max_error, rtol=grad_rtol,
                                                 reference=ref_grads, max_ratio=max_ratio, ratio_atol=ratio_atol,
                                                 **common)

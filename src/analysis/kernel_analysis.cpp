@@ -194,9 +194,23 @@ KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
       out.exceeded.push_back(role);
   };
   try {
+    // With a profile the budget's pass encloses the exact output too: the check reuses it.
+    std::vector<HeadBudget> budgets;
+    std::vector<BoundsMatrix> budget_enclosures;
+    if (q.profile) {
+      if (packed) throw input_error("a precision profile's error budget does not model packed sequences yet");
+      if (q.q_descale || q.k_descale || q.v_descale)
+        throw input_error("a precision profile's error budget does not model FP8 descale factors yet");
+      if (!q.candidate && in.gradients[3].get().empty())
+        throw input_error("a precision profile judges the output or the logsumexp: pass the kernel's out (or lse)");
+      budgets = error_budget(in.q.get(), in.k.get(), in.v.get(), in.options, *q.profile, !in.gradients[3].get().empty());
+      for (const HeadBudget& h : budgets) budget_enclosures.push_back(h.exact_out);
+      out.profile = q.profile;
+    }
     if (q.candidate) {
       out.result = check_kernel(in.q.get(), in.k.get(), in.v.get(), in.candidate.get(),
-                                q.reference ? &in.reference.get() : nullptr, in.options);
+                                q.reference ? &in.reference.get() : nullptr, in.options,
+                                q.profile ? &budget_enclosures : nullptr);
       out.candidate_name = q.candidate->name;
       out.candidate_dtype = q.candidate->tensor.dtype;
       judge("out", out.result->candidate, out.result->reference, out.error_verdict, out.ratio_verdict);
@@ -234,6 +248,27 @@ KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
         }
         out.gradients.push_back(std::move(g));
       }
+    }
+    if (q.profile) {
+      const detail::HeadList& lse = in.gradients[3];
+      std::vector<BoundsMatrix> exact;
+      std::vector<Eigen::MatrixXd> allowed;
+      if (q.candidate) {
+        for (const HeadBudget& h : budgets) allowed.push_back(h.out);
+        out.out_budget = judge_budget(in.candidate.get(), budget_enclosures, allowed);
+      }
+      if (!lse.get().empty()) {
+        allowed.clear();
+        for (const HeadBudget& h : budgets) {
+          exact.push_back(h.exact_lse);
+          allowed.emplace_back(h.lse);
+        }
+        out.lse_budget = judge_budget(lse.get(), exact, allowed);
+      }
+      for (const auto& [role, verdict] : {std::pair{"out", &out.out_budget}, {"lse", &out.lse_budget}})
+        if (*verdict && (*verdict)->verdict == ToleranceVerdict::exceeded &&
+            std::find(out.exceeded.begin(), out.exceeded.end(), role) == out.exceeded.end())
+          out.exceeded.push_back(role);
     }
   } catch (const input_error& e) {
     throw input_error(std::string("check-kernel: ") + e.what(), e.subject());

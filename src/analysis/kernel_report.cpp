@@ -133,6 +133,36 @@ void verdicts_json(json& j, const KernelAnalysis& k, const std::optional<Toleran
   (void)k;
 }
 
+/// The budget verdict's worst entry as an OutputError's, for place_json / place_text.
+OutputError budget_place(const BudgetVerdict& b) {
+  OutputError e;
+  e.worst_matrix = b.worst_matrix;
+  e.worst_row = b.worst_row;
+  e.worst_column = b.worst_column;
+  return e;
+}
+
+json budget_json(const KernelAnalysis& k, const BudgetVerdict& b, const std::string& role) {
+  return {{"verdict", to_string(b.verdict)},
+          {"usage_lower", lower_text(b.usage_lower)},
+          {"usage_upper", upper_text(b.usage_upper)},
+          {"worst", place_json(layout_of(k, role), budget_place(b))},
+          {"budget_at_worst", upper_text(b.budget_at_worst)},
+          {"max_budget", upper_text(b.max_budget)},
+          {"nonfinite", b.nonfinite}};
+}
+
+std::string budget_text(const KernelAnalysis& k, const BudgetVerdict& b, const std::string& role) {
+  std::ostringstream s;
+  s << "  " << role << ": " << (b.verdict == ToleranceVerdict::within     ? "within budget"
+                               : b.verdict == ToleranceVerdict::exceeded ? "EXCEEDED budget (proven): exit 3"
+                                                                          : "undecided (the bounds straddle the budget)")
+    << "; max |error| / budget in [" << lower_text(b.usage_lower) << ", " << upper_text(b.usage_upper) << "], largest at "
+    << place_text(layout_of(k, role), budget_place(b)) << " (budget there " << upper_text(b.budget_at_worst)
+    << "; largest budget " << upper_text(b.max_budget) << ")\n";
+  return s.str();
+}
+
 json gradient_json(const KernelAnalysis& k, const GradientReport& g) {
   const Layout layout = layout_of(k, g.role);
   json j = {{"candidate", error_json(layout, g.check.candidate, g.candidate_name, g.candidate_dtype)}};
@@ -155,7 +185,11 @@ std::vector<TensorVerdict> tensor_verdicts(const KernelAnalysis& k) {
     if (ratio) out.push_back({tensor, "max_ratio", *ratio});
   };
   if (k.result) add("out", k.error_verdict, k.ratio_verdict);
-  for (const GradientReport& g : k.gradients) add(g.role, g.error_verdict, g.ratio_verdict);
+  if (k.out_budget) out.push_back({"out", "budget", k.out_budget->verdict});
+  for (const GradientReport& g : k.gradients) {
+    add(g.role, g.error_verdict, g.ratio_verdict);
+    if (g.role == "lse" && k.lse_budget) out.push_back({"lse", "budget", k.lse_budget->verdict});
+  }
   return out;
 }
 
@@ -216,12 +250,18 @@ json to_json(const KernelAnalysis& k) {
     j["ratio_atol"] = shortest_decimal(k.ratio_atol.value_or(0));
     if (k.ratio_verdict) j["max_ratio_verdict"] = to_string(*k.ratio_verdict);
   }
-  if (k.max_error || k.max_ratio) j["exceeded"] = k.exceeded;
+  if (k.max_error || k.max_ratio || k.profile) j["exceeded"] = k.exceeded;
   if (const std::optional<ToleranceVerdict> overall = overall_verdict(k)) {
     json verdicts = json::object();
     for (const TensorVerdict& v : tensor_verdicts(k)) verdicts[v.tensor][v.criterion] = to_string(v.verdict);
     j["verdicts"] = verdicts;
     j["verdict"] = to_string(*overall);
+  }
+  if (k.profile) {
+    json budget = {{"profile", to_json(*k.profile)}};
+    if (k.out_budget) budget["out"] = budget_json(k, *k.out_budget, "out");
+    if (k.lse_budget) budget["lse"] = budget_json(k, *k.lse_budget, "lse");
+    j["budget"] = budget;
   }
   if (!k.notes.empty()) j["notes"] = k.notes;
   return json_document(j, "check-kernel");
@@ -307,6 +347,12 @@ std::string to_text(const KernelAnalysis& k) {
     if (k.result) tolerances_text(s, k, "", k.error_verdict, k.ratio_verdict, k.result->reference);
     for (const GradientReport& g : k.gradients)
       tolerances_text(s, k, g.role + ": ", g.error_verdict, g.ratio_verdict, g.check.reference);
+  }
+  if (k.profile) {
+    s << "\nError budget of profile " << k.profile->name
+      << " (certified: the largest error any correct kernel of the profile may have on these inputs, entry by entry):\n";
+    if (k.out_budget) s << budget_text(k, *k.out_budget, "out");
+    if (k.lse_budget) s << budget_text(k, *k.lse_budget, "lse");
   }
   if (const std::optional<ToleranceVerdict> overall = overall_verdict(k)) {
     s << "\nverdict: " << to_string(*overall) << " (";

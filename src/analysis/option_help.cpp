@@ -7,6 +7,7 @@
 #include <attnrank/analysis/refinement.hpp>
 #include <attnrank/analysis/scan_analysis.hpp>
 #include <attnrank/attention/kernel_check.hpp>
+#include <attnrank/attention/precision_profile.hpp>
 #include <attnrank/numbers/decimal.hpp>
 
 #include <stdexcept>
@@ -39,6 +40,17 @@ std::string time_limit_text() {
   text += number(full_search_flops / default_search_flops);
   text += " times the default's fixed work) within this many seconds in all; 0: no limit, reproducible from the "
           "seed. Without it the optimiser runs a fixed amount of work, so answers never depend on the clock";
+  return text;
+}
+std::string profile_text() {
+  std::string text("A precision profile (");  // in steps: GCC 12 misreads "..." + std::string&& under -Werror
+  for (const std::string& name : profile_names()) {
+    text += name;
+    text += ", ";
+  }
+  text += "or a JSON object or file of one): judge the output and the logsumexp against its certified error budget, "
+          "the largest error any correct kernel of that precision may have on these inputs, entry by entry (within, "
+          "exceeded: proven, or undecided)";
   return text;
 }
 std::string max_dk_text() { return "Largest width tried, 1 <= max_dk <= n (default: min(n, 16))"; }
@@ -226,7 +238,8 @@ std::vector<QuestionHelp> build() {
         {"rtol", "With max_error: the tolerance is max_error + rtol max |exact| (torch.testing's form, on the max)"},
         {"max_ratio", "FlashAttention's rule, candidate error <= max_ratio x reference error + ratio_atol, judged "
                       "the same way (2 or 3 in FlashAttention's tests; needs a reference)"},
-        {"ratio_atol", "With max_ratio: the floor a of the rule err <= max_ratio err(reference) + a (default 0)"}}});
+        {"ratio_atol", "With max_ratio: the floor a of the rule err <= max_ratio err(reference) + a (default 0)"},
+        {"profile", profile_text()}}});
   return all;
 }
 

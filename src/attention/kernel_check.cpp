@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
@@ -164,8 +165,11 @@ bool OutputError::tight() const {
 
 KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vector<Eigen::MatrixXd>& k,
                          const std::vector<Eigen::MatrixXd>& v, const std::vector<Eigen::MatrixXd>& candidate,
-                         const std::vector<Eigen::MatrixXd>* reference, const KernelCheckOptions& options) {
+                         const std::vector<Eigen::MatrixXd>* reference, const KernelCheckOptions& options,
+                         const std::vector<BoundsMatrix>* enclosures) {
   if (q.empty()) throw input_error("check_kernel: no heads");
+  if (enclosures && enclosures->size() != q.size())
+    throw std::logic_error("check_kernel: one enclosure per head is needed");
   detail::check_kv_heads(q.size(), k.size(), v.size(), options, "check_kernel");
   detail::check_modifiers(q.size(), options, "check_kernel");
   check_shapes(q, v, candidate, "the candidate", options);
@@ -190,8 +194,10 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
         // A variant: the fused pass with its modifiers on the tiles (a priori products, no
         // dropout); otherwise the backward pass's blocks (its score-modifier stage), asking for O only.
         const bool fused = products == AttentionProducts::a_priori && !modifiers.keep;
+        const bool given = enclosures && products == AttentionProducts::a_priori && !modifiers.any();
         const BoundsMatrix E =
-            !modifiers.any() ? certified_attention(q[t], k[j], v[j], s, mask, products)
+            given             ? (*enclosures)[t]
+            : !modifiers.any() ? certified_attention(q[t], k[j], v[j], s, mask, products)
             : fused          ? detail::a_priori_attention(q[t], k[j], v[j], s, mask, modifiers)
                              : certified_attention_gradients(q[t], k[j], v[j], Eigen::MatrixXd(), s, mask, products,
                                                              GradientsWanted{false, false, false, false, true}, modifiers)

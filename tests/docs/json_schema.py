@@ -148,6 +148,8 @@ runs = [
      "--reference", os.path.join(work, "kernel-o.npy"), "--max-ratio", "2", "--ratio-atol", "1e-6", "--max-error", "1"],
     ["layer", *weights, "--tier", "certified-double"],
     ["check-kernel", *varlen_args],
+    ["check-kernel", *kernel_args[:6], "--candidate", os.path.join(work, "kernel-o.npy"), "--lse",
+     os.path.join(work, "kernel-lse.npy"), "--profile", "fa2-bf16"],
     # Rows without a key (causal with N_q > N_k): FlashAttention's zero rows, an lse missing its +inf.
     ["check-kernel", "--q", os.path.join(work, "kernel-q.npy"), "--k", os.path.join(work, "kernel-k4.npy"),
      "--v", os.path.join(work, "kernel-v4.npy"), "--candidate", os.path.join(work, "kernel-o.npy"),
@@ -237,6 +239,9 @@ variants = {
     f"check-kernel --q {work}/kernel-q.npy --k {work}/kernel-k4.npy --v {work}/kernel-v4.npy --candidate "
     f"{work}/kernel-o.npy --lse {work}/kernel-lse.npy --mask causal --empty-rows zero":
         lambda d: d["empty_rows"] == {"convention": "zero", "rows": 8} and d["lse"]["candidate"]["infinity_missed"] == 8,
+    f"check-kernel {' '.join(kernel_args[:6])} --candidate {work}/kernel-o.npy --lse {work}/kernel-lse.npy --profile fa2-bf16":
+        lambda d: d["budget"]["profile"]["name"] == "fa2-bf16" and {"out", "lse"} <= set(d["budget"])
+        and d["verdicts"]["out"]["budget"] == d["budget"]["out"]["verdict"],
     f"check-kernel {' '.join(varlen_args)}":
         lambda d: d["varlen"]["sequences"] == 2 and "token" in d["candidate"]["worst"] and "token" in d["dk"]["candidate"]["worst"],
     f"scan {stack} --dk 2 --epsilon 0.05": lambda d: all("width_upper" in h and "epsilon_verdict" in h

@@ -299,3 +299,21 @@ def test_flash_attention_output_grid_reads_saved_cases(tmp_path):
     same = next(r for r in generated if r["kernel"] == "blocked")
     for field in ("err_out", "err_pt", "err_ref", "diff_out_ref", "diff_pt_ref", "rule", "true_rule"):
         assert saved[0][field] == same[field], field
+
+
+def test_precision_budget(tmp_path):
+    """Section 6: no correct kernel of a profile exceeds its budget; the budget stays within a
+    few times the largest true error; it proves the planted bugs that change the arithmetic
+    past the profile at least as often as the 2x rule does, and never a correct kernel."""
+    data, stdout = run("precision_budget", "--grid", "quick", tmp_path=tmp_path)
+    for profile, s in data["summary"].items():
+        assert s["exceeded"] == 0 and s["within"] == s["kernels"], (profile, s)
+        assert s["max_usage"] <= 1
+        assert s["ratio_median"] <= 8, (profile, s)  # the page's median ratios: 4-6 at these sizes
+    catch = data["catch"]
+    assert catch["none (correct)"]["budget"] == 0
+    for bug in ("no_rescale", "p_in_fp8", "dropout_without_rescale"):
+        assert catch[bug]["budget"] >= 0.9 * catch[bug]["cases"], (bug, catch[bug])
+    for bug, c in catch.items():
+        assert c["budget"] >= c["certified_rule"], (bug, c)
+    assert catch["row_sum_in_bf16"]["budget"] > catch["row_sum_in_bf16"]["float_rule"]

@@ -14,7 +14,11 @@
 // tensor checked, each verdict is proven either way or `undecided`
 // (attention/kernel_tolerance.hpp); `max_error_exceeded` is true only when an
 // error is proven larger, `exceeded` lists every tensor proven outside a tolerance.
+// With a precision profile, the output and the logsumexp are also judged against the
+// profile's certified error budget (attention/error_budget.hpp): "exceeded" then
+// proves that no correct kernel of the profile gives that error on these inputs.
 
+#include <attnrank/attention/error_budget.hpp>
 #include <attnrank/attention/gradient_check.hpp>
 #include <attnrank/attention/kernel_check.hpp>
 #include <attnrank/attention/kernel_tolerance.hpp>
@@ -89,6 +93,10 @@ struct KernelQuestion {
   std::optional<double> rtol;         ///< with max_error: the tolerance max_error + rtol max |E|
   std::optional<double> max_ratio;    ///< candidate error <= max_ratio x reference error + ratio_atol (needs a reference)
   std::optional<double> ratio_atol;   ///< with max_ratio: FlashAttention's floor a (default 0)
+  /// Judge the output (and the logsumexp, when given) against this profile's certified
+  /// error budget; nullopt: none. Not with packed sequences, descales or the variants
+  /// the budget does not model (input_error).
+  std::optional<PrecisionProfile> profile;
 };
 
 /// One backward result of the kernel checked: its files, bounds and verdicts.
@@ -134,13 +142,16 @@ struct KernelAnalysis {
   bool max_error_exceeded = false;  ///< some tensor's error_verdict is exceeded
   /// Every tensor ("out", "dq", ...) with a verdict proven exceeded: exit 3 in the CLI.
   std::vector<std::string> exceeded;
+  /// With a profile: the output's and the logsumexp's budget verdicts (those given).
+  std::optional<PrecisionProfile> profile;
+  std::optional<BudgetVerdict> out_budget, lse_budget;
   /// What the inputs make doubtful, in words (inexact_reference_note: a reference proven
   /// outside its dtype's default tolerance); the CLI prints them, Python warns.
   std::vector<std::string> notes;
 };
 
 /// Every tolerance verdict of the check in one place, in the order out, dq, dk,
-/// dv, lse, dsinks: (tensor, criterion "max_error" or "max_ratio", verdict).
+/// dv, lse, dsinks: (tensor, criterion "max_error", "max_ratio" or "budget", verdict).
 struct TensorVerdict {
   std::string tensor, criterion;
   ToleranceVerdict verdict = ToleranceVerdict::undecided;

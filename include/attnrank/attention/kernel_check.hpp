@@ -148,11 +148,15 @@ std::size_t sink_param_count(std::size_t queries, const KernelCheckOptions& opti
 /// the heads q[t], k[kv_head_of(t)], v[kv_head_of(t)]. Every list has one matrix per head, and every
 /// output matrix the shape of its head's exact output (rows of Q x columns of V).
 /// Throws input_error on a shape mismatch (naming the head and both shapes),
-/// a non-finite entry of Q, K or V, or a mask of the wrong size.
+/// a non-finite entry of Q, K or V, or a mask of the wrong size. `enclosures`, when
+/// given, are certified enclosures of each head's exact output computed elsewhere (the
+/// error budget's pass, attention/error_budget.hpp, which computes them anyway): they
+/// serve as the first, a priori run's instead of computing it again (no modifiers only).
 KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vector<Eigen::MatrixXd>& k,
                          const std::vector<Eigen::MatrixXd>& v, const std::vector<Eigen::MatrixXd>& candidate,
                          const std::vector<Eigen::MatrixXd>* reference = nullptr,
-                         const KernelCheckOptions& options = {});
+                         const KernelCheckOptions& options = {},
+                         const std::vector<BoundsMatrix>* enclosures = nullptr);
 
 namespace detail {
 /// input_error (naming `who`) unless there are as many K as V matrices and options.kv_heads
