@@ -28,7 +28,7 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
     std::string scale;
     unsigned bits = default_fallback_bits;
     std::string max_error;
-    std::optional<double> rtol, max_ratio;
+    std::optional<double> rtol, max_ratio, max_ulps;
     std::string profile;
     bool json = false;
   };
@@ -118,11 +118,15 @@ void add_check_kernel_command(CLI::App& app, Run& run) {
                   h("ratio_atol"))
       ->type_name("FLOAT")
       ->check(non_negative);
+  cmd->add_option("--max-ulps", opt->max_ulps, h("max_ulps") + " (exit 3 when exceeded)")
+      ->type_name("FLOAT")
+      ->check(non_negative);
   cmd->add_option("--profile", opt->profile, h("profile") + " (exit 3 when exceeded)")->type_name("NAME|FILE.json");
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, &run] {
     KernelQuestion q;
     if (!opt->profile.empty()) q.profile = profile_from_argument(opt->profile);
+    q.max_ulps = opt->max_ulps;
     // A kernel's NaN or infinity is a finding to report (nonfinite), not bad input.
     // Packed sequences' tensors are read head by head: each sequence is then a block of rows.
     const bool packed = !opt->cu_seqlens_q.empty() || !opt->cu_seqlens_k.empty();

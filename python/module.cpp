@@ -293,9 +293,10 @@ PYBIND11_MODULE(_attnrank, m) {
          std::optional<NamedTensor> v_descale, std::optional<NamedTensor> dropout_mask, double dropout_p,
          std::optional<NamedTensor> cu_seqlens_q, std::optional<NamedTensor> cu_seqlens_k,
          std::optional<std::size_t> max_seqlen_q, std::optional<std::size_t> max_seqlen_k,
-         const std::string& empty_rows, std::optional<std::string> profile) {
+         const std::string& empty_rows, std::optional<std::string> profile, std::optional<double> max_ulps) {
         KernelQuestion kq;
         if (profile) kq.profile = profile_from_argument(*profile);
+        kq.max_ulps = max_ulps;
         kq.cu_seqlens_q = std::move(cu_seqlens_q);
         kq.cu_seqlens_k = std::move(cu_seqlens_k);
         kq.max_seqlen_q = max_seqlen_q;
@@ -351,5 +352,5 @@ PYBIND11_MODULE(_attnrank, m) {
       py::arg("sinks"), py::arg("masks"), py::arg("bias"), py::arg("fp8_format"), py::arg("q_descale"),
       py::arg("k_descale"), py::arg("v_descale"), py::arg("dropout_mask"), py::arg("dropout_p"),
       py::arg("cu_seqlens_q"), py::arg("cu_seqlens_k"), py::arg("max_seqlen_q"), py::arg("max_seqlen_k"),
-      py::arg("empty_rows"), py::arg("profile"));
+      py::arg("empty_rows"), py::arg("profile"), py::arg("max_ulps"));
 }

@@ -360,7 +360,7 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                  dropout_mask=None, dropout_p=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
                  max_seqlen_k=None, empty_rows="refuse", scale=None, fallback="auto", bits=None, max_error=None,
                  rtol=None, max_ratio=None, ratio_atol=None, max_size=None, causal=False, softmax_scale=None,
-                 layout="bhsd", profile=None):
+                 layout="bhsd", profile=None, max_ulps=None):
     shapes = _shapes(q, k, v, candidate)
     try:
         return _noted(_check_kernel(q, k, v, candidate, reference, dout, dq, dk, dv, lse, dsinks, reference_dq,
@@ -368,7 +368,8 @@ def check_kernel(q, k, v, candidate=None, reference=None, *, dout=None, dq=None,
                                     alignment, softcap, alibi_slopes, sinks, attn_bias, fp8_format, q_descale,
                                     k_descale, v_descale, dropout_mask, dropout_p, cu_seqlens_q, cu_seqlens_k,
                                     max_seqlen_q, max_seqlen_k, empty_rows, scale, fallback, bits, max_error, rtol,
-                                    max_ratio, ratio_atol, max_size, causal, softmax_scale, layout, profile))
+                                    max_ratio, ratio_atol, max_size, causal, softmax_scale, layout, profile,
+                                    max_ulps))
     except ValueError as error:
         hint = None if cu_seqlens_q is not None or cu_seqlens_k is not None else _other_layout_hint(shapes, layout)
         if hint is None:
@@ -430,7 +431,8 @@ def _check_kernel(q, k, v, candidate, reference, dout, dq, dk, dv, lse, dsinks, 
                   reference_dv, reference_lse, reference_dsinks, mask, window_size, alignment, softcap, alibi_slopes,
                   sinks, attn_bias, fp8_format, q_descale, k_descale, v_descale, dropout_mask, dropout_p,
                   cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, empty_rows, scale, fallback, bits,
-                  max_error, rtol, max_ratio, ratio_atol, max_size, causal, softmax_scale, layout, profile):
+                  max_error, rtol, max_ratio, ratio_atol, max_size, causal, softmax_scale, layout, profile,
+                  max_ulps):
     size = _max_size(max_size)
     profile = _profile(profile)
     if layout != "bhsd":  # FlashAttention's (B, N, H, d): the sequence and head axes swapped, as views
@@ -513,7 +515,7 @@ def _check_kernel(q, k, v, candidate, reference, dout, dq, dk, dv, lse, dsinks, 
                                 for c, name in ((cu_seqlens_q, "cu_seqlens_q"), (cu_seqlens_k, "cu_seqlens_k"))),
                               *(None if m is None else _integer(name, m, (0, _INDEX[1]), "a length >= 0")
                                 for m, name in ((max_seqlen_q, "max_seqlen_q"), (max_seqlen_k, "max_seqlen_k"))),
-                              str(empty_rows), profile)
+                              str(empty_rows), profile, None if max_ulps is None else float(max_ulps))
 
 
 def from_torch(module):

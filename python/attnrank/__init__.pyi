@@ -59,7 +59,8 @@ def check_kernel(q: Tensor, k: Tensor, v: Tensor, candidate: Optional[Tensor] = 
                  max_ratio: Optional[float] = ..., ratio_atol: Optional[float] = ...,
                  max_size: Optional[int] = ..., causal: bool = ...,
                  softmax_scale: Optional[float] = ..., layout: Literal["bhsd", "bshd"] = ...,
-                 profile: Union[str, "os.PathLike[str]", Dict[str, Any], None] = ...) -> Document: ...
+                 profile: Union[str, "os.PathLike[str]", Dict[str, Any], None] = ...,
+                 max_ulps: Optional[float] = ...) -> Document: ...
 def from_torch(module: Any) -> Dict[str, Any]: ...
 def scan(tensor: Tensor, *, d_k: Optional[int] = ..., epsilon: Optional[float] = ..., mask: MaskArg = ...,
          jobs: Optional[int] = ..., client: Any = ..., max_dk: Optional[int] = ..., seed: int = ...,

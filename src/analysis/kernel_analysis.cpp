@@ -171,6 +171,8 @@ KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
   require_tolerance_value(q.rtol, "rtol");
   if (q.rtol && !q.max_error) throw input_error("rtol needs max_error (the tolerance is max_error + rtol max |exact|)");
   require_tolerance_value(q.max_ratio, "max_ratio");
+  require_tolerance_value(q.max_ulps, "max_ulps");
+  if (q.max_ulps && !q.candidate) throw input_error("max_ulps judges the output: pass the kernel's out (candidate)");
   require_tolerance_value(q.ratio_atol, "ratio_atol");
   if (q.ratio_atol && !q.max_ratio)
     throw input_error("ratio_atol needs max_ratio (the rule is candidate error <= max_ratio x reference error + "
@@ -208,12 +210,31 @@ KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
       out.profile = q.profile;
     }
     if (q.candidate) {
+      // The candidate's error in ulps of its own dtype, when that is a floating format.
+      KernelCheckOptions forward = in.options;
+      try {
+        forward.output_format = number_format(q.candidate->tensor.dtype);
+      } catch (const input_error&) {
+      }
+      if (q.max_ulps && !forward.output_format)
+        throw input_error("max_ulps needs a floating-point candidate (its ulps are those of its dtype, " +
+                          q.candidate->tensor.dtype + ")");
       out.result = check_kernel(in.q.get(), in.k.get(), in.v.get(), in.candidate.get(),
-                                q.reference ? &in.reference.get() : nullptr, in.options,
+                                q.reference ? &in.reference.get() : nullptr, forward,
                                 q.profile ? &budget_enclosures : nullptr);
       out.candidate_name = q.candidate->name;
       out.candidate_dtype = q.candidate->tensor.dtype;
       judge("out", out.result->candidate, out.result->reference, out.error_verdict, out.ratio_verdict);
+      if (q.max_ulps && out.result->candidate.ulps) {
+        const OutputError::Ulps& u = *out.result->candidate.ulps;
+        out.max_ulps = q.max_ulps;
+        out.ulps_verdict = out.result->candidate.infinite() || u.max_lower > *q.max_ulps ? ToleranceVerdict::exceeded
+                           : u.max_upper <= *q.max_ulps                                  ? ToleranceVerdict::within
+                                                                                         : ToleranceVerdict::undecided;
+        if (out.ulps_verdict == ToleranceVerdict::exceeded &&
+            std::find(out.exceeded.begin(), out.exceeded.end(), "out") == out.exceeded.end())
+          out.exceeded.push_back("out");
+      }
       if (out.result->reference) {
         std::string note = inexact_reference_note(*out.result->reference, q.reference->tensor.dtype, "out");
         if (!note.empty()) out.notes.push_back(std::move(note));

@@ -84,6 +84,15 @@ json error_json(const Layout& q, const OutputError& e, const std::string& name, 
             {"worst", place_json(q, e)},
             {"nonfinite", e.nonfinite}};
   if (e.infinity_missed > 0) j["infinity_missed"] = e.infinity_missed;
+  if (e.ulps) {
+    json bins = json::object();
+    const char* names[] = {"at_most_half", "at_most_1", "at_most_2", "at_most_4", "at_most_16", "above_16"};
+    for (std::size_t b = 0; b < e.ulps->histogram.size(); ++b) bins[names[b]] = e.ulps->histogram[b];
+    j["ulps"] = {{"format", e.ulps->format},
+                 {"max_lower", lower_text(e.ulps->max_lower)},
+                 {"max_upper", upper_text(e.ulps->max_upper)},
+                 {"histogram", bins}};
+  }
   return j;
 }
 
@@ -108,6 +117,13 @@ std::string error_text(const Layout& q, const OutputError& e, const std::string&
   s << "  " << pad("RMS of " + symbol + " - exact") << " in [" << lower_text(e.rms_error_lower) << ", "
     << upper_text(e.rms_error_upper) << "]\n";
   if (!e.infinite()) s << "  largest proven error at " << place_text(q, e) << "\n";
+  if (e.ulps) {
+    s << "  " << pad("max |" + symbol + " - exact| / ulp(exact)") << " in [" << lower_text(e.ulps->max_lower) << ", "
+      << upper_text(e.ulps->max_upper) << "] ulps of " << e.ulps->format << "; entries by ulps (upper ends):";
+    const char* names[] = {"<= 0.5", "<= 1", "<= 2", "<= 4", "<= 16", "> 16"};
+    for (std::size_t b = 0; b < e.ulps->histogram.size(); ++b) s << (b ? ", " : " ") << names[b] << ": " << e.ulps->histogram[b];
+    s << "\n";
+  }
   return s.str();
 }
 
@@ -185,6 +201,7 @@ std::vector<TensorVerdict> tensor_verdicts(const KernelAnalysis& k) {
     if (ratio) out.push_back({tensor, "max_ratio", *ratio});
   };
   if (k.result) add("out", k.error_verdict, k.ratio_verdict);
+  if (k.ulps_verdict) out.push_back({"out", "max_ulps", *k.ulps_verdict});
   if (k.out_budget) out.push_back({"out", "budget", k.out_budget->verdict});
   for (const GradientReport& g : k.gradients) {
     add(g.role, g.error_verdict, g.ratio_verdict);
@@ -245,12 +262,16 @@ json to_json(const KernelAnalysis& k) {
     if (k.error_verdict) j["max_error_verdict"] = to_string(*k.error_verdict);
     if (k.rtol) j["rtol"] = shortest_decimal(*k.rtol);
   }
+  if (k.max_ulps) {
+    j["max_ulps"] = shortest_decimal(*k.max_ulps);
+    if (k.ulps_verdict) j["max_ulps_verdict"] = to_string(*k.ulps_verdict);
+  }
   if (k.max_ratio) {
     j["max_ratio"] = shortest_decimal(*k.max_ratio);
     j["ratio_atol"] = shortest_decimal(k.ratio_atol.value_or(0));
     if (k.ratio_verdict) j["max_ratio_verdict"] = to_string(*k.ratio_verdict);
   }
-  if (k.max_error || k.max_ratio || k.profile) j["exceeded"] = k.exceeded;
+  if (k.max_error || k.max_ratio || k.max_ulps || k.profile) j["exceeded"] = k.exceeded;
   if (const std::optional<ToleranceVerdict> overall = overall_verdict(k)) {
     json verdicts = json::object();
     for (const TensorVerdict& v : tensor_verdicts(k)) verdicts[v.tensor][v.criterion] = to_string(v.verdict);
@@ -348,6 +369,9 @@ std::string to_text(const KernelAnalysis& k) {
     for (const GradientReport& g : k.gradients)
       tolerances_text(s, k, g.role + ": ", g.error_verdict, g.ratio_verdict, g.check.reference);
   }
+  if (k.ulps_verdict)
+    s << "\nmax_ulps " << shortest_decimal(*k.max_ulps) << ": " << tolerance_text(*k.ulps_verdict, "the error in ulps")
+      << "\n";
   if (k.profile) {
     s << "\nError budget of profile " << k.profile->name
       << " (certified: the largest error any correct kernel of the profile may have on these inputs, entry by entry):\n";

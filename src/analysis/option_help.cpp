@@ -239,7 +239,9 @@ std::vector<QuestionHelp> build() {
         {"max_ratio", "FlashAttention's rule, candidate error <= max_ratio x reference error + ratio_atol, judged "
                       "the same way (2 or 3 in FlashAttention's tests; needs a reference)"},
         {"ratio_atol", "With max_ratio: the floor a of the rule err <= max_ratio err(reference) + a (default 0)"},
-        {"profile", profile_text()}}});
+        {"profile", profile_text()},
+        {"max_ulps", "A tolerance on the output's error in ulps of its dtype, entry by entry |O - exact| / "
+                     "ulp(exact): proven within, proven exceeded, or undecided"}}});
   return all;
 }
 

@@ -171,6 +171,23 @@ void ErrorAccumulator::infinite_error(std::size_t t, Index i, Index j, std::size
 void ErrorAccumulator::record(std::size_t t, Index i, Index j, double lower, double upper, double mig, double mag) {
   result_.max_abs_exact_lower = std::max(result_.max_abs_exact_lower, mig);
   result_.max_abs_exact_upper = std::max(result_.max_abs_exact_upper, mag);
+  if (ulps_) {  // ulp is a power of two: each quotient is exact unless it over- or underflows
+    double below, above;
+    {
+      DownwardRounding down;
+      below = lower / format_.ulp(mag);
+      rounding_barrier(below);
+    }
+    {
+      UpwardRounding up;
+      above = upper / format_.ulp(mig);
+      rounding_barrier(above);
+    }
+    ulps_->max_lower = std::max(ulps_->max_lower, below);
+    ulps_->max_upper = std::max(ulps_->max_upper, above);
+    const std::size_t bin = above <= 0.5 ? 0 : above <= 1 ? 1 : above <= 2 ? 2 : above <= 4 ? 3 : above <= 16 ? 4 : 5;
+    ++ulps_->histogram[bin];
+  }
   if (result_.infinite()) return;  // the error is already infinite, and its place known
   if (lower > result_.max_abs_error_lower) {
     lower_at_ = {t, i, j};
@@ -185,6 +202,7 @@ void ErrorAccumulator::record(std::size_t t, Index i, Index j, double lower, dou
 
 OutputError ErrorAccumulator::finish() const {
   OutputError e = result_;
+  e.ulps = ulps_;
   const bool lower_known = e.max_abs_error_lower > 0;
   e.worst_matrix = lower_known ? lower_at_.t : upper_at_.t;
   e.worst_row = lower_known ? lower_at_.i : upper_at_.i;

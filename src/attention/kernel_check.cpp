@@ -181,6 +181,7 @@ KernelCheck check_kernel(const std::vector<Eigen::MatrixXd>& q, const std::vecto
   KernelCheck out;
   const auto run = [&](bool intervals, AttentionProducts products) {
     detail::ErrorAccumulator c, r;
+    if (options.output_format) c.measure_ulps(*options.output_format);
     for (std::size_t t = 0; t < q.size(); ++t) {
       const std::size_t j = kv_head_of(options, t);
       const ScoreModifiers modifiers = modifiers_of(options, t);

@@ -4,6 +4,7 @@
 #include <attnrank/error.hpp>
 #include <attnrank/numbers/decimal.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -21,14 +22,20 @@ void require_u(double u, const std::string& where) {
 
 }  // namespace
 
+double NumberFormat::ulp(double x) const {
+  const int e = (x == 0 || !std::isfinite(x)) ? min_exponent : std::max(std::ilogb(x), min_exponent);
+  return std::ldexp(1.0, e - digits + 1);
+}
+
 NumberFormat number_format(const std::string& name) {
-  if (name == "bfloat16" || name == "bf16") return {"bfloat16", 0x1p-8, 0x1p-134, 0x1.fep127};
-  if (name == "float16" || name == "fp16") return {"float16", 0x1p-11, 0x1p-25, 65504};
-  if (name == "float32" || name == "fp32") return {"float32", 0x1p-24, 0x1p-150, std::numeric_limits<float>::max()};
-  if (name == "float64" || name == "fp64")
-    return {"float64", 0x1p-53, 0x1p-1074, std::numeric_limits<double>::max()};  // eta rounded up to a double
-  if (name == "float8_e4m3fn" || name == "fp8_e4m3") return {"float8_e4m3fn", 0x1p-4, 0x1p-10, 448};
-  if (name == "float8_e5m2" || name == "fp8_e5m2") return {"float8_e5m2", 0x1p-3, 0x1p-17, 57344};
+  if (name == "bfloat16" || name == "bf16") return {"bfloat16", 0x1p-8, 0x1p-134, 0x1.fep127, 8, -126};
+  if (name == "float16" || name == "fp16") return {"float16", 0x1p-11, 0x1p-25, 65504, 11, -14};
+  if (name == "float32" || name == "fp32")
+    return {"float32", 0x1p-24, 0x1p-150, std::numeric_limits<float>::max(), 24, -126};
+  if (name == "float64" || name == "fp64")  // eta rounded up to a double
+    return {"float64", 0x1p-53, 0x1p-1074, std::numeric_limits<double>::max(), 53, -1022};
+  if (name == "float8_e4m3fn" || name == "fp8_e4m3") return {"float8_e4m3fn", 0x1p-4, 0x1p-10, 448, 4, -6};
+  if (name == "float8_e5m2" || name == "fp8_e5m2") return {"float8_e5m2", 0x1p-3, 0x1p-17, 57344, 3, -14};
   throw input_error("format '" + name +
                     "' is not one of bfloat16, float16, float32, float64, float8_e4m3fn, float8_e5m2");
 }

@@ -133,3 +133,27 @@ TEST_CASE("attnrank::error_budget refusals and non-finite candidates", "[unit]")
   CHECK(v.verdict == ToleranceVerdict::exceeded);
   CHECK(v.nonfinite == 1u);
 }
+
+TEST_CASE("attnrank::NumberFormat::ulp", "[property]") {
+  rc::prop("an ulp is a power of two, the format's spacing at |x|, non-decreasing in |x|", [] {
+    const NumberFormat f =
+        number_format(*rc::gen::element<std::string>("bfloat16", "float16", "float32", "float64", "float8_e4m3fn", "float8_e5m2"));
+    const double x = std::ldexp(*rc::gen::inRange(1, 1 << 20) / double(1 << 20), *rc::gen::inRange(-160, 140));
+    const double y = x * (1 + *rc::gen::inRange(0, 100) / 10.0);
+    int e;
+    RC_ASSERT(std::frexp(f.ulp(x), &e) == 0.5);  // a power of two
+    RC_ASSERT(f.ulp(x) <= f.ulp(y));
+    // At and above the smallest normal: the spacing of numbers with `digits` significant bits.
+    if (x >= std::ldexp(1.0, f.min_exponent)) {
+      RC_ASSERT(f.ulp(x) <= x * std::ldexp(1.0, 1 - f.digits));
+      RC_ASSERT(f.ulp(x) > x * std::ldexp(1.0, -f.digits));
+    } else {
+      RC_ASSERT(f.ulp(x) == std::ldexp(1.0, f.min_exponent - f.digits + 1));
+    }
+    RC_ASSERT(f.ulp(-x) == f.ulp(x));
+  });
+  CHECK(number_format("float32").ulp(1.0) == 0x1p-23);
+  CHECK(number_format("bfloat16").ulp(1.5) == 0x1p-7);
+  CHECK(number_format("float16").ulp(0.0) == 0x1p-24);
+  CHECK(number_format("float64").ulp(std::numeric_limits<double>::max()) == 0x1p971);
+}

@@ -153,3 +153,37 @@ def test_assert_attention_close_with_a_profile():
     bad, _ = ek.attention(q, k, v, causal=True, block=16, bug="no_rescale")
     with pytest.raises(AssertionError, match="EXCEEDED budget"):
         assert_attention_close(bad, q, k, v, causal=True, profile="fa2-bf16")
+
+
+def test_the_error_in_ulps_and_max_ulps():
+    """A float32 output rounded from the exact one is within half an ulp of its dtype everywhere
+    (certified, to the enclosure's width); one entry 3 ulps off is proven beyond 2 ulps, counted
+    in its bin, and fails max_ulps=2 (exit 3 from the command line), but passes max_ulps=4."""
+    rng = np.random.default_rng([SEED, 13])
+    q, k, v = (rng.standard_normal((2, 24, 8)).astype(np.float32) for _ in range(3))
+    s = np.einsum("hid,hjd->hij", q.astype(np.float64), k.astype(np.float64)) / np.sqrt(8)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    exact = (p / p.sum(-1, keepdims=True)) @ v.astype(np.float64)
+    out = exact.astype(np.float32)
+    ulps = attnrank.check_kernel(q, k, v, out)["candidate"]["ulps"]
+    assert ulps["format"] == "float32"
+    assert float(ulps["max_upper"]) < 0.5001 and ulps["histogram"]["at_most_1"] + ulps["histogram"]["at_most_half"] == out.size
+    bad = out.copy()
+    bad[1, 5, 3] = np.nextafter(np.nextafter(np.nextafter(bad[1, 5, 3], np.float32(np.inf)), np.float32(np.inf)),
+                                np.float32(np.inf))
+    check = attnrank.check_kernel(q, k, v, bad, max_ulps=2)
+    assert float(check["candidate"]["ulps"]["max_lower"]) > 2
+    assert check["candidate"]["ulps"]["histogram"]["at_most_4"] == 1
+    assert check["max_ulps_verdict"] == "exceeded" and check["verdicts"]["out"]["max_ulps"] == "exceeded"
+    assert attnrank.check_kernel(q, k, v, bad, max_ulps=4)["max_ulps_verdict"] == "within"
+    with pytest.raises(ValueError, match="max_ulps judges the output"):
+        attnrank.check_kernel(q, k, v, dq=q, dout=out, max_ulps=1)
+    if CLI:
+        import tempfile
+        with tempfile.TemporaryDirectory() as work:
+            for name, x in (("q", q), ("k", k), ("v", v), ("out", bad)):
+                np.save(os.path.join(work, f"{name}.npy"), x)
+            run = subprocess.run([CLI, "check-kernel", *[a for n in ("q", "k", "v") for a in (f"--{n}", os.path.join(work, f"{n}.npy"))],
+                                  "--candidate", os.path.join(work, "out.npy"), "--max-ulps", "2"],
+                                 capture_output=True, text=True)
+            assert run.returncode == 3 and "ulps of float32" in run.stdout, run.stdout + run.stderr

@@ -93,6 +93,9 @@ struct KernelQuestion {
   std::optional<double> rtol;         ///< with max_error: the tolerance max_error + rtol max |E|
   std::optional<double> max_ratio;    ///< candidate error <= max_ratio x reference error + ratio_atol (needs a reference)
   std::optional<double> ratio_atol;   ///< with max_ratio: FlashAttention's floor a (default 0)
+  /// A tolerance on the output's error in ulps of its dtype (OutputError::ulps): every
+  /// entry's |O - E| / ulp(E) at most this (within), or some entry's proven above it (exceeded).
+  std::optional<double> max_ulps;
   /// Judge the output (and the logsumexp, when given) against this profile's certified
   /// error budget; nullopt: none. Not with packed sequences, descales or the variants
   /// the budget does not model (input_error).
@@ -139,6 +142,8 @@ struct KernelAnalysis {
   std::string max_error_text;
   std::optional<double> rtol, max_ratio, ratio_atol;
   std::optional<ToleranceVerdict> error_verdict, ratio_verdict;  ///< the output's, with max_error / max_ratio
+  std::optional<double> max_ulps;
+  std::optional<ToleranceVerdict> ulps_verdict;  ///< the output's, with max_ulps
   bool max_error_exceeded = false;  ///< some tensor's error_verdict is exceeded
   /// Every tensor ("out", "dq", ...) with a verdict proven exceeded: exit 3 in the CLI.
   std::vector<std::string> exceeded;
@@ -151,7 +156,7 @@ struct KernelAnalysis {
 };
 
 /// Every tolerance verdict of the check in one place, in the order out, dq, dk,
-/// dv, lse, dsinks: (tensor, criterion "max_error", "max_ratio" or "budget", verdict).
+/// dv, lse, dsinks: (tensor, criterion "max_error", "max_ratio", "max_ulps" or "budget", verdict).
 struct TensorVerdict {
   std::string tensor, criterion;
   ToleranceVerdict verdict = ToleranceVerdict::undecided;

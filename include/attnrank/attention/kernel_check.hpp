@@ -24,8 +24,10 @@
 // reported, never skipped.
 
 #include <attnrank/attention/certified_attention.hpp>
+#include <attnrank/attention/precision_profile.hpp>
 #include <attnrank/attention/score_modifiers.hpp>
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +53,17 @@ struct OutputError {
   std::size_t infinity_missed = 0;
   /// Some entry's error is infinite (proven): nonfinite or infinity_missed entries.
   bool infinite() const { return nonfinite > 0 || infinity_missed > 0; }
+  /// With the output's format (KernelCheckOptions::output_format): the error in units in
+  /// the last place of the exact value, entry by entry, |O - E| / ulp(E) (NumberFormat::ulp
+  /// over E's enclosure: the lower end over the largest ulp, the upper over the smallest),
+  /// its certified max and how many entries' upper ends fall in each of the bins
+  /// [0, 0.5], (0.5, 1], (1, 2], (2, 4], (4, 16], (16, inf] ulps. Non-finite entries are not counted.
+  struct Ulps {
+    std::string format;
+    double max_lower = 0, max_upper = 0;
+    std::array<std::size_t, 6> histogram{};
+  };
+  std::optional<Ulps> ulps;
   /// True when the bounds pin the error to 1%: upper - lower <= upper / 100.
   bool tight() const;
   /// True when a tenth of the spread would pin it (upper - lower <= upper / 8): worth the
@@ -98,6 +111,8 @@ struct KernelCheckOptions {
   FallbackPolicy fallback = FallbackPolicy::automatic;
   unsigned fallback_bits = 128;
   double fallback_budget = 1.5e8;  ///< multiply-adds (N_q N_k (d + d_v) per head)
+  /// The candidate's format, for its error in ulps (OutputError::ulps); nullopt: none.
+  std::optional<NumberFormat> output_format;
 };
 
 struct KernelCheck {

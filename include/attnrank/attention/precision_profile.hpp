@@ -45,6 +45,13 @@ struct NumberFormat {
   double u = 0;       ///< unit roundoff
   double eta = 0;     ///< half the smallest subnormal spacing
   double max = 0;     ///< largest finite value
+  int digits = 0;     ///< significand bits, the hidden one included
+  int min_exponent = 0;  ///< exponent of the smallest normal number
+
+  /// The spacing of the format's numbers at magnitude |x|: 2^(max(e, min_exponent) -
+  /// digits + 1) with 2^e <= |x| < 2^(e+1) (the smallest subnormal spacing at 0): an
+  /// ulp of x, exact (a power of two), non-decreasing in |x|.
+  double ulp(double x) const;
 };
 
 /// The format of a dtype name (NumPy's and torch's spellings: "bfloat16", "float16",

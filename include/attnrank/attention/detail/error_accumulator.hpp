@@ -18,6 +18,7 @@
 
 #include <attnrank/attention/kernel_check.hpp>
 
+#include <optional>
 #include <vector>
 
 namespace attnrank::detail {
@@ -32,6 +33,8 @@ class ErrorAccumulator {
   OutputError finish() const;
   /// Largest hi - lo of the enclosures seen, rounded up.
   double width() const { return width_; }
+  /// Also bound each entry's error in ulps of `format` (OutputError::ulps); call before add.
+  void measure_ulps(const NumberFormat& format) { ulps_.emplace().format = format.name, format_ = format; }
 
  private:
   struct Place {
@@ -60,6 +63,8 @@ class ErrorAccumulator {
   bool upper_sum_infinite_ = false;  // an entry's upper bound is +inf
   std::vector<Sums> sums_;
   double entries_ = 0;
+  std::optional<OutputError::Ulps> ulps_;
+  NumberFormat format_;
 };
 
 /// Bounds [lo, hi] on c / r for candidate and reference errors (see KernelCheck).
