@@ -251,6 +251,15 @@ PYBIND11_MODULE(_attnrank, m) {
       },
       "Every question's help (name, title, details, options as (name, text)): what --help and the docstrings print");
   m.def(
+      "combined_verdict",
+      [](const std::vector<std::string>& verdicts) {
+        std::vector<ToleranceVerdict> all;
+        for (const std::string& v : verdicts) all.push_back(tolerance_verdict_from_name(v));
+        const std::optional<ToleranceVerdict> c = combined_verdict(all);
+        return c ? std::string(to_string(*c)) : std::string();
+      },
+      py::arg("verdicts"), "The verdict over several (within, exceeded, undecided): exceeded over undecided over within");
+  m.def(
       "default_tolerance",
       [](const std::string& dtype) -> std::optional<std::pair<double, double>> {
         const std::optional<ErrorTolerance> t = default_tolerance(dtype);

@@ -313,9 +313,8 @@ def _scale(scale, softmax_scale):
 
 
 def _combined(verdicts):
-    """exceeded when one is, else undecided when one is, else within (the library's rule)."""
-    verdicts = list(verdicts)
-    return "exceeded" if "exceeded" in verdicts else "undecided" if "undecided" in verdicts else "within"
+    """The verdict over several, by the library's rule (combined_verdict)."""
+    return _core.combined_verdict(list(verdicts))
 
 
 def assert_attention_grads_close(dq, dk, dv, q, k, v, dout, *, causal=False, mask=None, scale=None, max_error=None,

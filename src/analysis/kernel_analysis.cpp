@@ -226,7 +226,7 @@ KernelAnalysis analyze(const KernelQuestion& q, KernelQuestion* movable) {
       out.candidate_dtype = q.candidate->tensor.dtype;
       judge("out", out.result->candidate, out.result->reference, out.error_verdict, out.ratio_verdict);
       if (q.max_ulps && out.result->candidate.ulps) {
-        const OutputError::Ulps& u = *out.result->candidate.ulps;
+        const UlpReport& u = *out.result->candidate.ulps;
         out.max_ulps = q.max_ulps;
         out.ulps_verdict = out.result->candidate.infinite() || u.max_lower > *q.max_ulps ? ToleranceVerdict::exceeded
                            : u.max_upper <= *q.max_ulps                                  ? ToleranceVerdict::within

@@ -104,6 +104,12 @@ std::string inexact_reference_note(const OutputError& reference, const std::stri
   return note;
 }
 
+ToleranceVerdict tolerance_verdict_from_name(const std::string& name) {
+  for (ToleranceVerdict v : {ToleranceVerdict::within, ToleranceVerdict::exceeded, ToleranceVerdict::undecided})
+    if (name == to_string(v)) return v;
+  throw input_error("verdict '" + name + "' is not within, exceeded or undecided");
+}
+
 std::optional<ToleranceVerdict> combined_verdict(const std::vector<ToleranceVerdict>& verdicts) {
   if (verdicts.empty()) return std::nullopt;
   if (std::find(verdicts.begin(), verdicts.end(), ToleranceVerdict::exceeded) != verdicts.end())

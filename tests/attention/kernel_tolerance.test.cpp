@@ -185,6 +185,11 @@ TEST_CASE("attnrank::default_tolerance, inexact_reference_note, combined_verdict
       RC_ASSERT(note.find(dtype + "'s default tolerance") != std::string::npos);
     }
   });
+  SECTION("verdicts by name") {
+    for (ToleranceVerdict v : {ToleranceVerdict::within, ToleranceVerdict::exceeded, ToleranceVerdict::undecided})
+      CHECK(tolerance_verdict_from_name(to_string(v)) == v);
+    CHECK_THROWS_AS(tolerance_verdict_from_name("passed"), input_error);
+  }
   rc::prop("combined_verdict: exceeded over undecided over within", [] {
     const auto verdicts = *rc::gen::container<std::vector<ToleranceVerdict>>(
         rc::gen::element(ToleranceVerdict::within, ToleranceVerdict::exceeded, ToleranceVerdict::undecided));

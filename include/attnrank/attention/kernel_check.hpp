@@ -35,6 +35,19 @@
 namespace attnrank {
 
 /// Proven bounds on one output's error against the exact attention.
+/// A tensor's error in units in the last place of the exact value, entry by entry,
+/// |O - E| / ulp(E) in a format (NumberFormat::ulp over E's enclosure: the lower end over
+/// the largest ulp, the upper over the smallest): its certified max and how many entries'
+/// upper ends fall in each of the bins [0, 0.5], (0.5, 1], (1, 2], (2, 4], (4, 16], (16, inf]
+/// ulps. Non-finite entries are not counted. (Outside OutputError: a nested class with
+/// default member initializers is not default-constructible for std::optional inside its
+/// enclosing class, in clang.)
+struct UlpReport {
+  std::string format;
+  double max_lower = 0, max_upper = 0;
+  std::array<std::size_t, 6> histogram{};
+};
+
 struct OutputError {
   double max_abs_error_lower = 0, max_abs_error_upper = 0;  ///< on max |O - E|
   double max_rel_error_lower = 0, max_rel_error_upper = 0;  ///< on max |O - E| / max |E|
@@ -53,17 +66,8 @@ struct OutputError {
   std::size_t infinity_missed = 0;
   /// Some entry's error is infinite (proven): nonfinite or infinity_missed entries.
   bool infinite() const { return nonfinite > 0 || infinity_missed > 0; }
-  /// With the output's format (KernelCheckOptions::output_format): the error in units in
-  /// the last place of the exact value, entry by entry, |O - E| / ulp(E) (NumberFormat::ulp
-  /// over E's enclosure: the lower end over the largest ulp, the upper over the smallest),
-  /// its certified max and how many entries' upper ends fall in each of the bins
-  /// [0, 0.5], (0.5, 1], (1, 2], (2, 4], (4, 16], (16, inf] ulps. Non-finite entries are not counted.
-  struct Ulps {
-    std::string format;
-    double max_lower = 0, max_upper = 0;
-    std::array<std::size_t, 6> histogram{};
-  };
-  std::optional<Ulps> ulps;
+  /// With the output's format (KernelCheckOptions::output_format): its error in ulps.
+  std::optional<UlpReport> ulps;
   /// True when the bounds pin the error to 1%: upper - lower <= upper / 100.
   bool tight() const;
   /// True when a tenth of the spread would pin it (upper - lower <= upper / 8): worth the

@@ -23,6 +23,9 @@ namespace attnrank {
 
 enum class ToleranceVerdict { within, exceeded, undecided };
 
+/// The verdict a name ("within", "exceeded", "undecided") stands for; input_error otherwise.
+ToleranceVerdict tolerance_verdict_from_name(const std::string& name);
+
 /// "within", "exceeded" or "undecided" (the JSON and the messages).
 const char* to_string(ToleranceVerdict v);
 

@@ -34,7 +34,11 @@ class ErrorAccumulator {
   /// Largest hi - lo of the enclosures seen, rounded up.
   double width() const { return width_; }
   /// Also bound each entry's error in ulps of `format` (OutputError::ulps); call before add.
-  void measure_ulps(const NumberFormat& format) { ulps_.emplace().format = format.name, format_ = format; }
+  void measure_ulps(const NumberFormat& format) {
+    ulps_ = UlpReport{};
+    ulps_->format = format.name;
+    format_ = format;
+  }
 
  private:
   struct Place {
@@ -63,7 +67,7 @@ class ErrorAccumulator {
   bool upper_sum_infinite_ = false;  // an entry's upper bound is +inf
   std::vector<Sums> sums_;
   double entries_ = 0;
-  std::optional<OutputError::Ulps> ulps_;
+  std::optional<UlpReport> ulps_;
   NumberFormat format_;
 };
 
